@@ -1,0 +1,37 @@
+"""Public Python API."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Union
+
+from .engine.analysis import ProjectContext
+from .engine.convert import convert_path
+from .engine.findings import FileResult
+
+__all__ = ["convert_file", "convert_source", "FileResult", "ProjectContext"]
+
+
+def convert_source(source: Union[str, bytes], path: str = "<string>", backend: str = "horovod",
+                   project: Optional[ProjectContext] = None) -> FileResult:
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    return convert_path(path, backend, project, data=data)
+
+
+def convert_file(path: Union[str, os.PathLike], backend: str = "horovod",
+                 project: Optional[ProjectContext] = None) -> FileResult:
+    path = os.fspath(path)
+    if project is None:
+        project = _sibling_project(path)
+    return convert_path(path, backend, project)
+
+
+def _sibling_project(path: str) -> Optional[ProjectContext]:
+    """Cross-module facts from the file's siblings, when the project module is there."""
+    try:
+        from .project import project_context_for_file
+    except ImportError:
+        return None
+    try:
+        return project_context_for_file(path)
+    except Exception:  # a broken sibling must never stop converting this file
+        return None

@@ -1,0 +1,75 @@
+"""The interface every backend implements.
+
+Each method returns a *template*: Python source with ``{placeholders}`` that
+the engine fills (``{hvd}``, ``{tf}`` become the names bound in the user's
+file; other placeholders are the user's own expressions, as source) and
+parses with the file's formatting conventions.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import List
+
+
+class Backend(ABC):
+    name: str
+
+    @abstractmethod
+    def bind_name(self, ctx, key: str) -> str:
+        """The name to use for a template placeholder, scheduling its import."""
+
+    # --- process topology
+    @abstractmethod
+    def size(self) -> str: ...
+
+    @abstractmethod
+    def rank(self) -> str: ...
+
+    @abstractmethod
+    def is_chief(self) -> str:
+        """A boolean expression: this process writes files and prints."""
+
+    # --- start-up
+    @abstractmethod
+    def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List[str]:
+        """Statements (templates) run once, right after the imports."""
+
+    # --- optimisation
+    @abstractmethod
+    def scale_lr(self, lr: str) -> str: ...
+
+    @abstractmethod
+    def wrap_optimizer(self, optimizer: str, keras: bool) -> str: ...
+
+    @abstractmethod
+    def wrap_tape(self, tape: str) -> str: ...
+
+    @abstractmethod
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str) -> str: ...
+
+    @abstractmethod
+    def tf1_broadcast_op(self) -> str: ...
+
+    @abstractmethod
+    def tf1_broadcast_hook(self) -> str: ...
+
+    @abstractmethod
+    def keras_callbacks(self) -> List[str]:
+        """Callbacks every rank runs, first in the list."""
+
+    # --- data
+    @abstractmethod
+    def shard_dataset(self, dataset: str) -> str: ...
+
+    @abstractmethod
+    def shard_array(self, array: str) -> str: ...
+
+    @abstractmethod
+    def divide_count(self, count: str) -> str: ...
+
+    @abstractmethod
+    def tf1_device_config(self, tf1: str) -> str:
+        """A ConfigProto expression pinning this process's GPU."""
+
+    @abstractmethod
+    def tf1_visible_device_list(self) -> str: ...

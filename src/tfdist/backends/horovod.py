@@ -1,0 +1,123 @@
+"""Horovod backend, following Horovod's documented usage for TensorFlow.
+
+https://horovod.readthedocs.io/en/stable/tensorflow.html and
+https://horovod.readthedocs.io/en/stable/keras.html
+"""
+from __future__ import annotations
+
+from typing import List
+
+from .base import Backend
+
+# The Horovod module each flavour of user code needs.
+HVD_TF = "horovod.tensorflow"
+HVD_TF_KERAS = "horovod.tensorflow.keras"
+HVD_KERAS = "horovod.keras"  # standalone Keras 2 only
+
+KERAS3_MESSAGE = (
+    "Horovod 0.28 does not average gradients in Keras 3 model.fit "
+    "(TensorFlow >= 2.16); install tensorflow<2.16, or tf-keras with "
+    "TF_USE_LEGACY_KERAS=1"
+)
+
+
+class HorovodBackend(Backend):
+    name = "horovod"
+
+    def bind_name(self, ctx, key: str) -> str:
+        imports = ctx.imports
+        if key == "tf":
+            return imports.tensorflow()
+        if key == "keras":
+            return imports.keras()
+        keras_mod = HVD_KERAS if ctx.keras_flavor == "keras" else HVD_TF_KERAS
+        uses_tf_api = ctx.patterns - {"Keras"}
+        if key == "hvd":
+            # Keras-only code uses the Keras module (it has init/size/rank
+            # too); anything with tapes or sessions needs horovod.tensorflow.
+            return imports.require(HVD_TF if uses_tf_api else keras_mod, "hvd")
+        if key == "hvdk":
+            if not uses_tf_api:
+                return ctx.name("hvd")
+            return imports.require(keras_mod, "hvd_keras")
+        raise KeyError(key)
+
+    def size(self) -> str:
+        return "{hvd}.size()"
+
+    def rank(self) -> str:
+        return "{hvd}.rank()"
+
+    def is_chief(self) -> str:
+        return "{hvd}.rank() == 0"
+
+    def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List[str]:
+        out = ["{hvd}.init()"]
+        if tf2:
+            gpus = ctx.imports.free_name("gpus")
+            out.append(
+                f'{gpus} = {{tf}}.config.experimental.list_physical_devices("GPU")\n'
+                f"for gpu in {gpus}:\n"
+                f"    {{tf}}.config.experimental.set_memory_growth(gpu, True)\n"
+                f"if {gpus}:\n"
+                f'    {{tf}}.config.experimental.set_visible_devices({gpus}[{{hvd}}.local_rank()], "GPU")'
+            )
+        if keras3_guard:
+            keras_version = "{keras}.__version__" if ctx.keras_flavor == "keras" else "{tf}.keras.__version__"
+            out.append(
+                f'if int({keras_version}.split(".")[0]) >= 3:\n'
+                f'    raise SystemExit("{KERAS3_MESSAGE}")'
+            )
+        return out
+
+    def scale_lr(self, lr: str) -> str:
+        return f"{lr} * {{hvd}}.size()"
+
+    def wrap_optimizer(self, optimizer: str, keras: bool) -> str:
+        return f"{{{'hvdk' if keras else 'hvd'}}}.DistributedOptimizer({optimizer})"
+
+    def wrap_tape(self, tape: str) -> str:
+        return f"{tape} = {{hvd}}.DistributedGradientTape({tape})"
+
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str) -> str:
+        # optimizer.iterations is a tf.Variable: the condition is evaluated
+        # per step (also inside @tf.function, where AutoGraph turns it into a
+        # tf.cond), so the broadcast runs exactly once, after the first
+        # apply_gradients created the optimizer's slot variables.
+        lines = [f"if {optimizer}.iterations == 1:"]
+        for v in variables:
+            lines.append(f"    {{hvd}}.broadcast_variables({v}, root_rank=0)")
+        lines.append(f"    {{hvd}}.broadcast_variables({optimizer_vars}, root_rank=0)")
+        return "\n".join(lines)
+
+    def tf1_broadcast_op(self) -> str:
+        return "{hvd}.broadcast_global_variables(0)"
+
+    def tf1_broadcast_hook(self) -> str:
+        return "{hvd}.BroadcastGlobalVariablesHook(0)"
+
+    def keras_callbacks(self) -> List[str]:
+        return [
+            "{hvdk}.callbacks.BroadcastGlobalVariablesCallback(0)",
+            "{hvdk}.callbacks.MetricAverageCallback()",
+        ]
+
+    def shard_dataset(self, dataset: str) -> str:
+        # Dropping the last (len % size) elements first gives every rank the
+        # same number of elements, hence the same number of batches: an
+        # uneven split would leave one rank waiting in an allreduce.
+        return (f"{dataset}.batch({{hvd}}.size(), drop_remainder=True).unbatch()"
+                f".shard({{hvd}}.size(), {{hvd}}.rank())")
+
+    def shard_array(self, array: str) -> str:
+        # Every rank takes the same number of rows (len // size).
+        return f"{array}[{{hvd}}.rank()::{{hvd}}.size()][:len({array}) // {{hvd}}.size()]"
+
+    def divide_count(self, count: str) -> str:
+        return f"max(1, {count} // {{hvd}}.size())"
+
+    def tf1_device_config(self, tf1: str) -> str:
+        return f"{tf1}.ConfigProto(gpu_options={tf1}.GPUOptions(visible_device_list=str({{hvd}}.local_rank())))"
+
+    def tf1_visible_device_list(self) -> str:
+        return "str({hvd}.local_rank())"

@@ -1,0 +1,469 @@
+"""Facts about one module: what names mean, class hierarchy, value types.
+
+Type inference is deliberately small and flow-insensitive: a name's type is
+the union of the types of every value assigned to it in its scope. That is
+enough to know that ``model`` in ``model.fit(...)`` is a Keras model built by
+``keras.Sequential``, by a user subclass of ``keras.Model`` (several levels
+deep, or in a sibling module), or by a factory function in the file that
+returns one -- and it never guesses: an unknown value has no type.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import (
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from .. import apis
+from .names import canonical
+
+# Kinds of objects tfdist tracks.
+MODEL = "keras.Model"
+KERAS_OPTIMIZER = "keras optimizer"
+TF1_OPTIMIZER = "tf1 optimizer"
+SCHEDULE = "learning-rate schedule"
+DATASET = "tf.data.Dataset"
+CALLBACK = "keras callback"
+SEQUENCE = "keras Sequence"
+SESSION = "tf.Session"
+MONITORED_SESSION = "MonitoredSession"
+TAPE = "GradientTape"
+FILE_WRITER = "summary writer"
+TF1_FILE_WRITER = "tf1 FileWriter"
+CHECKPOINT = "checkpoint"
+SAVER = "tf1 Saver"
+CONFIG_PROTO = "ConfigProto"
+MODULE = "tf.Module"
+
+# Framework base classes -> the kind their subclasses have.
+_ROOT_KINDS: Dict[str, str] = {}
+for _n in apis.KERAS_MODEL_CLASSES:
+    _ROOT_KINDS[_n] = MODEL
+for _n in list(apis.KERAS_OPTIMIZER_BASES) + list(apis.KERAS_OPTIMIZERS) + list(apis.KERAS_LEGACY_OPTIMIZERS):
+    _ROOT_KINDS[_n] = KERAS_OPTIMIZER
+for _n in list(apis.TF1_OPTIMIZER_BASES) + list(apis.TF1_OPTIMIZERS):
+    _ROOT_KINDS[_n] = TF1_OPTIMIZER
+for _n in apis.KERAS_CALLBACK_BASES:
+    _ROOT_KINDS[_n] = CALLBACK
+for _n in apis.TF_MODULE_BASES:
+    _ROOT_KINDS[_n] = MODULE
+for _n in apis.KERAS_LR_SCHEDULE_BASES:
+    _ROOT_KINDS[_n] = SCHEDULE
+_ROOT_KINDS["keras.utils.Sequence"] = SEQUENCE
+
+# Constructors / factories -> kind of the value they return.
+_CALL_KINDS: Dict[str, str] = dict(_ROOT_KINDS)
+_CALL_KINDS.update({n: MODEL for n in apis.KERAS_MODEL_FACTORIES})
+_CALL_KINDS.update({n: SCHEDULE for n in apis.KERAS_LR_SCHEDULES})
+_CALL_KINDS.update({n: DATASET for n in apis.DATASET_SOURCES})
+_CALL_KINDS.update({n: SESSION for n in apis.TF1_SESSIONS})
+_CALL_KINDS.update({n: MONITORED_SESSION for n in apis.TF1_MONITORED_SESSIONS})
+_CALL_KINDS[apis.GRADIENT_TAPE] = TAPE
+_CALL_KINDS[apis.TF2_FILE_WRITER] = FILE_WRITER
+_CALL_KINDS[apis.TF1_FILE_WRITER] = TF1_FILE_WRITER
+_CALL_KINDS[apis.TF2_CHECKPOINT] = CHECKPOINT
+_CALL_KINDS[apis.TF2_CHECKPOINT_MANAGER] = CHECKPOINT
+_CALL_KINDS[apis.TF1_SAVER] = SAVER
+_CALL_KINDS[apis.TF1_CONFIG_PROTO] = CONFIG_PROTO
+
+
+@dataclass(frozen=True, eq=True)
+class Type:
+    kind: str
+    name: str = ""  # canonical class / constructor name
+    # where the value was constructed (a cst.Call), compared by identity
+    call: Optional[cst.Call] = field(default=None, compare=False, hash=False)
+
+
+@dataclass
+class ClassFact:
+    name: str  # qualified within its module ("Net", "make.<locals>.Net")
+    kinds: Set[str]
+    chain: List[str]  # ["Net", "BaseNet", "tensorflow.keras.Model"]
+    node: Optional[cst.ClassDef] = None
+
+    def describe(self) -> str:
+        return " <: ".join(self.chain)
+
+
+@dataclass
+class ProjectContext:
+    """What the rest of a project tells about one of its modules."""
+
+    module_name: Optional[str] = None  # dotted name, to resolve relative imports
+    is_package: bool = False  # the module is a package's __init__.py
+    # absolute qualified name ("nets.Net") -> fact from the module defining it
+    classes: Mapping[str, ClassFact] = field(default_factory=dict)
+
+    def absolute(self, qualified: str) -> str:
+        if not qualified.startswith(".") or not self.module_name:
+            return qualified
+        dots = len(qualified) - len(qualified.lstrip("."))
+        parts = self.module_name.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        if dots > 1:
+            parts = parts[: len(parts) - (dots - 1)] if dots - 1 <= len(parts) else []
+        rest = qualified[dots:]
+        return ".".join([*parts, rest]) if parts else rest
+
+
+def _unlazy(value):
+    # LibCST may hand back lazily computed metadata; unwrap it.
+    if value is not None and type(value).__name__ == "LazyValue":
+        return value()
+    return value
+
+
+class Analysis:
+    def __init__(self, module: cst.Module, project: Optional[ProjectContext] = None):
+        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        self.module = self.wrapper.module
+        self.project = project or ProjectContext()
+        resolved = self.wrapper.resolve_many(
+            [QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider]
+        )
+        self._qn = resolved[QualifiedNameProvider]
+        self._scopes = resolved[ScopeProvider]
+        self._pos = resolved[PositionProvider]
+        self._parents = resolved[ParentNodeProvider]
+        self._access: Dict[cst.Name, object] = {}
+        for scope in {s for s in self._scopes.values() if s is not None}:
+            for access in scope.accesses:
+                self._access.setdefault(access.node, access)
+        self.calls: List[cst.Call] = []
+        self.withs: List[cst.With] = []
+        self.classdefs: List[cst.ClassDef] = []
+        self.functions: Dict[str, List[cst.FunctionDef]] = {}
+        self.for_loops: List[cst.For] = []
+        for node in self._pos:
+            if isinstance(node, cst.Call):
+                self.calls.append(node)
+            elif isinstance(node, cst.With):
+                self.withs.append(node)
+            elif isinstance(node, cst.ClassDef):
+                self.classdefs.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                self.functions.setdefault(node.name.value, []).append(node)
+            elif isinstance(node, cst.For):
+                self.for_loops.append(node)
+        # Source order (metadata mappings are unordered).
+        for lst in (self.calls, self.withs, self.classdefs, self.for_loops):
+            lst.sort(key=lambda n: (self.line(n), self.col(n)))
+        self.classes: Dict[str, ClassFact] = {}
+        for cd in self.classdefs:
+            self._class_fact(cd, set())
+        self._type_cache: Dict[int, Set[Type]] = {}
+
+    # ---------------------------------------------------------------- basics
+    def line(self, node: cst.CSTNode) -> int:
+        p = self._pos.get(node)
+        return p.start.line if p else 0
+
+    def col(self, node: cst.CSTNode) -> int:
+        p = self._pos.get(node)
+        return p.start.column + 1 if p else 0
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def qualified(self, node: cst.CSTNode) -> Set[str]:
+        """Raw qualified names (relative imports made absolute)."""
+        names = _unlazy(self._qn.get(node)) or ()
+        return {self.project.absolute(q.name) for q in names}
+
+    def names(self, node: cst.CSTNode) -> Set[str]:
+        """Canonical qualified names of a Name/Attribute/Call (its callee)."""
+        if isinstance(node, cst.Call):
+            node = node.func
+        return {canonical(q) for q in self.qualified(node)}
+
+    def is_name(self, node: cst.CSTNode, table) -> Optional[str]:
+        for n in sorted(self.names(node)):
+            if n in table:
+                return n
+        return None
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+        for a in self.ancestors(node):
+            if isinstance(a, cst.FunctionDef):
+                return a
+        return None
+
+    def statement_of(self, node: cst.CSTNode) -> Optional[cst.BaseStatement]:
+        """The statement, directly in a Module or IndentedBlock body, holding node."""
+        cur = node
+        while cur is not None:
+            par = self.parent(cur)
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+                par, (cst.Module, cst.IndentedBlock)
+            ):
+                return cur
+            cur = par
+        return None
+
+    def block_of(self, stmt: cst.BaseStatement):
+        return self.parent(stmt)
+
+    # ------------------------------------------------------- class hierarchy
+    def _class_qualname(self, cd: cst.ClassDef) -> str:
+        for q in self.qualified(cd.name):
+            return q
+        return cd.name.value
+
+    def _class_fact(self, cd: cst.ClassDef, seen: Set[int]) -> ClassFact:
+        qual = self._class_qualname(cd)
+        if qual in self.classes:
+            return self.classes[qual]
+        if id(cd) in seen:
+            return ClassFact(qual, set(), [qual], cd)
+        seen.add(id(cd))
+        kinds: Set[str] = set()
+        chain: List[str] = [cd.name.value]
+        for base in cd.bases:
+            if base.keyword is not None:
+                continue
+            fact = self.class_of(base.value, seen)
+            if fact and fact.kinds:
+                kinds |= fact.kinds
+                if len(chain) == 1:
+                    chain += fact.chain
+        fact = ClassFact(qual, kinds, chain, cd)
+        self.classes[qual] = fact
+        return fact
+
+    def class_of(self, expr: cst.BaseExpression, seen: Optional[Set[int]] = None) -> Optional[ClassFact]:
+        """What a class expression (a base, a constructor) refers to."""
+        seen = seen if seen is not None else set()
+        raw = self.qualified(expr)
+        for q in sorted(raw):
+            c = canonical(q)
+            if c in _ROOT_KINDS:
+                return ClassFact(c, {_ROOT_KINDS[c]}, [q])
+            if c in self.classes:
+                return self.classes[c]
+            if q in self.project.classes:
+                return self.project.classes[q]
+        # A class defined in this module but not analysed yet (forward order).
+        if isinstance(expr, cst.Name):
+            for cd in self.classdefs:
+                if cd.name.value == expr.value and self._class_qualname(cd) in raw:
+                    return self._class_fact(cd, seen)
+        return None
+
+    # -------------------------------------------------------- type inference
+    def assigned_values(self, name: cst.Name) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
+        """(assigning statement or node, assigned value) for each binding of name.
+
+        value is None when the binding is not a plain ``name = value`` (a
+        parameter, a loop target, an import...).
+        """
+        access = self._access.get(name)
+        if access is not None:
+            referents = access.referents
+        else:
+            scope = _unlazy(self._scopes.get(name))
+            referents = scope[name.value] if scope is not None and name.value in scope else ()
+        out = []
+        for ref in referents:
+            node = getattr(ref, "node", None)
+            if not isinstance(node, cst.Name):
+                out.append((node, None))
+                continue
+            par = self.parent(node)
+            if isinstance(par, cst.AssignTarget):
+                assign = self.parent(par)
+                if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+                    out.append((assign, assign.value))
+                    continue
+            if isinstance(par, cst.AnnAssign) and par.value is not None:
+                out.append((par, par.value))
+                continue
+            if isinstance(par, cst.AsName):
+                item = self.parent(par)
+                if isinstance(item, cst.WithItem):
+                    out.append((item, item.item))
+                    continue
+            if isinstance(par, cst.Param):
+                out.append((par, None))
+                continue
+            out.append((node, None))
+        out.sort(key=lambda t: self.line(t[0]) if t[0] is not None else 0)
+        return out
+
+    def types(self, expr: Optional[cst.BaseExpression], _depth: int = 0) -> Set[Type]:
+        if expr is None or _depth > 12:
+            return set()
+        key = id(expr)
+        if key in self._type_cache:
+            return self._type_cache[key]
+        self._type_cache[key] = set()  # cycle guard (ds = ds.batch(...))
+        result = self._infer(expr, _depth)
+        self._type_cache[key] = result
+        return result
+
+    def _infer(self, expr: cst.BaseExpression, depth: int) -> Set[Type]:
+        if isinstance(expr, cst.Call):
+            return self._infer_call(expr, depth)
+        if isinstance(expr, cst.Name):
+            out: Set[Type] = set()
+            for origin, value in self.assigned_values(expr):
+                if value is not None:
+                    out |= self.types(value, depth + 1)
+                elif isinstance(origin, cst.Param):
+                    out |= self._param_types(origin, depth)
+            return out
+        if isinstance(expr, cst.IfExp):
+            return self.types(expr.body, depth + 1) | self.types(expr.orelse, depth + 1)
+        return set()
+
+    def _infer_call(self, call: cst.Call, depth: int) -> Set[Type]:
+        for name in sorted(self.names(call)):
+            if name in _CALL_KINDS:
+                return {Type(_CALL_KINDS[name], name, call)}
+            if name.startswith(apis.KERAS_APPLICATIONS_PREFIX) and name[len(apis.KERAS_APPLICATIONS_PREFIX):][:1].isupper():
+                return {Type(MODEL, name, call)}
+            if name.startswith("keras.callbacks.") and name.rsplit(".", 1)[1][:1].isupper():
+                return {Type(CALLBACK, name, call)}
+        fact = self.class_of(call.func)
+        if fact is not None and fact.kinds:
+            return {Type(k, fact.name, call) for k in fact.kinds}
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in apis.DATASET_METHODS and any(t.kind == DATASET for t in self.types(func.value, depth + 1)):
+                return {Type(DATASET, "tensorflow.data.Dataset." + method, call)}
+        if isinstance(func, cst.Name):
+            out: Set[Type] = set()
+            for fdef in self._local_functions(func):
+                for ret in _returns(fdef):
+                    out |= self.types(ret, depth + 1)
+            return out
+        return set()
+
+    def _local_functions(self, name: cst.Name) -> List[cst.FunctionDef]:
+        out = []
+        for origin, _ in self.assigned_values(name):
+            if isinstance(origin, cst.Name) and isinstance(self.parent(origin), cst.FunctionDef):
+                out.append(self.parent(origin))
+        return out
+
+    def _param_types(self, param: cst.Param, depth: int) -> Set[Type]:
+        """A parameter's type: the types passed at this module's call sites."""
+        fdef = None
+        for a in self.ancestors(param):
+            if isinstance(a, cst.FunctionDef):
+                fdef = a
+                break
+        if fdef is None or depth > 6:
+            return set()
+        params = list(fdef.params.params)
+        if param not in params:
+            return set()
+        index = params.index(param)
+        name = param.name.value
+        out: Set[Type] = set()
+        for call in self.calls:
+            if not (isinstance(call.func, cst.Name) and call.func.value == fdef.name.value):
+                continue
+            if fdef not in self._local_functions(call.func):
+                continue
+            arg = None
+            for i, a in enumerate(call.args):
+                if a.keyword is not None and a.keyword.value == name:
+                    arg = a.value
+                elif a.keyword is None and a.star == "" and i == index:
+                    arg = a.value
+            out |= self.types(arg, depth + 1)
+        return out
+
+    def kinds(self, expr: Optional[cst.BaseExpression]) -> Set[str]:
+        return {t.kind for t in self.types(expr)}
+
+    def is_kind(self, expr: Optional[cst.BaseExpression], kind: str) -> bool:
+        return kind in self.kinds(expr)
+
+    # ---------------------------------------------------------------- data
+    def dataset_sources(self, expr: cst.BaseExpression, _seen: Optional[Set[int]] = None) -> List[cst.Call]:
+        """The tf.data source constructor calls a dataset expression is built from."""
+        seen = _seen if _seen is not None else set()
+        if id(expr) in seen:
+            return []
+        seen.add(id(expr))
+        if isinstance(expr, cst.Call):
+            if self.is_name(expr, apis.DATASET_SOURCES):
+                return [expr]
+            f = expr.func
+            if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+                return self.dataset_sources(f.value, seen)
+            if isinstance(f, cst.Name):
+                out: List[cst.Call] = []
+                for fdef in self._local_functions(f):
+                    for ret in _returns(fdef):
+                        out += self.dataset_sources(ret, seen)
+                return out
+            return []
+        if isinstance(expr, cst.Name):
+            out = []
+            for _, value in self.assigned_values(expr):
+                if value is not None:
+                    out += self.dataset_sources(value, seen)
+            return out
+        return []
+
+    def describe_types(self) -> List[str]:
+        """``name: kind (line N)`` for every module or function binding with a known type."""
+        out = []
+        for node in self._pos:
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                ts = self.types(node.value)
+                if ts:
+                    kinds = ", ".join(sorted({f"{t.kind} ({t.name})" if t.name else t.kind for t in ts}))
+                    out.append((self.line(node), f"{node.targets[0].target.value}: {kinds} (line {self.line(node)})"))
+        return [d for _, d in sorted(out)]
+
+
+def _returns(fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+    out: List[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):  # nested functions return for themselves
+            return node is fdef
+
+        def visit_ClassDef(self, node):
+            return False
+
+        def visit_Return(self, node):
+            if node.value is not None:
+                out.append(node.value)
+
+    fdef.visit(V())
+    return out
+
+
+def module_class_facts(module: cst.Module, module_name: str, is_package: bool = False,
+                       known: Optional[Mapping[str, ClassFact]] = None) -> Dict[str, ClassFact]:
+    """Class facts of one module keyed by absolute qualified name, for project indexes."""
+    a = Analysis(module, ProjectContext(module_name, is_package, dict(known or {})))
+    out = {}
+    for qual, fact in a.classes.items():
+        if "<locals>" in qual:
+            continue
+        out[f"{module_name}.{qual}" if module_name else qual] = fact
+    return out

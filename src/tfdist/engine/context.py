@@ -1,0 +1,223 @@
+"""What a rule sees: the analysis, the edit plan, the backend, findings.
+
+Rules build new code from small source templates (``{hvd}.size()``) that
+the context fills with the names bound in *this* file and parses with the
+file's own indentation, newline and quote conventions.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from . import findings as F
+from .analysis import Analysis
+from .edits import EditPlan
+
+
+class Unsupported(Exception):
+    """A rule cannot convert this file safely. Nothing is written."""
+
+    def __init__(self, line: int, message: str):
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+class ImportScheduler:
+    """Imports rules need, inserted once each by the engine.
+
+    It also knows where module-level setup code can go: after the leading
+    block of imports, and after the statement importing TensorFlow.
+    """
+
+    def __init__(self, analysis: Analysis):
+        self.a = analysis
+        self.module = analysis.module
+        self.bound: Dict[str, str] = {}  # local name -> module it binds
+        self.import_stmt: Dict[str, cst.BaseStatement] = {}  # module -> its statement
+        self.global_names = self._global_names()
+        self.leading_end: Optional[cst.BaseStatement] = None
+        self._scan()
+        self.requested: List[Tuple[str, str]] = []  # (module, alias) to insert
+
+    def _global_names(self) -> set:
+        names = set()
+        for scope in {s for s in self.a._scopes.values() if s is not None}:
+            if type(scope).__name__ == "GlobalScope":
+                names |= {a.name for a in scope.assignments}
+        return names
+
+    def _scan(self) -> None:
+        body = self.module.body
+        leading = True
+        for i, stmt in enumerate(body):
+            is_import = isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+            )
+            is_doc = i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+                stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+            if is_import:
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        for alias in small.names:
+                            mod = self.a.code(alias.name)
+                            local = alias.asname.name.value if alias.asname else mod.split(".")[0]
+                            self.bound.setdefault(local, mod if alias.asname else mod.split(".")[0])
+                            self.import_stmt.setdefault(mod, stmt)
+                    elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                        mod = self.a.code(small.module)
+                        self.import_stmt.setdefault(mod, stmt)
+                        if not isinstance(small.names, cst.ImportStar):
+                            for alias in small.names:
+                                full = f"{mod}.{self.a.code(alias.name)}"
+                                local = alias.asname.name.value if alias.asname else self.a.code(alias.name)
+                                self.bound.setdefault(local, full)
+                if leading:
+                    self.leading_end = stmt
+            elif not is_doc and not _is_future_or_trivial(stmt):
+                leading = False
+
+    def name_for(self, module: str) -> Optional[str]:
+        for local, mod in self.bound.items():
+            if mod == module:
+                return local
+        return None
+
+    def tensorflow(self) -> str:
+        """A module-level name bound to TensorFlow (v1 compat is fine too)."""
+        for mod in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+            n = self.name_for(mod)
+            if n:
+                return n
+        return self.require("tensorflow", "tf")
+
+    def keras(self) -> str:
+        n = self.name_for("keras")
+        return n or self.require("keras", "keras")
+
+    def free_name(self, preferred: str) -> str:
+        name = preferred
+        while name in self.global_names and self.bound.get(name) is None:
+            name = "_" + name
+        return name
+
+    def require(self, module: str, alias: str) -> str:
+        existing = self.name_for(module)
+        if existing:
+            return existing
+        alias = self.free_name(alias)
+        self.bound[alias] = module
+        self.requested.append((module, alias))
+        return alias
+
+    def anchor_for_imports(self) -> Optional[cst.BaseStatement]:
+        for mod in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2", "tensorflow.keras", "keras"):
+            if mod in self.import_stmt:
+                return self.import_stmt[mod]
+        for mod, stmt in self.import_stmt.items():
+            if mod.startswith(("tensorflow", "keras")):
+                return stmt
+        return self.leading_end
+
+    def anchor_for_setup(self) -> Optional[cst.BaseStatement]:
+        """Setup goes after the leading imports and after the TensorFlow import."""
+        body = list(self.module.body)
+        candidates = [s for s in (self.leading_end, self.anchor_for_imports()) if s is not None]
+        if not candidates:
+            return None
+        return max(candidates, key=body.index)
+
+
+def _is_future_or_trivial(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Pass,)) for s in stmt.body)
+
+
+class Context:
+    def __init__(self, analysis: Analysis, backend, path: str):
+        self.a = analysis
+        self.module = analysis.module
+        self.path = path
+        self.backend = backend
+        self.plan = EditPlan()
+        self.imports = ImportScheduler(analysis)
+        self.changes: List[F.Finding] = []
+        self.warnings: List[F.Finding] = []
+        self.patterns: set = set()
+        self.keras_flavor = "tf.keras"
+        self.quote = _preferred_quote(self.module)
+        self._names: Dict[str, str] = {}
+        # Nodes already handled, so rules sharing them never edit twice.
+        self.sharded: set = set()
+        self.wrapped: set = set()
+        self.scaled: set = set()
+        self.pinned: set = set()
+
+    # ---------------------------------------------------------- findings
+    def change(self, node: cst.CSTNode, rule: str, message: str) -> None:
+        self.changes.append(F.Finding(rule, self.a.line(node), self.a.col(node), F.INFO, message, True))
+
+    def warn(self, node: Optional[cst.CSTNode], rule: str, message: str) -> None:
+        line = self.a.line(node) if node is not None else 1
+        col = self.a.col(node) if node is not None else 1
+        f = F.Finding(rule, line, col, F.WARNING, message, False)
+        if all((w.line, w.rule, w.message) != (f.line, f.rule, f.message) for w in self.warnings):
+            self.warnings.append(f)
+
+    def unsupported(self, node: Optional[cst.CSTNode], message: str) -> Unsupported:
+        return Unsupported(self.a.line(node) if node is not None else 1, message)
+
+    # ---------------------------------------------------------- templates
+    def name(self, key: str) -> str:
+        """Names templates use: {hvd}, {hvdk}, {tf}, {keras}."""
+        if key not in self._names:
+            self._names[key] = self.backend.bind_name(self, key)
+        return self._names[key]
+
+    def fill(self, template: str, **values: str) -> str:
+        keys = set(re.findall(r"{(\w+)}", template)) - set(values)
+        names = {k: self.name(k) for k in keys}
+        text = template.format(**names, **values)
+        if self.quote == "'":
+            text = text.replace('"', "'")
+        return text
+
+    def expr(self, template: str, **values: str) -> cst.BaseExpression:
+        return cst.parse_expression(self.fill(template, **values), config=self.module.config_for_parsing)
+
+    def stmts(self, template: str, comment: Optional[str] = None, **values: str) -> List[cst.BaseStatement]:
+        text = self.fill(template, **values)
+        indent = self.module.default_indent
+        lines = []
+        for line in text.strip("\n").split("\n"):
+            stripped = line.lstrip(" ")
+            depth = (len(line) - len(stripped)) // 4
+            lines.append(indent * depth + stripped)
+        # Parsed on its own with the file's indentation, the new statements
+        # carry no explicit indent or newline, so they render in the file's.
+        body = list(cst.parse_module("\n".join(lines) + "\n").body)
+        if comment and body:
+            body[0] = body[0].with_changes(
+                leading_lines=[cst.EmptyLine(comment=cst.Comment("# " + comment))])
+        return body
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.a.code(node)
+
+
+def _preferred_quote(module: cst.Module) -> str:
+    single = double = 0
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleString(self, node):
+            nonlocal single, double
+            q = node.quote
+            if q == "'":
+                single += 1
+            elif q == '"':
+                double += 1
+
+    module.visit(V())
+    return "'" if single > double else '"'

@@ -1,0 +1,122 @@
+"""The conversion pipeline for one module: analyse, detect, rewrite, check."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from .. import apis
+from ..backends import get_backend
+from ..rules import PATTERN_RULES, CROSS_CUTTING_RULES, SETUP_RULE
+from . import findings as F
+from . import patterns as P
+from .analysis import Analysis, ProjectContext
+from .context import Context, Unsupported
+from .source import BadInput, SourceFile, load
+
+
+def _distribution_markers(a: Analysis) -> List[str]:
+    out = []
+    for node in a._pos:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                if a.code(alias.name).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
+                    out.append(f"line {a.line(node)}: imports {a.code(alias.name)}")
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            if a.code(node.module).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
+                out.append(f"line {a.line(node)}: imports from {a.code(node.module)}")
+    for call in a.calls:
+        if any(n.startswith(apis.TF_DISTRIBUTE_PREFIX) for n in a.names(call)):
+            out.append(f"line {a.line(call)}: uses {a.code(call.func)}")
+    return out
+
+
+def analyse(src: SourceFile, project: Optional[ProjectContext] = None):
+    a = Analysis(src.module, project)
+    evidence: List[F.Evidence] = []
+    for rule in PATTERN_RULES.values():
+        evidence += rule.detect(a)
+    evidence.sort(key=lambda e: e.line)
+    return a, evidence
+
+
+def convert(src: SourceFile, backend: str = "horovod", project: Optional[ProjectContext] = None) -> F.FileResult:
+    path = src.path
+    text = src.module.code
+    a, evidence = analyse(src, project)
+    found = {e.pattern for e in evidence}
+    pattern = P.join_all(e.pattern for e in evidence)
+    result = F.FileResult(path=path, status=F.UNCHANGED, pattern=pattern, code=text, data=src.data,
+                          evidence=evidence, hierarchy=[f.describe() for f in a.classes.values() if f.kinds],
+                          types=a.describe_types())
+    markers = _distribution_markers(a)
+    if markers:
+        result.status = F.ALREADY
+        result.warnings.append(F.Finding("already-distributed", 1, 1, F.INFO, "; ".join(markers[:3]) + ": left unchanged"))
+        return result
+    estimator = [c for c in a.calls if any(n.startswith(apis.ESTIMATOR_PREFIX) for n in a.names(c))]
+    if estimator:
+        return _refuse(result, a.line(estimator[0]), "tf.estimator training is not supported (use Horovod's estimator recipe by hand)")
+    if pattern == P.UNKNOWN:
+        if not _uses_tensorflow(a):
+            result.status = F.UNCHANGED
+            return result
+        return _refuse(result, None, "no training loop found (no Keras fit, GradientTape step, or TF1 session training)")
+    if not P.combinable(found):
+        lines = "; ".join(e.human() for e in evidence)
+        return _refuse(result, evidence[0].line,
+                       f"several training patterns in one file ({', '.join(sorted(found))}) that tfdist cannot combine: {lines}")
+    ctx = Context(a, get_backend(backend), path)
+    ctx.patterns = found
+    from ..rules import keras_fit
+    ctx.keras_flavor = keras_fit.flavor(a)
+    try:
+        for name, rule in PATTERN_RULES.items():
+            if name in found:
+                rule.apply(ctx)
+        for rule in CROSS_CUTTING_RULES:
+            rule.apply(ctx)
+        SETUP_RULE.apply(ctx)
+        new_module = ctx.plan.apply(src.module)
+    except Unsupported as e:
+        return _refuse(result, e.line, e.message)
+    code = new_module.code
+    try:  # safety net: never hand out code that does not parse
+        cst.parse_module(code)
+        compile(code, path, "exec")
+    except (cst.ParserSyntaxError, SyntaxError) as e:  # pragma: no cover - a bug in a rule
+        return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
+    result.code = code
+    result.data = new_module.bytes
+    result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
+    result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
+    result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED
+    return result
+
+
+def _uses_tensorflow(a: Analysis) -> bool:
+    for node in a._pos:
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            text = a.code(node)
+            if "tensorflow" in text or "keras" in text:
+                return True
+    return False
+
+
+def _refuse(result: F.FileResult, line: Optional[int], message: str) -> F.FileResult:
+    result.status = F.UNSUPPORTED
+    result.error = message
+    result.error_line = line
+    result.changes = []
+    result.code = None
+    result.data = None
+    return result
+
+
+def convert_path(path: str, backend: str = "horovod", project: Optional[ProjectContext] = None,
+                 data: Optional[bytes] = None) -> F.FileResult:
+    try:
+        src = load(path, data)
+    except BadInput as e:
+        return F.FileResult(path=path, status=F.FAILED, error=e.message, error_line=e.line)
+    return convert(src, backend, project)

@@ -1,0 +1,113 @@
+"""Scheduled edits, applied in one pass so untouched code round-trips exactly.
+
+Rules never build a new module; they record what should change, keyed on the
+*original* CST nodes: replace a node (a function of its already-updated
+form, so edits of a node and of its children compose), insert statements
+before/after a statement, or put a statement under a guard. The applier
+walks the tree once.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Dict, List
+
+import libcst as cst
+
+Replacement = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+class EditPlan:
+    def __init__(self) -> None:
+        self.replacements: Dict[cst.CSTNode, List[Replacement]] = defaultdict(list)
+        self.before: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
+        self.after: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
+        self.guards: Dict[cst.CSTNode, cst.BaseExpression] = {}
+
+    def replace(self, node: cst.CSTNode, fn: Replacement) -> None:
+        self.replacements[node].append(fn)
+
+    def insert_before(self, stmt: cst.BaseStatement, stmts: List[cst.BaseStatement]) -> None:
+        self.before[stmt].extend(stmts)
+
+    def insert_after(self, stmt: cst.BaseStatement, stmts: List[cst.BaseStatement]) -> None:
+        self.after[stmt].extend(stmts)
+
+    def guard(self, stmt: cst.BaseStatement, test: cst.BaseExpression) -> bool:
+        """Put stmt under ``if test:``; False if it is guarded already."""
+        if stmt in self.guards:
+            return False
+        self.guards[stmt] = test
+        return True
+
+    def is_empty(self) -> bool:
+        return not (self.replacements or self.before or self.after or self.guards)
+
+    def apply(self, module: cst.Module) -> cst.Module:
+        return module.visit(_Applier(self))
+
+
+def _split_leading(stmt: cst.BaseStatement):
+    """(blank-line prefix, rest) of a statement's leading lines."""
+    lines = list(getattr(stmt, "leading_lines", ()))
+    i = 0
+    while i < len(lines) and lines[i].comment is None:
+        i += 1
+    return lines[:i], lines[i:]
+
+
+def _has_comment(stmt) -> bool:
+    return any(line.comment is not None for line in getattr(stmt, "leading_lines", ()))
+
+
+class _Applier(cst.CSTTransformer):
+    def __init__(self, plan: EditPlan):
+        super().__init__()
+        self.plan = plan
+
+    def on_leave(self, original, updated):
+        for fn in self.plan.replacements.get(original, ()):
+            updated = fn(updated)
+        if isinstance(updated, (cst.Module, cst.IndentedBlock)) and isinstance(original, (cst.Module, cst.IndentedBlock)):
+            updated = updated.with_changes(body=self._body(original.body, updated.body))
+        return updated
+
+    def _body(self, originals, updateds):
+        out: List[cst.BaseStatement] = []
+        open_guard = None  # (test code, index in out) of a guard still open
+        for orig, upd in zip(originals, updateds):
+            before = list(self.plan.before.get(orig, ()))
+            after = list(self.plan.after.get(orig, ()))
+            if orig in self.plan.guards:
+                test = self.plan.guards[orig]
+                key = cst.Module([]).code_for_node(test)
+                if open_guard and open_guard[0] == key and not before and not _has_comment(upd):
+                    # Consecutive guarded statements share one ``if``.
+                    prev = out[open_guard[1]]
+                    body = prev.body.with_changes(body=[*prev.body.body, upd.with_changes(leading_lines=[])])
+                    out[open_guard[1]] = prev.with_changes(body=body)
+                    out.extend(after)
+                    open_guard = None if after else open_guard
+                    continue
+                upd = self._guarded(upd, test)
+                open_guard = None
+            else:
+                open_guard = None
+                key = None
+            if before:
+                # Blank lines that separated the statement from what precedes
+                # it now separate the inserted code instead.
+                blanks, rest = _split_leading(upd)
+                if blanks and hasattr(before[0], "leading_lines"):
+                    before[0] = before[0].with_changes(leading_lines=[*blanks, *before[0].leading_lines])
+                    upd = upd.with_changes(leading_lines=rest)
+            out.extend(before)
+            out.append(upd)
+            if key is not None and not after:
+                open_guard = (key, len(out) - 1)
+            out.extend(after)
+        return out
+
+    @staticmethod
+    def _guarded(stmt: cst.BaseStatement, test: cst.BaseExpression) -> cst.If:
+        inner = stmt.with_changes(leading_lines=[])
+        return cst.If(test=test, body=cst.IndentedBlock(body=[inner]), leading_lines=stmt.leading_lines)

@@ -1,0 +1,18 @@
+"""Rewrite rules: one module per training pattern, one per cross-cutting concern.
+
+Pattern rules expose ``detect(analysis) -> [Evidence]`` and ``apply(ctx)``;
+cross-cutting rules expose ``apply(ctx)``. Helpers shared by several rules
+(learning-rate scaling, data division) are modules the rules call.
+"""
+from . import gradient_tape, keras_fit, monitored_session, rank0_io, session, setup
+
+# Order matters only for readability of the report: each rule records its
+# edits independently and the engine applies them in one pass.
+PATTERN_RULES = {
+    keras_fit.PATTERN: keras_fit,
+    gradient_tape.PATTERN: gradient_tape,
+    session.PATTERN: session,
+    monitored_session.PATTERN: monitored_session,
+}
+CROSS_CUTTING_RULES = (rank0_io,)
+SETUP_RULE = setup

@@ -1,0 +1,145 @@
+"""Small CST helpers shared by the rules: finding and editing call arguments,
+list elements, parenthesisation. Formatting of the user's code is kept: new
+arguments and elements copy the separators already used in the call/list."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+
+Keywords = Union[str, Tuple[str, ...]]
+
+
+def positional(call: cst.Call) -> List[cst.Arg]:
+    out = []
+    for a in call.args:
+        if a.keyword is not None or a.star:
+            break
+        out.append(a)
+    return out
+
+
+def find_arg(call: cst.Call, keyword: Keywords = (), position: Optional[int] = None) -> Optional[cst.Arg]:
+    keys = (keyword,) if isinstance(keyword, str) else keyword
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in keys:
+            return a
+    if position is not None:
+        pos = positional(call)
+        if position < len(pos):
+            return pos[position]
+    return None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """Add an argument at the end, in the call's own layout (one line or one per line)."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[arg])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: multi-line layout
+        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
+            sep = args[-2].comma.whitespace_after
+        else:
+            sep = call.whitespace_before_args
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=sep))
+        args.append(arg.with_changes(comma=last.comma))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(arg)
+    return call.with_changes(args=args)
+
+
+def kwarg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+
+
+def prepend_elements(node: Union[cst.List, cst.Tuple], values: Sequence[cst.BaseExpression],
+                     layout: Optional[Union[cst.List, cst.Tuple]] = None):
+    """Put values first in a list literal, separated like its own elements.
+
+    ``layout`` is the list whose separators to copy (the original, when
+    ``node`` already lost elements).
+    """
+    layout = layout or node
+    elements = list(node.elements)
+    orig = list(layout.elements)
+    if len(orig) >= 2 and isinstance(orig[0].comma, cst.Comma):
+        sep = orig[0].comma.whitespace_after
+    elif orig and isinstance(layout.lbracket.whitespace_after, cst.ParenthesizedWhitespace):
+        sep = layout.lbracket.whitespace_after  # one element per line
+    else:
+        sep = cst.SimpleWhitespace(" ")
+    new = [cst.Element(v, comma=cst.Comma(whitespace_after=sep)) for v in values]
+    if not elements:
+        new[-1] = new[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(elements=new + elements)
+
+
+_ATOMS = (
+    cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+    cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+    cst.List, cst.Tuple, cst.Dict, cst.Set,
+)
+_TIGHT_OPS = (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+def needs_parens(expr: cst.BaseExpression) -> bool:
+    """Would ``expr * x`` change what expr means?"""
+    if expr.lpar:
+        return False
+    if isinstance(expr, _ATOMS):
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _TIGHT_OPS):
+        return False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return False
+    return True
+
+
+def source(module: cst.Module, expr: cst.BaseExpression, for_operand: bool = True) -> str:
+    text = module.code_for_node(expr)
+    if for_operand and needs_parens(expr):
+        return f"({text})"
+    return text
+
+
+def receiver(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """``obj`` in ``obj.method(...)``."""
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def method_name(call: cst.Call) -> Optional[str]:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def mentions(node: cst.CSTNode, names) -> bool:
+    found = False
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            nonlocal found
+            if n.value in names:
+                found = True
+
+    node.visit(V())
+    return found
+
+
+def calls_in(node: cst.CSTNode) -> List[cst.Call]:
+    out: List[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            out.append(n)
+
+    node.visit(V())
+    return out

@@ -1,0 +1,302 @@
+"""TF2 custom training loops with ``tf.GradientTape``.
+
+Per Horovod's TF2 recipe: every tape whose gradients are applied becomes a
+``DistributedGradientTape`` (right before its first ``gradient`` call); after
+each optimizer's first ``apply_gradients`` the variables it updated and its
+own slots are broadcast from rank 0 -- exactly once, also inside a
+``@tf.function`` (see the backend); the learning rate is scaled and the
+datasets that feed the training loop are sharded.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from ..engine.findings import Evidence
+from . import data_division, lr_scaling
+from .common import find_arg, method_name, mentions, receiver
+
+PATTERN = "GradientTape"
+RULE = "gradient-tape"
+
+
+# ------------------------------------------------------------------ analysis
+def tapes(a: A.Analysis) -> List[Tuple[cst.With, cst.WithItem, str]]:
+    out = []
+    for w in a.withs:
+        for item in w.items:
+            if isinstance(item.item, cst.Call) and a.is_name(item.item, {apis.GRADIENT_TAPE}) \
+                    and item.asname is not None and isinstance(item.asname.name, cst.Name):
+                out.append((w, item, item.asname.name.value))
+    return out
+
+
+def _scope(a: A.Analysis, node) -> Optional[cst.FunctionDef]:
+    return a.enclosing_function(node)
+
+
+def gradient_calls(a: A.Analysis, w: cst.With, tape: str) -> List[cst.Call]:
+    scope = _scope(a, w)
+    return [c for c in a.calls if method_name(c) == "gradient" and isinstance(receiver(c), cst.Name)
+            and receiver(c).value == tape and _scope(a, c) is scope and a.line(c) >= a.line(w)]
+
+
+def apply_calls(a: A.Analysis) -> List[cst.Call]:
+    return [c for c in a.calls if method_name(c) == "apply_gradients"
+            and not a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
+
+
+def _targets(stmt) -> Set[str]:
+    names: Set[str] = set()
+    if isinstance(stmt, cst.Assign):
+        for t in stmt.targets:
+            for n in _names_in_target(t.target):
+                names.add(n)
+    return names
+
+
+def _names_in_target(t) -> List[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _names_in_target(e.value)]
+    return []
+
+
+def gradient_names(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
+    """Names holding these gradients, or values derived from them."""
+    names: Set[str] = set()
+    returning: Set[str] = set()
+    for c in grad_calls:
+        for anc in a.ancestors(c):
+            if isinstance(anc, cst.Assign):
+                names |= _targets(anc)
+                break
+            if isinstance(anc, cst.Return):
+                f = a.enclosing_function(c)
+                if f is not None:
+                    returning.add(f.name.value)
+                break
+            if isinstance(anc, cst.BaseStatement):
+                break
+    assigns = [n for n in a._pos if isinstance(n, cst.Assign)]
+    for call in a.calls:  # grads = helper_that_returns_gradients(...)
+        if isinstance(call.func, cst.Name) and call.func.value in returning:
+            for anc in a.ancestors(call):
+                if isinstance(anc, cst.Assign):
+                    names |= _targets(anc)
+                    break
+                if isinstance(anc, cst.BaseStatement):
+                    break
+    changed = True
+    while changed:  # derived values: clipped, zipped, ...
+        changed = False
+        for asg in assigns:
+            t = _targets(asg)
+            if t - names and mentions(asg.value, names):
+                names |= t
+                changed = True
+    return names
+
+
+def applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
+    if not grad_calls:
+        return False
+    names = gradient_names(a, grad_calls)
+    for p in apply_calls(a):
+        if mentions(p, names) or any(g in _calls_under(p) for g in grad_calls):
+            return True
+    return False
+
+
+def _calls_under(node) -> List[cst.Call]:
+    from .common import calls_in
+    return calls_in(node)
+
+
+def in_keras_train_step(a: A.Analysis, node) -> bool:
+    f = a.enclosing_function(node)
+    if f is None or f.name.value not in ("train_step", "test_step"):
+        return False
+    for anc in a.ancestors(f):
+        if isinstance(anc, cst.ClassDef):
+            fact = a.classes.get(next(iter(a.qualified(anc.name)), anc.name.value))
+            return bool(fact and A.MODEL in fact.kinds)
+    return False
+
+
+def training_tapes(a: A.Analysis):
+    out = []
+    for w, item, name in tapes(a):
+        if in_keras_train_step(a, w):
+            continue
+        calls = gradient_calls(a, w, name)
+        if applied(a, calls):
+            out.append((w, item, name, calls))
+    return out
+
+
+def detect(a: A.Analysis) -> List[Evidence]:
+    return [Evidence(PATTERN, f"with {a.code(item.item)} as {name}: gradients applied by an optimizer", a.line(w))
+            for w, item, name, _ in training_tapes(a)]
+
+
+# ------------------------------------------------------------------- rewrite
+def apply(ctx) -> None:
+    a = ctx.a
+    found = training_tapes(a)
+    for w, item, name, calls in found:
+        _wrap_tape(ctx, w, item, name, calls)
+    per_optimizer: Dict[str, List[cst.Call]] = {}
+    for p in apply_calls(a):
+        if in_keras_train_step(a, p):
+            continue
+        per_optimizer.setdefault(a.code(receiver(p)), []).append(p)
+    grad_calls = [c for *_, cs in found for c in cs]
+    for opt, calls in per_optimizer.items():
+        _broadcast(ctx, calls[0], grad_calls)
+        if len(calls) > 1:
+            ctx.warn(calls[1], RULE, f"{opt}.apply_gradients is called more than once per step: only the variables of the first call are broadcast")
+        _scale(ctx, receiver(calls[0]))
+    _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs})
+
+
+def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.Call]) -> None:
+    a = ctx.a
+    block = a.parent(w)
+    first = min(calls, key=lambda c: (a.line(c), a.col(c)))
+    stmt = a.statement_of(first)
+    anchor = None
+    cur = stmt
+    while cur is not None:
+        par = a.parent(cur)
+        if par is block or par is w.body:
+            anchor = cur
+            break
+        cur = a.statement_of(par) if par is not None else None
+    if anchor is None:
+        ctx.warn(first, RULE, f"cannot place the DistributedGradientTape for {name}: wrap it by hand before {name}.gradient")
+        return
+    ctx.plan.insert_before(anchor, ctx.stmts(ctx.backend.wrap_tape(name),
+                                             comment="Horovod: average gradients across ranks."))
+    ctx.change(item, RULE, f"tape {name} wrapped in DistributedGradientTape before its gradient() call")
+
+
+def _zip_vars(a: A.Analysis, expr) -> Optional[cst.BaseExpression]:
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value == "zip" and len(expr.args) == 2:
+            return expr.args[1].value
+        if isinstance(expr.func, cst.Name) and expr.func.value == "list" and len(expr.args) == 1:
+            return _zip_vars(a, expr.args[0].value)
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if len(bound) == 1 and bound[0][1] is not None:
+            return _zip_vars(a, bound[0][1])
+    return None
+
+
+def _sources_of(a: A.Analysis, apply_call: cst.Call, grad_calls) -> Optional[cst.BaseExpression]:
+    for g in grad_calls:
+        names = gradient_names(a, [g])
+        if mentions(apply_call, names) or g in _calls_under(apply_call):
+            src = find_arg(g, "sources", 1)
+            if src is not None:
+                return src.value
+    return None
+
+
+def _model_vars(a: A.Analysis, expr) -> List[str]:
+    """Variables to broadcast: a model's ``.variables`` (non-trainable too)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _model_vars(a, expr.left) + _model_vars(a, expr.right)
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("trainable_variables", "trainable_weights"):
+        return [f"{a.code(expr.value)}.variables"]
+    return [a.code(expr)]
+
+
+def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
+    a = ctx.a
+    gv = find_arg(call, "grads_and_vars", 0)
+    variables = _zip_vars(a, gv.value) if gv is not None else None
+    if variables is None:
+        variables = _sources_of(a, call, grad_calls)
+    if variables is None:
+        raise ctx.unsupported(call, f"cannot tell which variables {a.code(call.func)} updates, so the initial state cannot be broadcast from rank 0")
+    stmt = a.statement_of(call)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if small is None or isinstance(small, cst.Return):
+        raise ctx.unsupported(call, f"{a.code(call.func)}(...) is not a statement of its own: the broadcast after the first step has nowhere to go")
+    opt = a.code(receiver(call))
+    legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(receiver(call)))
+    opt_vars = f"{opt}.variables()" if legacy else f"{opt}.variables"
+    code = ctx.backend.broadcast_after_first_step(opt, _model_vars(a, variables), opt_vars)
+    ctx.plan.insert_after(stmt, ctx.stmts(code, comment="Horovod: broadcast initial state from rank 0 once, after the first step created the optimizer's slots."))
+    ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first apply_gradients")
+
+
+def _scale(ctx, opt_expr) -> None:
+    a = ctx.a
+    for t in a.types(opt_expr):
+        if t.kind == A.KERAS_OPTIMIZER and t.call is not None and t.call not in ctx.scaled:
+            ctx.scaled.add(t.call)
+            lr_scaling.scale_optimizer_lr(ctx, t.call, t.name)
+            return
+    if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
+        ctx.warn(opt_expr, lr_scaling.RULE, f"where {a.code(opt_expr)} is created is unknown: multiply its learning rate by the number of processes by hand")
+
+
+# ------------------------------------------------------------- data division
+def _trains(a: A.Analysis, node, applies: Set[int], seen=None) -> bool:
+    """Does running node run an optimizer step (directly or via local functions)?"""
+    seen = seen if seen is not None else set()
+    from .common import calls_in
+    for c in calls_in(node):
+        if id(c) in applies:
+            return True
+        if isinstance(c.func, cst.Name):
+            for f in a._local_functions(c.func):
+                if id(f) not in seen:
+                    seen.add(id(f))
+                    if _trains(a, f.body, applies, seen):
+                        return True
+    return False
+
+
+def _loop_dataset(a: A.Analysis, it) -> Tuple[Optional[cst.BaseExpression], Optional[cst.Call]]:
+    """The dataset a for-loop iterates, and a ``.take(n)`` directly on it."""
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+        it = it.args[0].value
+    take = None
+    if isinstance(it, cst.Call) and method_name(it) == "take":
+        take = it
+    return (it if a.is_kind(it, A.DATASET) else None), take
+
+
+def _divide_loops(ctx, applies: Set[int]) -> None:
+    a = ctx.a
+    training_loops = [f for f in a.for_loops if _trains(a, f.body, applies)]
+    dataset_loops = []
+    for loop in training_loops:
+        ds, take = _loop_dataset(a, loop.iter)
+        if ds is None:
+            continue
+        dataset_loops.append(loop)
+        if not data_division.shard_dataset(ctx, ds, "training data"):
+            ctx.warn(loop.iter, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
+        if take is not None and take.args:
+            data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
+    for loop in training_loops:
+        if loop in dataset_loops or any(d is not loop and _inside(a, d, loop) for d in dataset_loops):
+            continue
+        it = loop.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
+            data_division.divide(ctx, it.args[0].value, "training steps")
+        else:
+            ctx.warn(loop, data_division.RULE, "cannot tell how this training loop reads its data: give each rank 1/size of it")
+
+
+def _inside(a: A.Analysis, inner, outer) -> bool:
+    return any(anc is outer for anc in a.ancestors(inner))

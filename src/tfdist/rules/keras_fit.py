@@ -1,0 +1,262 @@
+"""Keras ``compile``/``fit``: Horovod's Keras recipe.
+
+The optimizer (wherever it is built) gets a scaled learning rate and is
+wrapped in ``DistributedOptimizer``; ``fit`` gets the broadcast and metric
+averaging callbacks first, file-writing callbacks on rank 0 only, progress
+output on rank 0 only, its steps divided and its data sharded.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from ..engine.findings import Evidence
+from . import data_division, lr_scaling
+from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
+                     receiver, source)
+
+PATTERN = "Keras"
+RULE = "keras"
+
+# Positions of fit()'s arguments (Keras 2 signature), for positional calls.
+FIT_POS = {"x": 0, "y": 1, "verbose": 4, "callbacks": 5, "validation_data": 7,
+           "sample_weight": 10, "steps_per_epoch": 12, "validation_steps": 13}
+EVAL_VERBOSE_POS = {"evaluate": 4, "predict": 2}
+
+
+def _compiled_with_optimizer(a: A.Analysis, recv) -> bool:
+    """``recv.compile(optimizer=..., loss=...)`` also appears: a Keras model."""
+    if not isinstance(recv, cst.Name):
+        return False
+    for call in a.calls:
+        if method_name(call) == "compile" and isinstance(receiver(call), cst.Name) and receiver(call).value == recv.value:
+            keys = {arg.keyword.value for arg in call.args if arg.keyword}
+            if {"optimizer", "loss"} <= keys:
+                return True
+    return False
+
+
+def is_model(a: A.Analysis, expr) -> bool:
+    return expr is not None and (a.is_kind(expr, A.MODEL) or _compiled_with_optimizer(a, expr))
+
+
+def model_calls(a: A.Analysis, methods) -> List[cst.Call]:
+    return [c for c in a.calls if method_name(c) in methods and is_model(a, receiver(c))]
+
+
+def detect(a: A.Analysis) -> List[Evidence]:
+    out = []
+    for call in model_calls(a, apis.KERAS_FIT_METHODS | {"train_on_batch"}):
+        recv = receiver(call)
+        kinds = sorted({t.name for t in a.types(recv) if t.kind == A.MODEL}) or ["compiled like a Keras model"]
+        out.append(Evidence(PATTERN, f"{a.code(call.func)}(...) on a Keras model ({', '.join(kinds)})", a.line(call)))
+    return out
+
+
+def flavor(a: A.Analysis) -> str:
+    """'keras' when the file uses standalone Keras 2, else 'tf.keras'."""
+    for call in a.calls:
+        for q in a.qualified(call.func):
+            if q == "keras" or q.startswith("keras."):
+                return "keras"
+    return "tf.keras"
+
+
+def apply(ctx) -> None:
+    a = ctx.a
+    for call in model_calls(a, {"train_on_batch"}):
+        raise ctx.unsupported(call, "train_on_batch loops are not converted yet: use model.fit, or a GradientTape loop")
+    compiles = model_calls(a, {"compile"})
+    for call in compiles:
+        _optimizer(ctx, call)
+    for call in model_calls(a, apis.KERAS_FIT_METHODS):
+        _fit(ctx, call)
+    for method, pos in EVAL_VERBOSE_POS.items():
+        for call in model_calls(a, {method}):
+            _rank0_verbose(ctx, call, pos, default="1")
+
+
+# ------------------------------------------------------------------ optimizer
+def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
+    if node in ctx.wrapped:
+        return
+    ctx.wrapped.add(node)
+    template = ctx.backend.wrap_optimizer("{inner}", keras=True)
+    ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    ctx.change(node, "distributed-optimizer", f"{what} wrapped in DistributedOptimizer (gradients averaged across ranks)")
+
+
+def _new_optimizer(ctx, class_short: str) -> str:
+    base = "{keras}" if ctx.keras_flavor == "keras" else "{tf}.keras"
+    lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[class_short]
+    inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={ctx.backend.scale_lr(repr(lr))})")
+    return ctx.fill(ctx.backend.wrap_optimizer("{inner}", keras=True), inner=inner)
+
+
+def _optimizer(ctx, compile_call: cst.Call) -> None:
+    a = ctx.a
+    arg = find_arg(compile_call, "optimizer", 0)
+    if arg is None:
+        short = apis.KERAS_OPTIMIZER_STRINGS[apis.KERAS_DEFAULT_COMPILE_OPTIMIZER]
+        new = cst.parse_expression(_new_optimizer(ctx, short))
+        ctx.plan.replace(compile_call, lambda c: append_arg(c, kwarg("optimizer", new)))
+        ctx.change(compile_call, "distributed-optimizer", f"default optimizer made explicit ({short}), learning rate scaled, wrapped in DistributedOptimizer")
+        return
+    value = arg.value
+    if isinstance(value, cst.SimpleString):
+        ident = str(ast.literal_eval(value.value)).lower()
+        short = apis.KERAS_OPTIMIZER_STRINGS.get(ident)
+        if short is None:
+            raise ctx.unsupported(value, f"unknown optimizer name {value.value}")
+        new = cst.parse_expression(_new_optimizer(ctx, short))
+        ctx.plan.replace(value, lambda old: new)
+        ctx.change(value, "distributed-optimizer", f"optimizer {value.value} built as {short} with its default learning rate scaled, wrapped in DistributedOptimizer")
+        return
+    construction = _construction(a, value)
+    if construction is not None:
+        call, type_ = construction
+        if call not in ctx.wrapped:
+            lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
+        _wrap(ctx, call, f"optimizer {a.code(call.func)}")
+        return
+    _wrap(ctx, value, f"optimizer {a.code(value)}")
+    ctx.warn(value, "lr-scaling", f"where {a.code(value)} is created is unknown: multiply its learning rate by the number of processes by hand")
+
+
+def _construction(a: A.Analysis, value):
+    """(call, type) when value is (bound once to) an optimizer construction."""
+    if isinstance(value, cst.Call):
+        ts = [t for t in a.types(value) if t.kind == A.KERAS_OPTIMIZER and t.call is value]
+        return (value, ts[0]) if ts else None
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        if len(bound) == 1 and isinstance(bound[0][1], cst.Call):
+            return _construction(a, bound[0][1])
+    return None
+
+
+# ------------------------------------------------------------------------ fit
+def _fit(ctx, call: cst.Call) -> None:
+    a = ctx.a
+    _callbacks(ctx, call)
+    _rank0_verbose(ctx, call, FIT_POS["verbose"], default="1")
+    for key in ("steps_per_epoch", "validation_steps"):
+        arg = find_arg(call, key, FIT_POS[key])
+        if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            data_division.divide(ctx, arg.value, key)
+    x = find_arg(call, "x", FIT_POS["x"])
+    y = find_arg(call, "y", FIT_POS["y"])
+    steps = find_arg(call, "steps_per_epoch", FIT_POS["steps_per_epoch"])
+    if x is None:
+        ctx.warn(call, data_division.RULE, "fit() without input data: divide the input across ranks by hand")
+    elif a.is_kind(x.value, A.DATASET):
+        if not data_division.shard_dataset(ctx, x.value, "training data"):
+            ctx.warn(x.value, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
+    elif y is not None:
+        values = [x.value, y.value]
+        sw = find_arg(call, "sample_weight", FIT_POS["sample_weight"])
+        if sw is not None:
+            values.append(sw.value)
+        data_division.shard_arrays(ctx, values, "training data")
+    elif a.is_kind(x.value, A.SEQUENCE) or steps is not None:
+        ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
+    else:
+        ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is: divide the input across ranks by hand")
+    val = find_arg(call, "validation_data", FIT_POS["validation_data"])
+    if val is not None:
+        v = val.value
+        if a.is_kind(v, A.DATASET):
+            data_division.shard_dataset(ctx, v, "validation data")
+        elif isinstance(v, cst.Tuple) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in v.elements):
+            data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
+
+
+def _rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
+    arg = find_arg(call, "verbose", position)
+    chief = ctx.backend.is_chief()
+    if arg is None:
+        new = ctx.expr(f"{default} if {chief} else 0")
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("verbose", new)))
+    else:
+        new = ctx.expr(f"{source(ctx.module, arg.value)} if {chief} else 0")
+        ctx.plan.replace(arg.value, lambda old: new)
+    ctx.change(call, "rank0-output", f"{method_name(call)}() prints progress on rank 0 only")
+
+
+def _is_rank0_callback(a: A.Analysis, expr) -> bool:
+    return any(t.kind == A.CALLBACK and t.name in apis.KERAS_RANK0_CALLBACKS for t in a.types(expr))
+
+
+def _callbacks(ctx, call: cst.Call) -> None:
+    a = ctx.a
+    first = [ctx.fill(t) for t in ctx.backend.keras_callbacks()]
+    arg = find_arg(call, "callbacks", FIT_POS["callbacks"])
+    if arg is None:
+        new = ctx.expr("[" + ", ".join(first) + "]")
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("callbacks", new)))
+        ctx.change(call, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks added")
+        return
+    value = arg.value
+    if isinstance(value, cst.List):
+        _callback_list(ctx, value)
+        return
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        if len(bound) == 1 and isinstance(bound[0][1], cst.List):
+            _callback_list(ctx, bound[0][1])
+            _guard_appends(ctx, value)
+            return
+    new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
+    ctx.plan.replace(value, lambda old: new)
+    ctx.change(value, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks put first")
+    ctx.warn(value, "rank0-io", f"callbacks in {a.code(value)} are unknown here: keep checkpoint/TensorBoard/CSV callbacks on rank 0 only")
+
+
+def _callback_list(ctx, node: cst.List) -> None:
+    if node in ctx.wrapped:
+        return
+    ctx.wrapped.add(node)
+    a = ctx.a
+    first = [ctx.expr(t) for t in ctx.backend.keras_callbacks()]
+    rank0 = [e for e in node.elements if not isinstance(e, cst.StarredElement) and _is_rank0_callback(a, e.value)]
+
+    def rewrite(upd: cst.List):
+        keep = [e for e, o in zip(upd.elements, node.elements) if o not in rank0]
+        moved = [e for e, o in zip(upd.elements, node.elements) if o in rank0]
+        if keep:
+            last = keep[-1]
+            trailing = node.elements[-1].comma if isinstance(node.elements[-1].comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+            keep[-1] = last.with_changes(comma=trailing)
+        base = prepend_elements(upd.with_changes(elements=keep), first, layout=node)
+        if not moved:
+            return base
+        chief = ctx.fill(ctx.backend.is_chief())
+        texts = ", ".join(ctx.module.code_for_node(e.value) for e in moved)
+        tail = ctx.expr(f"[{texts}] if {chief} else []")
+        return cst.BinaryOperation(
+            left=base.with_changes(lpar=[], rpar=[]),
+            operator=cst.Add(),
+            right=tail.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+            lpar=upd.lpar, rpar=upd.rpar,
+        )
+
+    ctx.plan.replace(node, rewrite)
+    ctx.change(node, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks put first")
+    for e in rank0:
+        ctx.change(e.value, "rank0-io", f"{a.code(e.value.func) if isinstance(e.value, cst.Call) else a.code(e.value)} runs on rank 0 only")
+
+
+def _guard_appends(ctx, name: cst.Name) -> None:
+    """``callbacks.append(ModelCheckpoint(...))`` runs on rank 0 only."""
+    a = ctx.a
+    for call in a.calls:
+        if method_name(call) in ("append", "extend", "insert") and isinstance(receiver(call), cst.Name) \
+                and receiver(call).value == name.value and call.args and _is_rank0_callback(a, call.args[-1].value):
+            stmt = a.statement_of(call)
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
+                    ctx.change(call, "rank0-io", f"{a.code(call)} runs on rank 0 only")

@@ -1,0 +1,80 @@
+"""Learning rate x number of processes (Horovod's linear scaling rule).
+
+Works on an optimizer construction wherever it is: the learning rate given
+positionally, as ``learning_rate=``/``lr=``, as a name, a tensor, or a
+schedule (then the schedule's initial rate is scaled where the schedule is
+built); absent, the optimizer's documented default is written out, scaled.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from .common import append_arg, find_arg, kwarg, source
+
+RULE = "lr-scaling"
+
+
+def default_lr(name: str) -> Optional[float]:
+    if name in apis.KERAS_OPTIMIZERS:
+        return apis.KERAS_OPTIMIZERS[name]
+    if name in apis.KERAS_LEGACY_OPTIMIZERS:
+        return apis.KERAS_LEGACY_OPTIMIZERS[name]
+    return apis.TF1_OPTIMIZERS.get(name)
+
+
+def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
+    """Schedule the scaling of the learning rate of an optimizer construction."""
+    a = ctx.a
+    known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
+    arg = find_arg(call, ("learning_rate", "lr"), 0 if known else None)
+    if arg is None:
+        if not known:
+            ctx.warn(call, RULE, f"cannot tell the learning rate of {a.code(call.func)}(...): multiply it by the number of processes by hand")
+            return False
+        lr = default_lr(class_name)
+        if lr is None:
+            ctx.warn(call, RULE, f"{a.code(call.func)}(...) has no learning rate argument")
+            return False
+        scaled = ctx.expr(ctx.backend.scale_lr(repr(lr)))
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("learning_rate", scaled)))
+        ctx.change(call, RULE, f"learning rate (default {lr}) scaled by the number of processes")
+        return True
+    return scale_value(ctx, arg.value, call)
+
+
+def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
+    a = ctx.a
+    schedules = [t for t in a.types(value) if t.kind == A.SCHEDULE and t.call is not None]
+    if schedules:
+        done = False
+        for t in schedules:
+            done |= _scale_schedule(ctx, t)
+        return done
+    text = ctx.backend.scale_lr(source(a.module, value))
+    new = ctx.expr(text)
+    ctx.plan.replace(value, lambda old: new.with_changes(lpar=old.lpar, rpar=old.rpar) if old.lpar else new)
+    ctx.change(value, RULE, f"learning rate {a.code(value)} scaled by the number of processes")
+    return True
+
+
+def _scale_schedule(ctx, t: A.Type) -> bool:
+    spec = apis.KERAS_LR_SCHEDULES.get(t.name)
+    if spec is None:
+        ctx.warn(t.call, RULE, f"learning-rate schedule {t.name} is user-defined: scale its rates by the number of processes by hand")
+        return False
+    keyword, position = spec
+    arg = find_arg(t.call, keyword, position)
+    if arg is None:
+        ctx.warn(t.call, RULE, f"cannot find {keyword} of {t.name}")
+        return False
+    if keyword == "values":  # PiecewiseConstantDecay: every piece is a rate
+        text = f"[v * {{hvd}}.size() for v in {source(ctx.a.module, arg.value, False)}]"
+        new = ctx.expr(text)
+        ctx.plan.replace(arg.value, lambda old: new)
+        ctx.change(arg.value, RULE, "every rate of the piecewise schedule scaled by the number of processes")
+        return True
+    return scale_value(ctx, arg.value, t.call)

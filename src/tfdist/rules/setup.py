@@ -1,0 +1,55 @@
+"""Start-up code: ``hvd.init()``, one GPU per process, Keras 3 guard.
+
+Runs after the pattern rules (they decide which Horovod module the file
+needs) and places the code right after the file's imports.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+RULE = "setup"
+
+
+def apply(ctx) -> None:
+    tf2 = bool(ctx.patterns & {"Keras", "GradientTape"})
+    keras3 = "Keras" in ctx.patterns
+    stmts = []
+    for i, template in enumerate(ctx.backend.setup(ctx, tf2=tf2, keras3_guard=keras3)):
+        comment = None
+        if i == 0:
+            comment = "Horovod: initialize Horovod."
+        elif "GPU" in template:
+            comment = "Horovod: pin one GPU per process (by local rank)."
+        elif "SystemExit" in template:
+            comment = "Horovod cannot average gradients of Keras 3's fit: stop rather than train wrong."
+        stmts += ctx.stmts(template, comment=comment)
+    # Fill every name first so the imports they need are scheduled.
+    imports = []
+    for module, alias in ctx.imports.requested:
+        last = module.rsplit(".", 1)[-1]
+        text = f"import {module}" if alias == module else (
+            f"import {module} as {alias}" if alias != last or "." in module else f"import {module}")
+        imports.append((module, cst.parse_statement(text + "\n")))
+    anchor = ctx.imports.anchor_for_imports()
+    setup_anchor = ctx.imports.anchor_for_setup()
+    module = ctx.module
+    blank = cst.EmptyLine()
+    if stmts:
+        stmts[0] = stmts[0].with_changes(leading_lines=[blank, *stmts[0].leading_lines])
+    if anchor is None:
+        # No module-level import to follow: start of the module, after a docstring.
+        first = module.body[0]
+        is_doc = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
+            and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        new = [s for _, s in imports] + stmts
+        if is_doc:
+            ctx.plan.insert_after(first, new)
+        else:
+            ctx.plan.insert_before(first, new)
+        ctx.change(first, RULE, "Horovod initialised at start-up")
+        return
+    tf_imports = [s for m, s in imports if m == "tensorflow"]
+    hvd_imports = [s for m, s in imports if m != "tensorflow"]
+    ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
+    ctx.plan.insert_after(setup_anchor, stmts)
+    ctx.change(setup_anchor, RULE, "Horovod initialised after the imports" + (", one GPU per process" if tf2 else ""))

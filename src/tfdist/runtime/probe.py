@@ -1,0 +1,1221 @@
+"""Start-up probe: runs a training script unchanged and records what it did.
+
+Usage (normally launched by ``tfdist verify``)::
+
+    TFDIST_PROBE_DIR=/some/dir python -m tfdist.runtime.probe [--as-file ORIG] SCRIPT [ARGS...]
+
+The probe executes SCRIPT exactly like ``python SCRIPT ARGS`` would (as
+``__main__``, with ``sys.argv`` = [SCRIPT, *ARGS] and the script's directory
+first on ``sys.path``).  It never imports TensorFlow itself: observers are
+installed by post-import hooks, right after the script imports TensorFlow /
+Keras / h5py.  They watch from outside the user's code:
+
+* every ``tf.Variable`` created (eager values read at exit; TF1 graph
+  variables read from each ``Session`` just before it closes, or at exit if it
+  is still open);
+* optimizer steps: ``iterations`` of every Keras optimizer instance (new and
+  legacy), ``Session.run`` calls that execute an op returned by a TF1
+  ``Optimizer.apply_gradients``/``minimize``, and the TF1 global step;
+* checkpoint / summary / model files written, through TensorFlow's Python
+  entry points plus an audit hook on Python ``open()``.
+
+At exit each process writes ``rank-<R>.json`` into ``$TFDIST_PROBE_DIR``
+(rank from HOROVOD_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, else
+``hvd.rank()``, else 0).  Every observer is wrapped so that a failure inside
+the probe is recorded in ``probe_errors`` and never reaches the script.
+
+``--as-file ORIG`` runs SCRIPT's code but presents it to itself as ORIG
+(``__file__``, ``sys.argv[0]`` and ``sys.path[0]``), so a converted copy kept
+in a temporary directory still finds files next to the original.
+
+Optional ``TFDIST_PROBE_MAX_STEPS=K``: stop Keras ``Model.fit`` gracefully
+(``model.stop_training``) once K optimizer steps ran in this process; the
+steps ``fit`` had planned are recorded as ``planned_steps``.  Other training
+loops are not capped (``steps_cap.applied`` stays false).
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+import types
+
+# --------------------------------------------------------------------------
+# Tables: every TensorFlow / Keras / h5py name the probe relies on.
+# Update these when the libraries move things around.
+# --------------------------------------------------------------------------
+
+#: Environment variables naming this process's rank / world size, in order.
+RANK_ENV_VARS = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+SIZE_ENV_VARS = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+#: Modules whose import triggers installing observers ("hook groups").
+POST_IMPORT_HOOKS = {
+    "tensorflow": "tensorflow",
+    # Keras 2.13-2.15 (tf.keras in TF 2.15), keras<2.13, tf_keras.
+    "keras.src.engine.training": "keras_model",
+    "keras.engine.training": "keras_model",
+    "tf_keras.src.engine.training": "keras_model",
+    "keras.src.optimizers.optimizer": "keras_optimizer",
+    "keras.optimizers.optimizer_experimental.optimizer": "keras_optimizer",
+    "keras.optimizers.optimizer": "keras_optimizer",
+    "tf_keras.src.optimizers.optimizer": "keras_optimizer",
+    "keras.src.optimizers.legacy.optimizer_v2": "keras_legacy_optimizer",
+    "keras.optimizers.optimizer_v2.optimizer_v2": "keras_legacy_optimizer",
+    "keras.optimizers.legacy.optimizer_v2": "keras_legacy_optimizer",
+    "tf_keras.src.optimizers.legacy.optimizer_v2": "keras_legacy_optimizer",
+    "h5py": "h5py",
+}
+
+#: Variable creation: (module, metaclass) whose __call__ builds every tf.Variable.
+TF_VARIABLE_METACLASS = ("tensorflow.python.ops.variables", "VariableMetaclass")
+#: Concrete variable classes that own storage (wrappers such as Keras'
+#: AutoCastVariable are skipped so a value is never counted twice).
+TF_VARIABLE_STORAGE_CLASSES = (
+    ("tensorflow.python.ops.resource_variable_ops", "BaseResourceVariable"),
+    ("tensorflow.python.ops.ref_variable", "RefVariable"),
+    ("tensorflow.python.ops.variables", "RefVariable"),
+)
+
+#: TF1 sessions.
+TF_SESSION_CLASS = ("tensorflow.python.client.session", "BaseSession")
+#: TF1 optimizer base class (apply_gradients returns the train op).
+TF1_OPTIMIZER_CLASS = ("tensorflow.python.training.optimizer", "Optimizer")
+#: TF1 global step lookup.
+TF1_GLOBAL_STEP = ("tensorflow.python.training.training_util", "get_global_step")
+TF1_TRAINABLE_COLLECTION = "trainable_variables"
+
+#: Keras optimizer base classes (class name in the hooked module) whose
+#: __init__ is wrapped to collect instances; steps = ``_iterations``.
+KERAS_OPTIMIZER_BASES = {
+    "keras_optimizer": "_BaseOptimizer",
+    "keras_legacy_optimizer": "OptimizerV2",
+}
+KERAS_ITERATIONS_ATTR = "_iterations"
+KERAS_MODEL_CLASS = "Model"
+
+# File-writing entry points: (module, "Class.method" or "function", how to
+# find the path, kind).  "arg:<index>:<name>" = positional index (counting
+# self for methods) or keyword name; "ret" = the return value.
+FILE_WRITE_HOOKS = (
+    ("tensorflow.python.checkpoint.checkpoint", "Checkpoint.write", "ret", "checkpoint"),
+    ("tensorflow.python.checkpoint.checkpoint", "Checkpoint.save", "ret", "checkpoint"),
+    ("tensorflow.python.checkpoint.checkpoint_management", "CheckpointManager.save", "ret", "checkpoint"),
+    ("tensorflow.python.checkpoint.functional_saver", "MultiDeviceSaver.save", "arg:1:file_prefix", "checkpoint"),
+    ("tensorflow.python.training.saver", "Saver.save", "ret", "checkpoint"),
+    ("tensorflow.python.saved_model.save", "save_and_return_nodes", "arg:1:export_dir", "model"),
+    ("tensorflow.python.summary.writer.event_file_writer", "EventFileWriter.__init__", "arg:1:logdir", "summary"),
+    ("tensorflow.python.ops.gen_summary_ops", "create_summary_file_writer", "arg:1:logdir", "summary"),
+    ("tensorflow.python.lib.io.file_io", "atomic_write_string_to_file", "arg:0:filename", "file"),
+    ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "arg:1:name", "file"),  # gfile.GFile
+)
+#: Keras model save entry points (hooked in the Keras model module).
+KERAS_SAVE_METHODS = (("save", "arg:1:filepath"), ("save_weights", "arg:1:filepath"))
+#: Arguments giving the open mode for entry points that also read.
+WRITE_MODE_ARGS = {"FileIO.__init__": "arg:2:mode", "File.__init__": "arg:2:mode"}
+H5PY_FILE_CLASS = ("h5py", "File")
+
+#: File kinds that only rank 0 may write.
+GATED_KINDS = ("checkpoint", "summary", "model")
+#: Path patterns -> kind (checked on the basename/path; first match wins).
+PATH_KIND_PATTERNS = (
+    (re.compile(r"events\.out\.tfevents"), "summary"),
+    (re.compile(r"(^|/)checkpoint$|\.index$|\.data-\d+-of-\d+$|\.ckpt(-\d+)?$|\.meta$"), "checkpoint"),
+    (re.compile(r"\.(h5|hdf5|keras|pb|pbtxt)$|saved_model"), "model"),
+)
+#: Temporary files TF writes before renaming them (ignored).
+TEMP_FILE_PATTERNS = (re.compile(r"\.tmp[0-9a-f]{32}$"), re.compile(r"_temp(_[0-9a-f]+)?/part-\d+"))
+
+PROBE_DIR_ENV = "TFDIST_PROBE_DIR"
+MAX_STEPS_ENV = "TFDIST_PROBE_MAX_STEPS"
+#: tfdist's own PYTHONPATH entry / the user's original PYTHONPATH, restored
+#: before the script runs so the script sees its usual environment.
+ADDED_PATH_ENV = "TFDIST_PROBE_ADDED_PATH"
+ORIG_PYTHONPATH_ENV = "TFDIST_PROBE_ORIG_PYTHONPATH"
+
+RECORD_VERSION = 1
+
+
+# --------------------------------------------------------------------------
+# Hashing (public: tests and tfdist.runtime.verify use the same definition)
+# --------------------------------------------------------------------------
+
+def digest_arrays(values) -> tuple[str, float, list[str]]:
+    """sha256 over arrays in order: for each, ``<dtype.str><shape>;`` then the
+    C-order bytes.  Returns (hex digest, float64 sum, per-array 16-hex digests).
+    Names are deliberately not hashed (Keras may number layers differently)."""
+    total = hashlib.sha256()
+    fsum = 0.0
+    items = []
+    for value in values:
+        import numpy as np
+
+        arr = np.ascontiguousarray(np.asarray(value))
+        head = f"{arr.dtype.str}{tuple(arr.shape)};".encode()
+        raw = arr.tobytes()
+        total.update(head)
+        total.update(raw)
+        items.append(hashlib.sha256(head + raw).hexdigest()[:16])
+        if arr.dtype.kind in "fiub":
+            try:
+                fsum += float(np.sum(arr, dtype=np.float64))
+            except Exception:  # noqa: BLE001 - exotic dtypes
+                pass
+    return total.hexdigest(), fsum, items
+
+
+# --------------------------------------------------------------------------
+# State
+# --------------------------------------------------------------------------
+
+class _State:
+    def __init__(self):
+        self.installed = False
+        self.pid = os.getpid()
+        self.start = time.time()
+        self.errors: list[str] = []
+        self.lock = threading.RLock()
+        self.variables: list = []          # strong refs, creation order
+        self.variable_ids: set[int] = set()
+        self.storage_classes: tuple = ()
+        self.keras_optimizers: list = []   # strong refs
+        self.keras_optimizer_ids: set[int] = set()
+        self.sessions: list = []           # weakrefs to open TF1 sessions
+        self.graph_snapshots: dict = {}    # id(graph) -> snapshot dict
+        self.graph_order: list = []
+        self.train_ops: set = set()        # (id(graph), op name)
+        self.train_dep_cache: dict = {}
+        self.tf1_train_runs = 0
+        self.tf1_eager_applies = 0
+        self.in_probe = threading.local()
+        self.files: dict = {}              # (path, kind) -> entry
+        self.ignore_prefixes: tuple = ()
+        self.start_cwd = os.getcwd()
+        self.probe_dir = None
+        self.max_steps = None
+        self.cap_done = 0
+        self.cap_applied = False
+        self.planned_steps = 0
+        self.planned_unknown = False
+        self.fit_calls = 0
+        self.exit_code = None
+        self.exit_how = None
+        self.exception = None
+        self.script = None
+        self.written = False
+
+
+STATE = _State()
+
+
+def _note_error(where: str, exc: BaseException) -> None:
+    try:
+        if len(STATE.errors) < 50:
+            STATE.errors.append(f"{where}: {type(exc).__name__}: {exc}"[:300])
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _busy() -> bool:
+    return getattr(STATE.in_probe, "busy", False)
+
+
+class _ProbeBusy:
+    """Marks probe-internal TF calls so observers ignore them."""
+
+    def __enter__(self):
+        self.prev = _busy()
+        STATE.in_probe.busy = True
+
+    def __exit__(self, *exc):
+        STATE.in_probe.busy = self.prev
+        return False
+
+
+def _resolve(module_name: str, qualname: str):
+    """Return (owner, attr name, current value) or None if missing."""
+    mod = sys.modules.get(module_name)
+    if mod is None:
+        try:
+            import importlib
+            mod = importlib.import_module(module_name)
+        except Exception:  # noqa: BLE001
+            return None
+    owner = mod
+    parts = qualname.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    if isinstance(owner, type):
+        value = owner.__dict__.get(parts[-1])
+    else:
+        value = getattr(owner, parts[-1], None)
+    if value is None:
+        return None
+    return owner, parts[-1], value
+
+
+def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
+    try:
+        found = _resolve(module_name, qualname)
+        if found is None:
+            return False
+        owner, attr, orig = found
+        if getattr(orig, "_tfdist_probe", False):
+            return True
+        wrapper = make_wrapper(orig)
+        try:
+            functools.update_wrapper(wrapper, orig)
+        except Exception:  # noqa: BLE001
+            pass
+        wrapper._tfdist_probe = True
+        setattr(owner, attr, wrapper)
+        return True
+    except Exception as exc:  # noqa: BLE001
+        _note_error(f"patch {module_name}.{qualname}", exc)
+        return False
+
+
+def _get_arg(spec: str, args, kwargs, result=None):
+    if spec == "ret":
+        return result
+    _, index, name = spec.split(":")
+    if name in kwargs:
+        return kwargs[name]
+    index = int(index)
+    if index < len(args):
+        return args[index]
+    return None
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+def _path_to_str(path):
+    if path is None:
+        return None
+    if isinstance(path, int):
+        return None
+    try:
+        if hasattr(path, "numpy"):  # eager string tensor
+            path = path.numpy()
+    except Exception:  # noqa: BLE001
+        return None
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        return None
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    return path if isinstance(path, str) and path else None
+
+
+def _compute_ignore_prefixes():
+    import site
+    import tempfile
+
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                "/dev", "/proc", "/sys"}
+    try:
+        prefixes.update(site.getsitepackages())
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        prefixes.add(site.getusersitepackages())
+    except Exception:  # noqa: BLE001
+        pass
+    home = os.path.expanduser("~")
+    for sub in (".cache", ".keras", ".config", ".nv", ".local/lib"):
+        prefixes.add(os.path.join(home, sub))
+    if STATE.probe_dir:
+        prefixes.add(STATE.probe_dir)
+    tmp = os.path.realpath(tempfile.gettempdir())
+    cwd = os.path.realpath(STATE.start_cwd)
+    # Temporary files are noise unless the script runs inside the temp dir
+    # (tfdist verify does that).
+    if not (cwd + os.sep).startswith(tmp + os.sep):
+        prefixes.add(tmp)
+    out = []
+    for p in prefixes:
+        if p:
+            out.append(os.path.realpath(p).rstrip(os.sep) + os.sep)
+    return tuple(sorted(set(out)))
+
+
+def classify_path(path: str, default: str = "file") -> str:
+    for pattern, kind in PATH_KIND_PATTERNS:
+        if pattern.search(path):
+            return kind
+    return default
+
+
+def _record_file(path, kind: str, via: str) -> None:
+    try:
+        path = _path_to_str(path)
+        if path is None:
+            return
+        if "://" in path and not path.startswith("file://"):
+            full = path
+        else:
+            if path.startswith("file://"):
+                path = path[len("file://"):]
+            full = os.path.abspath(path)
+            real = os.path.realpath(full)
+            if "__pycache__" in real:
+                return
+            check = real + os.sep
+            for prefix in STATE.ignore_prefixes:
+                if check.startswith(prefix):
+                    return
+        for pattern in TEMP_FILE_PATTERNS:
+            if pattern.search(full):
+                return
+        if kind == "file":
+            kind = classify_path(full, "file")
+        key = (full, kind)
+        with STATE.lock:
+            entry = STATE.files.get(key)
+            if entry is None:
+                STATE.files[key] = {"path": full, "kind": kind, "via": [via], "count": 1}
+            else:
+                entry["count"] += 1
+                if via not in entry["via"]:
+                    entry["via"].append(via)
+    except Exception as exc:  # noqa: BLE001
+        _note_error("record_file", exc)
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+def _audit_hook(event, args):
+    if event != "open":
+        return
+    try:
+        if STATE.pid != os.getpid() or _busy():
+            return
+        path, mode, flags = args
+        if isinstance(flags, int) and flags >= 0:
+            if not flags & _WRITE_FLAGS:
+                return
+        elif not (isinstance(mode, str) and any(c in mode for c in "wax+")):
+            return
+        _record_file(path, "file", "open")
+    except Exception:  # noqa: BLE001 - never raise from an audit hook
+        pass
+
+
+def _is_write_mode(mode) -> bool:
+    if mode is None:
+        return False
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    mode = str(mode)
+    return any(c in mode for c in "wax+")
+
+
+def _make_file_wrapper(qualname: str, path_spec: str, kind: str):
+    mode_spec = WRITE_MODE_ARGS.get(qualname)
+
+    def make(orig):
+        def wrapper(*args, **kwargs):
+            result = orig(*args, **kwargs)
+            if STATE.pid == os.getpid() and not _busy():
+                try:
+                    if mode_spec is None or _is_write_mode(_get_arg(mode_spec, args, kwargs)):
+                        _record_file(_get_arg(path_spec, args, kwargs, result), kind, qualname)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error(qualname, exc)
+            return result
+        return wrapper
+    return make
+
+
+# --------------------------------------------------------------------------
+# Variables
+# --------------------------------------------------------------------------
+
+def _install_variable_tracking():
+    storage = []
+    for module_name, cls_name in TF_VARIABLE_STORAGE_CLASSES:
+        found = _resolve(module_name, cls_name)
+        if found is not None and isinstance(found[2], type):
+            storage.append(found[2])
+    STATE.storage_classes = tuple(storage)
+    if not storage:
+        _note_error("variables", RuntimeError("no TF variable classes found"))
+        return
+
+    def make(orig):
+        def __call__(cls, *args, **kwargs):
+            var = orig(cls, *args, **kwargs)
+            try:
+                if isinstance(var, STATE.storage_classes) and id(var) not in STATE.variable_ids:
+                    with STATE.lock:
+                        STATE.variable_ids.add(id(var))
+                        STATE.variables.append(var)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("variable_created", exc)
+            return var
+        return __call__
+
+    module_name, cls_name = TF_VARIABLE_METACLASS
+    _patch(module_name, cls_name + ".__call__", make)
+
+
+def _is_graph_variable(var) -> bool:
+    in_graph = getattr(var, "_in_graph_mode", None)
+    if in_graph is None:
+        return True  # RefVariable & co are graph-only
+    return bool(in_graph)
+
+
+def _graph_fetch(var):
+    elem = getattr(var, "_graph_element", None)
+    if elem is not None:
+        return elem
+    inner = getattr(var, "_variable", None)
+    return inner if inner is not None else var
+
+
+def _snapshot_session(sess) -> None:
+    """Read the trainable variables (and step counters) of a TF1 session's
+    graph just before it closes."""
+    if STATE.pid != os.getpid():
+        return
+    try:
+        if getattr(sess, "_closed", False) or getattr(sess, "_session", None) is None:
+            return
+        graph = sess.graph
+        trainable = list(graph.get_collection(TF1_TRAINABLE_COLLECTION))
+        fetches = {"trainable": [_graph_fetch(v) for v in trainable]}
+        step_fn = _resolve(*TF1_GLOBAL_STEP)
+        if step_fn is not None:
+            try:
+                gstep = step_fn[2](graph)
+                if gstep is not None:
+                    fetches["global_step"] = _graph_fetch(gstep)
+            except Exception:  # noqa: BLE001
+                pass
+        opt_iters = {}
+        for opt in list(STATE.keras_optimizers):
+            it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
+            if it is not None and _is_graph_variable(it) and getattr(it, "graph", None) is graph:
+                opt_iters[str(id(opt))] = _graph_fetch(it)
+        if opt_iters:
+            fetches["opt_iters"] = opt_iters
+        if not fetches["trainable"] and len(fetches) == 1:
+            return
+        with _ProbeBusy():
+            values = sess.run(fetches)
+        snap = {
+            "names": [getattr(v, "name", "?") for v in trainable],
+            "values": values["trainable"],
+            "trainable_flags": [True] * len(trainable),
+            "global_step": int(values["global_step"]) if "global_step" in values else None,
+            "opt_iters": {k: int(v) for k, v in values.get("opt_iters", {}).items()},
+        }
+        key = id(graph)
+        with STATE.lock:
+            if key not in STATE.graph_snapshots:
+                STATE.graph_order.append(key)
+            STATE.graph_snapshots[key] = snap
+    except Exception as exc:  # noqa: BLE001
+        _note_error("session_snapshot", exc)
+
+
+# --------------------------------------------------------------------------
+# TF1 sessions and optimizers
+# --------------------------------------------------------------------------
+
+def _iter_fetch_ops(graph, fetches, depth=0):
+    if depth > 20 or fetches is None:
+        return
+    if isinstance(fetches, (list, tuple)):
+        for item in fetches:
+            yield from _iter_fetch_ops(graph, item, depth + 1)
+        return
+    if isinstance(fetches, dict):
+        for item in fetches.values():
+            yield from _iter_fetch_ops(graph, item, depth + 1)
+        return
+    if isinstance(fetches, (str, bytes)):
+        try:
+            name = fetches.decode() if isinstance(fetches, bytes) else fetches
+            fetches = graph.as_graph_element(name)
+        except Exception:  # noqa: BLE001
+            return
+    if hasattr(fetches, "node_def") and hasattr(fetches, "control_inputs"):
+        yield fetches  # Operation
+        return
+    op = getattr(fetches, "op", None)
+    if op is not None and hasattr(op, "control_inputs"):
+        yield op
+        return
+    if hasattr(fetches, "__attrs_attrs__"):
+        for attr in fetches.__attrs_attrs__:
+            yield from _iter_fetch_ops(graph, getattr(fetches, attr.name, None), depth + 1)
+
+
+def _runs_train_op(graph, fetches) -> bool:
+    gid = id(graph)
+    cache = STATE.train_dep_cache
+    for op in _iter_fetch_ops(graph, fetches):
+        key = (gid, op.name)
+        hit = cache.get(key)
+        if hit is None:
+            hit = _depends_on_train_op(gid, op)
+            cache[key] = hit
+        if hit:
+            return True
+    return False
+
+
+def _depends_on_train_op(gid, root) -> bool:
+    train = STATE.train_ops
+    seen = set()
+    stack = [root]
+    cache = STATE.train_dep_cache
+    while stack:
+        op = stack.pop()
+        name = op.name
+        if name in seen:
+            continue
+        seen.add(name)
+        key = (gid, name)
+        if key in train or cache.get(key) is True:
+            return True
+        if cache.get(key) is False and op is not root:
+            continue
+        for dep in op.control_inputs:
+            stack.append(dep)
+        for tensor in op.inputs:
+            stack.append(tensor.op)
+    return False
+
+
+def _install_session_hooks():
+    import weakref
+
+    cls_mod, cls_name = TF_SESSION_CLASS
+
+    def make_init(orig):
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            try:
+                if STATE.pid == os.getpid():
+                    with STATE.lock:
+                        STATE.sessions.append(weakref.ref(self))
+            except Exception as exc:  # noqa: BLE001
+                _note_error("session_init", exc)
+        return __init__
+
+    def make_close(orig):
+        def close(self, *args, **kwargs):
+            if not _busy():
+                _snapshot_session(self)
+            return orig(self, *args, **kwargs)
+        return close
+
+    def make_run(orig):
+        def run(self, *args, **kwargs):
+            result = orig(self, *args, **kwargs)
+            if STATE.train_ops and not _busy():
+                try:
+                    fetches = args[0] if args else kwargs.get("fetches")
+                    if _runs_train_op(self.graph, fetches):
+                        STATE.tf1_train_runs += 1
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("session_run", exc)
+            return result
+        return run
+
+    def make_make_callable(orig):
+        def make_callable(self, *args, **kwargs):
+            fn = orig(self, *args, **kwargs)
+            try:
+                fetches = args[0] if args else kwargs.get("fetches")
+                if STATE.train_ops and _runs_train_op(self.graph, fetches):
+                    inner = fn
+
+                    def counted(*a, **k):
+                        out = inner(*a, **k)
+                        STATE.tf1_train_runs += 1
+                        return out
+                    return counted
+            except Exception as exc:  # noqa: BLE001
+                _note_error("make_callable", exc)
+            return fn
+        return make_callable
+
+    _patch(cls_mod, cls_name + ".__init__", make_init)
+    _patch(cls_mod, cls_name + ".close", make_close)
+    _patch(cls_mod, cls_name + ".run", make_run)
+    _patch(cls_mod, cls_name + ".make_callable", make_make_callable)
+
+    def make_apply(orig):
+        def apply_gradients(self, *args, **kwargs):
+            result = orig(self, *args, **kwargs)
+            try:
+                graph = getattr(result, "graph", None)
+                name = getattr(result, "name", None)
+                if graph is not None and name is not None and not _is_func_graph(graph):
+                    with STATE.lock:
+                        STATE.train_ops.add((id(graph), name))
+                        STATE.train_dep_cache.clear()
+                else:
+                    from tensorflow.python.eager import context  # noqa: PLC0415
+                    if context.executing_eagerly():
+                        STATE.tf1_eager_applies += 1
+            except Exception as exc:  # noqa: BLE001
+                _note_error("tf1_apply_gradients", exc)
+            return result
+        return apply_gradients
+
+    opt_mod, opt_name = TF1_OPTIMIZER_CLASS
+    _patch(opt_mod, opt_name + ".apply_gradients", make_apply)
+
+
+def _is_func_graph(graph) -> bool:
+    return type(graph).__name__ == "FuncGraph" or getattr(graph, "building_function", False)
+
+
+# --------------------------------------------------------------------------
+# Keras
+# --------------------------------------------------------------------------
+
+def _install_keras_optimizer(module, group):
+    cls_name = KERAS_OPTIMIZER_BASES[group]
+
+    def make(orig):
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            try:
+                if id(self) not in STATE.keras_optimizer_ids:
+                    with STATE.lock:
+                        STATE.keras_optimizer_ids.add(id(self))
+                        STATE.keras_optimizers.append(self)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("keras_optimizer_init", exc)
+        return __init__
+
+    _patch(module.__name__, cls_name + ".__init__", make)
+
+
+def _install_keras_model(module, group):
+    for method, spec in KERAS_SAVE_METHODS:
+        _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
+               _make_file_wrapper(f"Model.{method}", spec, "model"))
+    if STATE.max_steps is not None:
+        _install_fit_cap(module)
+
+
+def _step_cap_callback(model_module_name):
+    """Build (once) a Keras callback class that stops ``fit`` gracefully after
+    TFDIST_PROBE_MAX_STEPS optimizer steps.  Built lazily at the first fit so
+    that the probe never imports Keras modules during Keras' own import."""
+    cached = _CAP_CLASSES.get(model_module_name)
+    if cached is not None:
+        return cached
+    import importlib
+
+    base = model_module_name.rsplit(".engine", 1)[0]
+    callback_base = importlib.import_module(base + ".callbacks").Callback
+
+    class _StepCap(callback_base):
+        _supports_tf_logs = True
+
+        def __init__(self, initial_epoch):
+            super().__init__()
+            self._initial_epoch = initial_epoch or 0
+            self._per_call = 1
+
+        def on_train_begin(self, logs=None):
+            try:
+                params = self.params or {}
+                steps, epochs = params.get("steps"), params.get("epochs")
+                if steps is None or epochs is None:
+                    STATE.planned_unknown = True
+                else:
+                    STATE.planned_steps += int(steps) * max(0, int(epochs) - int(self._initial_epoch))
+                spe = getattr(self.model, "_steps_per_execution", None)
+                if spe is not None:
+                    self._per_call = max(1, int(spe.numpy()) if hasattr(spe, "numpy") else int(spe))
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_cap_begin", exc)
+
+        def on_train_batch_end(self, batch, logs=None):
+            STATE.cap_done += self._per_call
+            if STATE.cap_done >= STATE.max_steps:
+                STATE.cap_applied = True
+                self.model.stop_training = True
+
+    _CAP_CLASSES[model_module_name] = _StepCap
+    return _StepCap
+
+
+_CAP_CLASSES: dict = {}
+
+
+def _install_fit_cap(module):
+    import inspect
+
+    module_name = module.__name__
+
+    def make(orig):
+        try:
+            sig = inspect.signature(orig)
+        except Exception:  # noqa: BLE001
+            sig = None
+
+        def fit(*args, **kwargs):
+            try:
+                if sig is None:
+                    raise RuntimeError("Model.fit has no signature")
+                bound = sig.bind(*args, **kwargs)
+                cap_cls = _step_cap_callback(module_name)
+                cbs = bound.arguments.get("callbacks")
+                cbs = list(cbs) if cbs else []
+                cbs.append(cap_cls(bound.arguments.get("initial_epoch", 0)))
+                bound.arguments["callbacks"] = cbs
+                STATE.fit_calls += 1
+                args, kwargs = bound.args, bound.kwargs
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_cap", exc)
+            return orig(*args, **kwargs)
+        return fit
+
+    _patch(module_name, KERAS_MODEL_CLASS + ".fit", make)
+
+
+def _install_h5py(module, group):
+    mod_name, cls_name = H5PY_FILE_CLASS
+    _patch(mod_name, cls_name + ".__init__", _make_file_wrapper("File.__init__", "arg:1:name", "model"))
+
+
+def _install_tensorflow(module, group):
+    _install_variable_tracking()
+    _install_session_hooks()
+    for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
+        _patch(mod_name, qualname, _make_file_wrapper(qualname, spec, kind))
+
+
+_INSTALLERS = {
+    "tensorflow": _install_tensorflow,
+    "keras_model": _install_keras_model,
+    "keras_optimizer": _install_keras_optimizer,
+    "keras_legacy_optimizer": _install_keras_optimizer,
+    "h5py": _install_h5py,
+}
+
+
+def _run_hook(name, module):
+    group = POST_IMPORT_HOOKS.get(name)
+    if group is None:
+        return
+    try:
+        _INSTALLERS[group](module, group)
+    except Exception as exc:  # noqa: BLE001
+        _note_error(f"install {name}", exc)
+
+
+class _PostImportFinder:
+    """Meta-path finder that runs an installer right after selected modules
+    finish executing.  It delegates the actual finding to the other finders
+    and only wraps the found loader's ``exec_module``."""
+
+    def __init__(self):
+        self._busy = set()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in POST_IMPORT_HOOKS or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                try:
+                    spec = finder.find_spec(fullname, path, target)
+                except Exception:  # noqa: BLE001
+                    spec = None
+                if spec is not None:
+                    break
+        finally:
+            self._busy.discard(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+
+        def exec_module(module):
+            orig_exec(module)
+            try:
+                del loader.exec_module  # back to the class method
+            except Exception:  # noqa: BLE001
+                pass
+            _run_hook(fullname, module)
+
+        try:
+            loader.exec_module = exec_module
+        except Exception:  # noqa: BLE001
+            return spec
+        return spec
+
+    # Python < 3.4 API, unused
+    def find_module(self, fullname, path=None):  # pragma: no cover
+        return None
+
+
+# --------------------------------------------------------------------------
+# Rank and result record
+# --------------------------------------------------------------------------
+
+def _rank_and_size():
+    rank = size = None
+    source = "default"
+    for var in RANK_ENV_VARS:
+        if os.environ.get(var, "").strip().isdigit():
+            rank, source = int(os.environ[var]), "env:" + var
+            break
+    for var in SIZE_ENV_VARS:
+        if os.environ.get(var, "").strip().isdigit():
+            size = int(os.environ[var])
+            break
+    hvd_rank = hvd_size = None
+    for mod_name in ("horovod.tensorflow", "horovod.tensorflow.keras", "horovod.keras"):
+        hvd = sys.modules.get(mod_name)
+        if hvd is None:
+            continue
+        try:
+            if hvd.is_initialized():
+                hvd_rank, hvd_size = int(hvd.rank()), int(hvd.size())
+                break
+        except Exception:  # noqa: BLE001
+            continue
+    if rank is None and hvd_rank is not None:
+        rank, size, source = hvd_rank, hvd_size, "horovod"
+    if rank is None:
+        rank = 0
+    if size is None:
+        size = hvd_size if hvd_size is not None else 1
+    return rank, size, source, hvd_rank, hvd_size
+
+
+def _eager_value(var):
+    return var.numpy()
+
+
+def _collect_variables():
+    """(trainable list of (name, value)), non-trainable count, unreadable count."""
+    trainable, non_trainable, unreadable = [], [], 0
+    with _ProbeBusy():
+        for var in list(STATE.variables):
+            if _is_graph_variable(var):
+                continue
+            try:
+                value = _eager_value(var)
+            except Exception:  # noqa: BLE001
+                unreadable += 1
+                continue
+            name = getattr(var, "name", "?")
+            if getattr(var, "trainable", False):
+                trainable.append((name, value))
+            else:
+                non_trainable.append((name, value))
+        # TF1 graphs: sessions still open at exit, then stored snapshots.
+        for ref in list(STATE.sessions):
+            sess = ref()
+            if sess is not None:
+                _snapshot_session(sess)
+    for key in STATE.graph_order:
+        snap = STATE.graph_snapshots[key]
+        trainable.extend(zip(snap["names"], snap["values"]))
+    return trainable, non_trainable, unreadable
+
+
+def _optimizer_info():
+    keras = []
+    snap_iters = {}
+    for snap in STATE.graph_snapshots.values():
+        snap_iters.update(snap.get("opt_iters", {}))
+    with _ProbeBusy():
+        for opt in list(STATE.keras_optimizers):
+            entry = {"class": type(opt).__name__, "iterations": None}
+            try:
+                it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
+                if it is None:
+                    entry["iterations"] = 0
+                elif not _is_graph_variable(it):
+                    entry["iterations"] = int(it.numpy())
+                elif str(id(opt)) in snap_iters:
+                    entry["iterations"] = snap_iters[str(id(opt))]
+            except Exception as exc:  # noqa: BLE001
+                _note_error("optimizer_iterations", exc)
+            keras.append(entry)
+    global_steps = [s["global_step"] for s in STATE.graph_snapshots.values() if s.get("global_step") is not None]
+    global_step = max(global_steps) if global_steps else None
+    keras_max = max((e["iterations"] or 0 for e in keras), default=0)
+    steps = max(keras_max, STATE.tf1_train_runs, STATE.tf1_eager_applies)
+    source = None
+    if steps:
+        if steps == keras_max:
+            source = "keras-iterations"
+        elif steps == STATE.tf1_train_runs:
+            source = "tf1-session-runs"
+        else:
+            source = "tf1-eager-apply"
+    elif global_step:
+        steps, source = global_step, "global-step"
+    return {
+        "steps": steps,
+        "source": source,
+        "keras": keras,
+        "tf1_train_runs": STATE.tf1_train_runs,
+        "tf1_train_ops": len(STATE.train_ops),
+        "tf1_eager_applies": STATE.tf1_eager_applies,
+        "global_step": global_step,
+    }
+
+
+def build_record() -> dict:
+    rank, size, source, hvd_rank, hvd_size = _rank_and_size()
+    record = {
+        "version": RECORD_VERSION,
+        "rank": rank,
+        "size": size,
+        "rank_source": source,
+        "hvd_rank": hvd_rank,
+        "hvd_size": hvd_size,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "script": STATE.script,
+        "cwd": STATE.start_cwd,
+        "exit_code": STATE.exit_code,
+        "exit_how": STATE.exit_how,
+        "exception": STATE.exception,
+        "elapsed_s": round(time.time() - STATE.start, 3),
+        "tensorflow_imported": "tensorflow" in sys.modules,
+    }
+    try:
+        trainable, non_trainable, unreadable = _collect_variables()
+        sha, fsum, items = digest_arrays([v for _, v in trainable])
+        nsha, _, _ = digest_arrays([v for _, v in non_trainable])
+        record["variables"] = {
+            "trainable_count": len(trainable),
+            "trainable_sha256": sha,
+            "trainable_sum": fsum,
+            "trainable": [
+                {"name": name, "shape": list(getattr(value, "shape", ())),
+                 "dtype": str(getattr(value, "dtype", "?")), "digest": digest}
+                for (name, value), digest in zip(trainable, items)
+            ],
+            "non_trainable_count": len(non_trainable),
+            "non_trainable_sha256": nsha,
+            "unreadable": unreadable,
+            "tf1_graphs": len(STATE.graph_order),
+        }
+    except Exception as exc:  # noqa: BLE001
+        _note_error("variables", exc)
+        record["variables"] = None
+    try:
+        record["optimizer"] = _optimizer_info()
+    except Exception as exc:  # noqa: BLE001
+        _note_error("optimizer", exc)
+        record["optimizer"] = None
+    record["files"] = [dict(e) for e in STATE.files.values()]
+    record["steps_cap"] = {
+        "cap": STATE.max_steps,
+        "applied": STATE.cap_applied,
+        "fit_calls": STATE.fit_calls,
+        "planned_steps": None if (STATE.planned_unknown or not STATE.fit_calls) else STATE.planned_steps,
+    }
+    record["probe_errors"] = list(STATE.errors)
+    return record
+
+
+def write_record() -> str | None:
+    """Write this process's record once; returns its path."""
+    if STATE.written or STATE.pid != os.getpid():
+        return None
+    STATE.written = True
+    try:
+        record = build_record()
+    except Exception as exc:  # noqa: BLE001
+        _note_error("build_record", exc)
+        record = {"version": RECORD_VERSION, "rank": 0, "exit_code": STATE.exit_code,
+                  "probe_errors": list(STATE.errors)}
+    out_dir = STATE.probe_dir
+    if not out_dir:
+        sys.stderr.write("tfdist probe: " + json.dumps({
+            "rank": record.get("rank"),
+            "exit_code": record.get("exit_code"),
+            "steps": (record.get("optimizer") or {}).get("steps"),
+            "trainable_sha256": (record.get("variables") or {}).get("trainable_sha256"),
+            "files": [f["path"] for f in record.get("files", [])],
+        }) + "\n")
+        return None
+    try:
+        with _ProbeBusy():
+            os.makedirs(out_dir, exist_ok=True)
+            name = f"rank-{record.get('rank', 0)}.json"
+            path = os.path.join(out_dir, name)
+            if os.path.exists(path):
+                path = os.path.join(out_dir, f"rank-{record.get('rank', 0)}-pid{os.getpid()}.json")
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(record, fh, indent=1, default=str)
+            os.replace(tmp, path)
+        return path
+    except Exception as exc:  # noqa: BLE001
+        sys.stderr.write(f"tfdist probe: could not write record: {exc}\n")
+        return None
+
+
+def _atexit_write():
+    if STATE.exit_code is None:
+        STATE.exit_code, STATE.exit_how = 0, "atexit"
+    write_record()
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+def install() -> None:
+    """Install the audit hook and post-import hooks (idempotent)."""
+    if STATE.installed:
+        return
+    STATE.installed = True
+    STATE.probe_dir = os.environ.get(PROBE_DIR_ENV) or None
+    if STATE.probe_dir:
+        STATE.probe_dir = os.path.abspath(STATE.probe_dir)
+    cap = os.environ.get(MAX_STEPS_ENV, "").strip()
+    if cap.isdigit() and int(cap) > 0:
+        STATE.max_steps = int(cap)
+    STATE.ignore_prefixes = _compute_ignore_prefixes()
+    sys.addaudithook(_audit_hook)
+    sys.meta_path.insert(0, _PostImportFinder())
+    for name in list(POST_IMPORT_HOOKS):
+        if name in sys.modules:
+            _run_hook(name, sys.modules[name])
+    atexit.register(_atexit_write)
+
+
+def _restore_environment():
+    """Undo the PYTHONPATH entry tfdist added to import this probe, so the
+    script (and its child processes) see their usual environment."""
+    added = os.environ.pop(ADDED_PATH_ENV, None)
+    if ORIG_PYTHONPATH_ENV in os.environ:
+        orig = os.environ.pop(ORIG_PYTHONPATH_ENV)
+        if orig:
+            os.environ["PYTHONPATH"] = orig
+        else:
+            os.environ.pop("PYTHONPATH", None)
+    if added:
+        norm = os.path.abspath(added)
+        sys.path[1:] = [p for p in sys.path[1:] if os.path.abspath(p or ".") != norm]
+
+
+def _exec_script(script: str, as_file: str | None, args: list[str]) -> None:
+    import importlib.machinery
+    import importlib.util
+
+    shown = as_file or script
+    with open(script, "rb") as fh:
+        source = importlib.util.decode_source(fh.read())
+    code = compile(source, script, "exec", dont_inherit=True)
+    sys.argv[:] = [shown, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(shown))
+    main = types.ModuleType("__main__")
+    main.__dict__.update({
+        "__file__": shown,
+        "__cached__": None,
+        "__loader__": importlib.machinery.SourceFileLoader("__main__", shown),
+        "__spec__": None,
+        "__package__": None,
+        "__builtins__": __builtins__,
+    })
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)  # noqa: S102 - this is the point
+
+
+def _trim_traceback(tb):
+    """Drop the probe's own frames from the top of a traceback."""
+    here = os.path.abspath(__file__)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) == here:
+        tb = tb.tb_next
+    return tb
+
+
+def _exit_code_of(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1
+
+
+USAGE = "usage: python -m tfdist.runtime.probe [--as-file ORIGINAL] SCRIPT [ARGS...]\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_file = None
+    if argv[:1] == ["--as-file"] and len(argv) >= 2:
+        as_file, argv = argv[1], argv[2:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stderr.write(USAGE)
+        return 2 if not argv else 0
+    script, args = argv[0], argv[1:]
+    if not os.path.isfile(script):
+        sys.stderr.write(f"tfdist probe: no such script: {script}\n")
+        return 2
+    STATE.script = os.path.abspath(as_file or script)
+    _restore_environment()
+    install()
+    try:
+        _exec_script(script, as_file, args)
+    except SystemExit as exc:
+        STATE.exit_code, STATE.exit_how = _exit_code_of(exc.code), "sys.exit"
+        write_record()
+        raise
+    except KeyboardInterrupt:
+        STATE.exit_code, STATE.exit_how, STATE.exception = 130, "exception", "KeyboardInterrupt"
+        write_record()
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported like Python does
+        STATE.exit_code, STATE.exit_how = 1, "exception"
+        STATE.exception = f"{type(exc).__name__}: {exc}"[:1000]
+        write_record()
+        try:
+            sys.excepthook(type(exc), exc, _trim_traceback(exc.__traceback__))
+        except Exception:  # noqa: BLE001
+            import traceback
+            traceback.print_exception(type(exc), exc, exc.__traceback__)
+        return 1
+    STATE.exit_code, STATE.exit_how = 0, "returned"
+    write_record()
+    return 0
+
+
+if __name__ == "__main__":
+    # Run the copy imported under its real name so that state is shared with
+    # anything that imports tfdist.runtime.probe.
+    from tfdist.runtime.probe import main as _main
+
+    raise SystemExit(_main())
