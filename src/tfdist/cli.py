@@ -70,7 +70,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _exit_code(result: F.FileResult) -> int:
     if result.status == F.FAILED:
         return EXIT_BAD_INPUT
-    if result.status == F.UNSUPPORTED:
+    if result.status == F.UNSUPPORTED or result.no_training:
         return EXIT_UNSUPPORTED
     return EXIT_OK
 

@@ -31,7 +31,7 @@ class HorovodBackend(Backend):
         if key == "keras":
             return imports.keras()
         keras_mod = HVD_KERAS if ctx.keras_flavor == "keras" else HVD_TF_KERAS
-        uses_tf_api = ctx.patterns - {"Keras"}
+        uses_tf_api = bool(ctx.patterns - {"Keras"}) or ctx.needs_tf_api
         if key == "hvd":
             # Keras-only code uses the Keras module (it has init/size/rank
             # too); anything with tapes or sessions needs horovod.tensorflow.
@@ -55,18 +55,19 @@ class HorovodBackend(Backend):
         out = ["{hvd}.init()"]
         if tf2:
             gpus = ctx.imports.free_name("gpus")
+            gpu = ctx.quoted("GPU")
             out.append(
-                f'{gpus} = {{tf}}.config.experimental.list_physical_devices("GPU")\n'
+                f"{gpus} = {{tf}}.config.experimental.list_physical_devices({gpu})\n"
                 f"for gpu in {gpus}:\n"
                 f"    {{tf}}.config.experimental.set_memory_growth(gpu, True)\n"
                 f"if {gpus}:\n"
-                f'    {{tf}}.config.experimental.set_visible_devices({gpus}[{{hvd}}.local_rank()], "GPU")'
+                f"    {{tf}}.config.experimental.set_visible_devices({gpus}[{{hvd}}.local_rank()], {gpu})"
             )
         if keras3_guard:
             keras_version = "{keras}.__version__" if ctx.keras_flavor == "keras" else "{tf}.keras.__version__"
             out.append(
-                f'if int({keras_version}.split(".")[0]) >= 3:\n'
-                f'    raise SystemExit("{KERAS3_MESSAGE}")'
+                f"if int({keras_version}.split({ctx.quoted('.')})[0]) >= 3:\n"
+                f"    raise SystemExit({ctx.quoted(KERAS3_MESSAGE)})"
             )
         return out
 

@@ -167,6 +167,10 @@ class Analysis:
         p = self._pos.get(node)
         return p.start.line if p else 0
 
+    def end_line(self, node: cst.CSTNode) -> int:
+        p = self._pos.get(node)
+        return p.end.line if p else 0
+
     def col(self, node: cst.CSTNode) -> int:
         p = self._pos.get(node)
         return p.start.column + 1 if p else 0
@@ -360,7 +364,9 @@ class Analysis:
     def _local_functions(self, name: cst.Name) -> List[cst.FunctionDef]:
         out = []
         for origin, _ in self.assigned_values(name):
-            if isinstance(origin, cst.Name) and isinstance(self.parent(origin), cst.FunctionDef):
+            if isinstance(origin, cst.FunctionDef):
+                out.append(origin)
+            elif isinstance(origin, cst.Name) and isinstance(self.parent(origin), cst.FunctionDef):
                 out.append(self.parent(origin))
         return out
 

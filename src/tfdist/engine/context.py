@@ -16,6 +16,13 @@ from .analysis import Analysis
 from .edits import EditPlan
 
 
+# Placeholders templates may use for names bound in the user's file.
+NAME_KEYS = ("hvd", "hvdk", "tf", "keras")
+# A file containing one of them literally (say ``f"{tf}"``) could not be
+# told apart from a template; such files are refused rather than risked.
+LITERAL_PLACEHOLDER = re.compile(r"\{(" + "|".join(NAME_KEYS) + r")\}")
+
+
 class Unsupported(Exception):
     """A rule cannot convert this file safely. Nothing is written."""
 
@@ -146,6 +153,7 @@ class Context:
         self.changes: List[F.Finding] = []
         self.warnings: List[F.Finding] = []
         self.patterns: set = set()
+        self.needs_tf_api = False  # Keras code that also needs horovod.tensorflow
         self.keras_flavor = "tf.keras"
         self.quote = _preferred_quote(self.module)
         self._names: Dict[str, str] = {}
@@ -157,7 +165,8 @@ class Context:
 
     # ---------------------------------------------------------- findings
     def change(self, node: cst.CSTNode, rule: str, message: str) -> None:
-        self.changes.append(F.Finding(rule, self.a.line(node), self.a.col(node), F.INFO, message, True))
+        self.changes.append(F.Finding(rule, self.a.line(node), self.a.col(node), F.INFO, message, True,
+                                      self.a.end_line(node)))
 
     def warn(self, node: Optional[cst.CSTNode], rule: str, message: str) -> None:
         line = self.a.line(node) if node is not None else 1
@@ -177,12 +186,25 @@ class Context:
         return self._names[key]
 
     def fill(self, template: str, **values: str) -> str:
-        keys = set(re.findall(r"{(\w+)}", template)) - set(values)
-        names = {k: self.name(k) for k in keys}
-        text = template.format(**names, **values)
-        if self.quote == "'":
-            text = text.replace('"', "'")
-        return text
+        """Substitute ``{hvd}``-style names and given values, in one pass.
+
+        Only these exact placeholders are replaced, and substituted text is
+        never scanned again: braces in the user's own code (f-strings,
+        ``"ckpt-{epoch}"``, dict literals) pass through untouched.
+        """
+        keys = set(NAME_KEYS) | set(values)
+        pattern = re.compile(r"\{(" + "|".join(sorted(map(re.escape, keys))) + r")\}")
+
+        def sub(m):
+            k = m.group(1)
+            return values[k] if k in values else self.name(k)
+
+        return pattern.sub(sub, template)
+
+    def quoted(self, text: str) -> str:
+        """A string literal in the file's preferred quote style."""
+        q = self.quote
+        return q + text.replace("\\", "\\\\").replace(q, "\\" + q) + q
 
     def expr(self, template: str, **values: str) -> cst.BaseExpression:
         return cst.parse_expression(self.fill(template, **values), config=self.module.config_for_parsing)

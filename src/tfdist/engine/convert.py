@@ -11,8 +11,12 @@ from ..rules import PATTERN_RULES, CROSS_CUTTING_RULES, SETUP_RULE
 from . import findings as F
 from . import patterns as P
 from .analysis import Analysis, ProjectContext
-from .context import Context, Unsupported
+from .context import LITERAL_PLACEHOLDER, Context, Unsupported
 from .source import BadInput, SourceFile, load
+
+
+NO_TRAINING = "no-training-loop"
+NO_TRAINING_MESSAGE = "no training loop found (no Keras fit, GradientTape step, or TF1 session training): nothing converted"
 
 
 def _distribution_markers(a: Analysis) -> List[str]:
@@ -61,11 +65,18 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
         if not _uses_tensorflow(a):
             result.status = F.UNCHANGED
             return result
-        return _refuse(result, None, "no training loop found (no Keras fit, GradientTape step, or TF1 session training)")
+        # Nothing to convert is not damage: the file stays as it is (a tree
+        # copies it); single-file mode reports it and exits 2.
+        result.warnings.append(F.Finding(NO_TRAINING, 1, 1, F.WARNING, NO_TRAINING_MESSAGE))
+        return result
     if not P.combinable(found):
         lines = "; ".join(e.human() for e in evidence)
         return _refuse(result, evidence[0].line,
                        f"several training patterns in one file ({', '.join(sorted(found))}) that tfdist cannot combine: {lines}")
+    clash = LITERAL_PLACEHOLDER.search(text)
+    if clash:
+        line = text.count("\n", 0, clash.start()) + 1
+        return _refuse(result, line, f"the text {clash.group(0)} in this file is also a tfdist template placeholder; rename it to convert")
     ctx = Context(a, get_backend(backend), path)
     ctx.patterns = found
     from ..rules import keras_fit

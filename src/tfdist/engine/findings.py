@@ -25,12 +25,17 @@ class Finding:
     level: str
     message: str
     fixed: bool = False
+    end_line: int = 0  # last line of the code the finding is about
+
+    def __post_init__(self):
+        self.end_line = max(self.end_line, self.line)
 
     def human(self, path: str) -> str:
         return f"{path}:{self.line}:{self.col}: {self.level} {self.rule}: {self.message}"
 
     def as_change(self) -> dict:
-        return {"line": self.line, "col": self.col, "rule": self.rule, "message": self.message}
+        return {"line": self.line, "end_line": self.end_line, "col": self.col, "rule": self.rule,
+                "message": self.message}
 
 
 @dataclass
@@ -57,6 +62,11 @@ class FileResult:
     evidence: List[Evidence] = field(default_factory=list)
     hierarchy: List[str] = field(default_factory=list)
     types: List[str] = field(default_factory=list)
+
+    @property
+    def no_training(self) -> bool:
+        """A TensorFlow file in which no training loop was found."""
+        return any(w.rule == "no-training-loop" for w in self.warnings)
 
     @property
     def changed(self) -> bool:

@@ -128,10 +128,12 @@ def in_keras_train_step(a: A.Analysis, node) -> bool:
     return False
 
 
-def training_tapes(a: A.Analysis):
+def training_tapes(a: A.Analysis, keras_train_step: bool = False):
+    """Tapes whose gradients an optimizer applies (in custom Keras
+    ``train_step`` methods only, or only outside them)."""
     out = []
     for w, item, name in tapes(a):
-        if in_keras_train_step(a, w):
+        if in_keras_train_step(a, w) != keras_train_step:
             continue
         calls = gradient_calls(a, w, name)
         if applied(a, calls):
@@ -164,6 +166,10 @@ def apply(ctx) -> None:
     _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs})
 
 
+def wrap_tape(ctx, w, item, name, calls) -> None:
+    _wrap_tape(ctx, w, item, name, calls)
+
+
 def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.Call]) -> None:
     a = ctx.a
     block = a.parent(w)
@@ -182,7 +188,7 @@ def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.
         return
     ctx.plan.insert_before(anchor, ctx.stmts(ctx.backend.wrap_tape(name),
                                              comment="Horovod: average gradients across ranks."))
-    ctx.change(item, RULE, f"tape {name} wrapped in DistributedGradientTape before its gradient() call")
+    ctx.change(item, RULE, f"GradientTape {name} wrapped in DistributedGradientTape before its gradient() call")
 
 
 def _zip_vars(a: A.Analysis, expr) -> Optional[cst.BaseExpression]:
@@ -294,8 +300,21 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         it = loop.iter
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
             data_division.divide(ctx, it.args[0].value, "training steps")
+            _shard_iterators(ctx, loop)
         else:
             ctx.warn(loop, data_division.RULE, "cannot tell how this training loop reads its data: give each rank 1/size of it")
+
+
+def _shard_iterators(ctx, loop: cst.For) -> None:
+    """``next(it)`` in a step loop, with ``it = iter(dataset)``: shard dataset."""
+    from .common import calls_in
+    a = ctx.a
+    for c in calls_in(loop.body):
+        if isinstance(c.func, cst.Name) and c.func.value == "next" and c.args and isinstance(c.args[0].value, cst.Name):
+            for _, value in a.assigned_values(c.args[0].value):
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "iter" \
+                        and value.args and a.is_kind(value.args[0].value, A.DATASET):
+                    data_division.shard_dataset(ctx, value.args[0].value, "training data")
 
 
 def _inside(a: A.Analysis, inner, outer) -> bool:

@@ -70,6 +70,14 @@ def apply(ctx) -> None:
     a = ctx.a
     for call in model_calls(a, {"train_on_batch"}):
         raise ctx.unsupported(call, "train_on_batch loops are not converted yet: use model.fit, or a GradientTape loop")
+    # A custom train_step computes its own gradients: the optimizer wrapper
+    # would not see them (Horovod averages in compute_gradients), the tape must.
+    from . import gradient_tape
+    custom = gradient_tape.training_tapes(a, keras_train_step=True)
+    if custom:
+        ctx.needs_tf_api = True
+        for w, item, name, calls in custom:
+            gradient_tape.wrap_tape(ctx, w, item, name, calls)
     compiles = model_calls(a, {"compile"})
     for call in compiles:
         _optimizer(ctx, call)
@@ -181,8 +189,10 @@ def _rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
     if arg is None:
         new = ctx.expr(f"{default} if {chief} else 0")
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("verbose", new)))
+    elif isinstance(arg.value, cst.Integer) and arg.value.value == "0":
+        return  # silent already
     else:
-        new = ctx.expr(f"{source(ctx.module, arg.value)} if {chief} else 0")
+        new = ctx.expr(f"{{v}} if {chief} else 0", v=source(ctx.module, arg.value))
         ctx.plan.replace(arg.value, lambda old: new)
     ctx.change(call, "rank0-output", f"{method_name(call)}() prints progress on rank 0 only")
 
@@ -234,13 +244,20 @@ def _callback_list(ctx, node: cst.List) -> None:
         base = prepend_elements(upd.with_changes(elements=keep), first, layout=node)
         if not moved:
             return base
-        chief = ctx.fill(ctx.backend.is_chief())
-        texts = ", ".join(ctx.module.code_for_node(e.value) for e in moved)
-        tail = ctx.expr(f"[{texts}] if {chief} else []")
+        # The rank-0 callbacks keep their own layout, in a list of their own.
+        moved[-1] = moved[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if isinstance(node.elements[-1].comma, cst.Comma):
+            moved[-1] = moved[-1].with_changes(comma=node.elements[-1].comma)
+        tail = cst.IfExp(
+            test=ctx.expr(ctx.backend.is_chief()),
+            body=upd.with_changes(elements=moved, lpar=[], rpar=[]),
+            orelse=cst.List([]),
+            lpar=[cst.LeftParen()], rpar=[cst.RightParen()],
+        )
         return cst.BinaryOperation(
             left=base.with_changes(lpar=[], rpar=[]),
             operator=cst.Add(),
-            right=tail.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+            right=tail,
             lpar=upd.lpar, rpar=upd.rpar,
         )
 

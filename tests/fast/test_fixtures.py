@@ -1,0 +1,106 @@
+"""Whole-script fixtures: input.py -> expected.py, byte for byte.
+
+Layout (one folder per case):
+  fixtures/<pattern>/<case>/input.py      the user's script
+  fixtures/<pattern>/<case>/expected.py   what tfdist must produce
+  fixtures/noop/<case>/input.py           must come back byte-identical
+  fixtures/unsupported/<case>/input.py    must be refused (exit 2)
+  fixtures/unsupported/<case>/expected_error.txt
+        first line: the line number reported; second line: a substring of the message
+"""
+import difflib
+import io
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from tfdist.api import convert_source
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CONVERTED = sorted(p for p in FIXTURES.glob("*/*") if (p / "expected.py").exists())
+NOOP = sorted((FIXTURES / "noop").glob("*"))
+UNSUPPORTED = sorted((FIXTURES / "unsupported").glob("*"))
+PATTERN_OF_DIR = {"keras": "Keras", "gradient_tape": "GradientTape", "session": "Session",
+                  "monitored_session": "MonitoredSession"}
+
+
+def _id(p):
+    return f"{p.parent.name}/{p.name}"
+
+
+def _convert(path: Path):
+    return convert_source(path.read_bytes(), str(path))
+
+
+@pytest.mark.parametrize("case", CONVERTED, ids=_id)
+def test_converts_to_expected(case):
+    result = _convert(case / "input.py")
+    assert result.status == "converted", (result.error, result.error_line)
+    expected = (case / "expected.py").read_bytes()
+    if result.data != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.decode().splitlines(True), result.data.decode().splitlines(True), "expected.py", "actual"))
+        pytest.fail("converted output differs from expected.py:\n" + diff)
+    if case.parent.name in PATTERN_OF_DIR:
+        assert PATTERN_OF_DIR[case.parent.name] in {e.pattern for e in result.evidence}
+
+
+@pytest.mark.parametrize("case", CONVERTED, ids=_id)
+def test_converting_twice_changes_nothing(case):
+    again = convert_source((case / "expected.py").read_bytes(), "expected.py")
+    assert again.status == "already-distributed"
+    assert again.data == (case / "expected.py").read_bytes()
+
+
+def _comments(data: bytes):
+    toks = tokenize.tokenize(io.BytesIO(data).readline)
+    return sorted(t.string for t in toks if t.type == tokenize.COMMENT)
+
+
+@pytest.mark.parametrize("case", CONVERTED, ids=_id)
+def test_only_reported_lines_change_and_comments_survive(case):
+    """Every input line is byte-identical in the output unless a reported
+    change covers it; every comment of the input is still there."""
+    src = (case / "input.py").read_bytes()
+    result = _convert(case / "input.py")
+    assert result.status == "converted"
+    before = src.decode().splitlines(True)
+    after = result.data.decode().splitlines(True)
+    covered = set()
+    for c in result.changes:
+        covered.update(range(c.line, c.end_line + 1))
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            for i in range(i1, i2):
+                assert i + 1 in covered, f"line {i + 1} changed but no change is reported there: {before[i]!r}"
+    out_comments = _comments(result.data)
+    for comment in _comments(src):
+        assert comment in out_comments, f"comment lost: {comment}"
+    assert len(result.changes) > 0
+
+
+@pytest.mark.parametrize("case", NOOP, ids=_id)
+def test_noop_is_byte_identical(case):
+    src = (case / "input.py").read_bytes()
+    result = _convert(case / "input.py")
+    assert result.status in ("unchanged", "already-distributed"), (result.status, result.error)
+    assert result.data == src
+    assert result.changes == []
+
+
+@pytest.mark.parametrize("case", UNSUPPORTED, ids=_id)
+def test_unsupported_is_refused_with_line(case):
+    line, needle = (case / "expected_error.txt").read_text().splitlines()[:2]
+    result = _convert(case / "input.py")
+    assert result.status == "unsupported"
+    assert result.data is None and result.code is None
+    assert result.error_line == int(line), result.error
+    assert needle in result.error
+
+
+def test_every_pattern_has_six_variants():
+    for d, pattern in PATTERN_OF_DIR.items():
+        cases = [p for p in (FIXTURES / d).glob("*") if (p / "expected.py").exists()]
+        assert len(cases) >= 6, f"{d}: only {len(cases)} fixtures"
