@@ -122,6 +122,8 @@ KERAS_SAVE_METHODS = {"save", "save_weights"}
 # Model methods that take verbose= and print progress.
 KERAS_VERBOSE_METHODS = {"evaluate", "predict"}
 KERAS_FIT_METHODS = {"fit", "fit_generator"}
+# Model methods that only print.
+KERAS_PRINT_METHODS = {"summary"}
 
 # --- Data -------------------------------------------------------------------
 DATASET_SOURCES = {
@@ -186,4 +188,4 @@ PURE_CALLS = {
     "len", "str", "int", "float", "round", "repr", "format", "abs", "min",
     "max", "sum", "bool", "list", "tuple", "dict", "sorted",
 }
-PURE_METHODS = {"numpy", "result", "format", "item", "mean", "join", "tolist"}
+PURE_METHODS = {"numpy", "result", "format", "item", "mean", "std", "sum", "min", "max", "join", "tolist"}

@@ -64,7 +64,10 @@ class HorovodBackend(Backend):
                 f"    {{tf}}.config.experimental.set_visible_devices({gpus}[{{hvd}}.local_rank()], {gpu})"
             )
         if keras3_guard:
-            keras_version = "{keras}.__version__" if ctx.keras_flavor == "keras" else "{tf}.keras.__version__"
+            # tf.keras has no __version__ in TF <= 2.15 (Keras 2); Keras 3 and
+            # tf_keras (legacy Keras 2 for TF >= 2.16) have one.
+            keras_version = ("{keras}.__version__" if ctx.keras_flavor == "keras"
+                             else f"getattr({{tf}}.keras, {ctx.quoted('__version__')}, {ctx.quoted('2')})")
             out.append(
                 f"if int({keras_version}.split({ctx.quoted('.')})[0]) >= 3:\n"
                 f"    raise SystemExit({ctx.quoted(KERAS3_MESSAGE)})"

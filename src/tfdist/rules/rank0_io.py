@@ -17,19 +17,51 @@ from .common import calls_in, method_name, receiver, source
 RULE = "rank0-io"
 
 
+# Calls that run an optimizer step, directly or through a session.
+TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "train_on_batch", "gradient", "run"}
+
+
 def _pure(a: A.Analysis, call: cst.Call) -> bool:
-    """True if the call's arguments call nothing but pure built-ins/methods."""
-    for c in (c for arg in call.args for c in calls_in(arg)):
-        if isinstance(c.func, cst.Name) and c.func.value in apis.PURE_CALLS:
-            continue
-        if method_name(c) in apis.PURE_METHODS:
-            continue
-        # Keras evaluate/predict run no collective: the distributed
-        # optimizer only acts in training steps.
-        if method_name(c) in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
-            continue
+    """True if the call's arguments can never run a collective operation."""
+    return all(_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
+
+
+def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
+    if isinstance(c.func, cst.Name) and c.func.value in apis.PURE_CALLS:
+        return True
+    m = method_name(c)
+    if m in apis.PURE_METHODS:
+        return True
+    # Keras evaluate/predict and forward passes run no collective: the
+    # distributed optimizer only acts in training steps.
+    if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
+        return True
+    if a.is_kind(c.func, A.MODEL):
+        return True
+    if m in TRAINING_METHODS:
         return False
-    return True
+    if isinstance(c.func, cst.Name):
+        functions = a._local_functions(c.func)
+        if not functions:
+            return False
+        for f in functions:
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            if not all(_collective_free(a, inner, seen) for inner in calls_in(f.body)
+                       if not _is_harmless_library_call(a, inner)):
+                return False
+        return True
+    return _is_harmless_library_call(a, c)
+
+
+def _is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
+    """Numerical library calls (numpy, tf.math, ...) that are not training."""
+    if method_name(c) in TRAINING_METHODS:
+        return False
+    names = a.names(c)
+    return any(n.startswith(("numpy.", "tensorflow.", "math.", "builtins.")) for n in names) and not any(
+        n.startswith("tensorflow.distribute") for n in names)
 
 
 def _guard(ctx, call: cst.Call, what: str) -> None:
@@ -59,7 +91,9 @@ def apply(ctx) -> None:
             if _pure(a, call):
                 _guard(ctx, call, "console output")
             continue
-        if m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+        if m in apis.KERAS_PRINT_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+            _guard(ctx, call, f"{a.code(call.func)}()")
+        elif m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
             _guard(ctx, call, f"{a.code(call.func)}()")
         elif names & apis.KERAS_SAVE_FUNCTIONS:
             _guard(ctx, call, f"{a.code(call.func)}()")

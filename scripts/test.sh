@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's test command: installs everything it needs (TensorFlow 2.15.1,
+# Horovod 0.28.1 with Gloo, test dependencies, tfdist itself) through
+# scripts/setup_runtime.sh, then runs the fast tests (pure conversion) and
+# the slow ones (real multi-process runs under horovodrun).
+#   bash scripts/test.sh            everything
+#   bash scripts/test.sh fast       conversion tests only
+#   bash scripts/test.sh slow       multi-process tests only
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+venv=$(bash scripts/setup_runtime.sh | tail -n 1)
+export PATH="$venv/bin:$PATH"
+tier=${1:-all}
+case "$tier" in
+  fast) exec "$venv/bin/python" -m pytest tests/fast -q -p no:cacheprovider ;;
+  slow) exec "$venv/bin/python" -m pytest tests/slow -q -p no:cacheprovider --durations=15 ;;
+  all)  exec "$venv/bin/python" -m pytest tests/fast tests/slow -q -p no:cacheprovider --durations=15 ;;
+  *) echo "usage: bash scripts/test.sh [fast|slow|all]" >&2; exit 2 ;;
+esac
