@@ -6,6 +6,7 @@ of a fixed random linear map. Trains with `model.fit` directly on arrays
 model to ./saved_model.keras.
 """
 import os
+import random
 
 import numpy as np
 import tensorflow as tf
@@ -17,6 +18,7 @@ NUM_FEATURES = 16
 NUM_CLASSES = 3
 EPOCHS = int(os.environ.get("TFDIST_BENCH_EPOCHS", "4"))
 
+random.seed(42)  # Keras initializers take their seeds from Python's RNG
 np.random.seed(42)
 tf.random.set_seed(42)
 

@@ -25,8 +25,9 @@ EPOCHS = int(os.environ.get("TFDIST_BENCH_EPOCHS", "3"))
 LEARNING_RATE = 1e-3
 SEED = 0
 
-tf.random.set_seed(SEED)
-np.random.seed(SEED)
+# Seeds Python's `random`, NumPy and TensorFlow in one go (Keras weight
+# initializers draw their seeds from Python's `random`).
+tf.keras.utils.set_random_seed(SEED)
 
 # ---------------------------------------------------------------------------
 # Synthetic data: y = 1[x . w_true + 0.1 * noise > 0]

@@ -53,7 +53,7 @@ def make_data(rng):
 
 
 def main():
-    tf.random.set_seed(0)
+    tf.keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     x, y = make_data(rng)
 

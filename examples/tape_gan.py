@@ -42,7 +42,7 @@ def make_discriminator():
 
 
 def main():
-    tf.random.set_seed(3)
+    tf.keras.utils.set_random_seed(3)
     rng = np.random.default_rng(3)
     real_points = (TARGET_MEAN + TARGET_STD * rng.normal(size=(NUM_REAL, 2))).astype(np.float32)
     dataset = tf.data.Dataset.from_tensor_slices(real_points).shuffle(NUM_REAL, seed=3).batch(BATCH_SIZE)

@@ -19,7 +19,7 @@ BATCH_SIZE = 32
 EPOCHS = int(os.environ.get("TFDIST_BENCH_EPOCHS", "3"))
 LOG_EVERY = 10
 
-tf.random.set_seed(1234)
+tf.keras.utils.set_random_seed(1234)
 rng = np.random.default_rng(0)
 
 # --- data ------------------------------------------------------------------

@@ -35,8 +35,9 @@ for gpu in gpus:
 if gpus:
     tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], "GPU")
 
-tf.random.set_seed(SEED)
-np.random.seed(SEED)
+# Seeds Python's `random`, NumPy and TensorFlow in one go (Keras weight
+# initializers draw their seeds from Python's `random`).
+tf.keras.utils.set_random_seed(SEED)
 
 # ---------------------------------------------------------------------------
 # Synthetic data: y = 1[x . w_true + 0.1 * noise > 0]  (same on every rank)

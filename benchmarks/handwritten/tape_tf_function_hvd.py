@@ -32,7 +32,7 @@ for gpu in gpus:
 if gpus:
     tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], "GPU")
 
-tf.random.set_seed(1234)
+tf.keras.utils.set_random_seed(1234)
 rng = np.random.default_rng(0)
 
 # --- data (identical on every rank) ----------------------------------------
