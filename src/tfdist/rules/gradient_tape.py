@@ -246,8 +246,7 @@ def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
 def _scale(ctx, opt_expr) -> None:
     a = ctx.a
     for t in a.types(opt_expr):
-        if t.kind == A.KERAS_OPTIMIZER and t.call is not None and t.call not in ctx.scaled:
-            ctx.scaled.add(t.call)
+        if t.kind == A.KERAS_OPTIMIZER and t.call is not None:
             lr_scaling.scale_optimizer_lr(ctx, t.call, t.name)
             return
     if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
@@ -295,8 +294,8 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         if take is not None and take.args:
             data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
     for loop in training_loops:
-        if loop in dataset_loops or any(d is not loop and _inside(a, d, loop) for d in dataset_loops):
-            continue
+        if loop in dataset_loops or _reaches(a, loop.body, dataset_loops, set()):
+            continue  # an epoch loop: the dataset loop inside it is the step loop
         it = loop.iter
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
             data_division.divide(ctx, it.args[0].value, "training steps")
@@ -315,6 +314,21 @@ def _shard_iterators(ctx, loop: cst.For) -> None:
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "iter" \
                         and value.args and a.is_kind(value.args[0].value, A.DATASET):
                     data_division.shard_dataset(ctx, value.args[0].value, "training data")
+
+
+def _reaches(a: A.Analysis, node, loops, seen) -> bool:
+    """Is one of loops inside node, or inside a local function node calls?"""
+    from .common import calls_in
+    if any(any(anc is node for anc in a.ancestors(l)) for l in loops):
+        return True
+    for c in calls_in(node):
+        if isinstance(c.func, cst.Name):
+            for f in a._local_functions(c.func):
+                if id(f) not in seen:
+                    seen.add(id(f))
+                    if _reaches(a, f.body, loops, seen):
+                        return True
+    return False
 
 
 def _inside(a: A.Analysis, inner, outer) -> bool:

@@ -127,8 +127,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
     construction = _construction(a, value)
     if construction is not None:
         call, type_ = construction
-        if call not in ctx.wrapped:
-            lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
+        lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
         _wrap(ctx, call, f"optimizer {a.code(call.func)}")
         return
     _wrap(ctx, value, f"optimizer {a.code(value)}")

@@ -27,8 +27,12 @@ def default_lr(name: str) -> Optional[float]:
 
 
 def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
-    """Schedule the scaling of the learning rate of an optimizer construction."""
+    """Schedule the scaling of the learning rate of an optimizer construction
+    (once, however many rules reach the same construction)."""
     a = ctx.a
+    if call in ctx.scaled:
+        return True
+    ctx.scaled.add(call)
     known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
     arg = find_arg(call, ("learning_rate", "lr"), 0 if known else None)
     if arg is None:
