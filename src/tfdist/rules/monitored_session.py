@@ -1,23 +1,31 @@
-"""TF1 ``tf.train.MonitoredTrainingSession`` training.
+"""TF1 ``tf.train.MonitoredTrainingSession`` / ``MonitoredSession`` training.
 
 Horovod's recipe: ``BroadcastGlobalVariablesHook(0)`` in the hooks,
 checkpoints and summaries only on rank 0 (``checkpoint_dir=None``
-elsewhere), ``StopAtStepHook`` steps divided, one GPU per process.
+elsewhere, chief-only hooks and file-writing hooks on rank 0 only),
+``StopAtStepHook`` steps divided, one GPU per process.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Set
 
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, tf1_common
-from .common import append_arg, find_arg, kwarg, prepend_elements, source
+from . import data_division, session, tf1_common
+from .common import find_arg, kwarg, method_name, prepend_elements, source
 
 PATTERN = "MonitoredSession"
 RULE = "monitored-session"
+
+MTS = "tensorflow.train.MonitoredTrainingSession"
+MONITORED = "tensorflow.train.MonitoredSession"
+SINGULAR = "tensorflow.train.SingularMonitoredSession"
+# Positions of hooks= / config= in each constructor's signature.
+HOOKS_POS = {MTS: 4, MONITORED: 1, SINGULAR: 0}
+CONFIG_POS = {MTS: 9, SINGULAR: 3}
 
 
 def monitored(a: A.Analysis) -> List[cst.Call]:
@@ -25,49 +33,80 @@ def monitored(a: A.Analysis) -> List[cst.Call]:
 
 
 def detect(a: A.Analysis) -> List[Evidence]:
+    if not tf1_common.optimizer_calls(a):
+        return []  # evaluation only: nothing to distribute
     return [Evidence(PATTERN, f"{a.code(c.func)}(...)", a.line(c)) for c in monitored(a)]
 
 
 def apply(ctx) -> None:
     a = ctx.a
+    tf1_common.check_convertible(ctx)
     tf1_common.wrap_optimizers(ctx)
+    chief = ctx.backend.is_chief()
+    chief_only: Set[cst.CSTNode] = set()
     for call in monitored(a):
-        _hooks(ctx, call)
-        for key in ("checkpoint_dir", "summary_dir"):
-            arg = find_arg(call, key, 2 if key == "checkpoint_dir" else None)
-            if arg is not None:
-                new = ctx.expr(f"{source(a.module, arg.value)} if {ctx.backend.is_chief()} else None")
+        kind = a.is_name(call, apis.TF1_MONITORED_SESSIONS)
+        _hooks(ctx, call, HOOKS_POS[kind])
+        if kind == MTS:
+            for key, pos in (("checkpoint_dir", 2), ("summary_dir", 14), ("chief_only_hooks", 5)):
+                arg = find_arg(call, key, pos)
+                if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+                    continue
+                if key == "chief_only_hooks":
+                    chief_only |= _list_of(a, arg.value)
+                new = ctx.expr(f"{source(a.module, arg.value)} if {chief} else None")
                 ctx.plan.replace(arg.value, lambda old, new=new: new)
-                ctx.change(arg.value, "rank0-io", f"{key} only on rank 0 (other ranks write no checkpoints or summaries)")
-        if a.is_name(call, {"tensorflow.train.MonitoredTrainingSession"}):
-            tf1_common.pin_config(ctx, call, None)
+                what = "chief-only hooks run" if key == "chief_only_hooks" else f"{key} only"
+                ctx.change(arg.value, "rank0-io", f"{what} on rank 0 (other ranks write no checkpoints or summaries)")
+        if kind in CONFIG_POS:
+            tf1_common.pin_config(ctx, call, CONFIG_POS[kind])
         else:
-            ctx.warn(call, "gpu-pinning", "pin one GPU per process in the session creator's config (visible_device_list = str(hvd.local_rank()))")
+            _pin_creator(ctx, call)
+    # A plain tf.Session next to it (evaluation, export) takes one GPU too.
+    for s in session.sessions(a):
+        tf1_common.pin_config(ctx, s, 2)
+        ctx.warn(s, RULE, "this tf.Session runs on every rank, but only rank 0 writes checkpoints: "
+                          "if it restores one, run it on rank 0 only")
     for c in a.calls:
         if a.is_name(c, {apis.TF1_STOP_AT_STEP_HOOK}):
-            arg = find_arg(c, "last_step") or find_arg(c, "num_steps", 0)
+            arg = find_arg(c, "last_step", 1) or find_arg(c, "num_steps", 0)
             if arg is not None:
-                data_division.divide(ctx, arg.value, f"StopAtStepHook {arg.keyword.value if arg.keyword else 'num_steps'}")
-    if not tf1_common.shard_input(ctx):
-        ctx.warn(monitored(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples")
+                what = arg.keyword.value if arg.keyword else ("last_step" if arg is find_arg(c, (), 1) else "num_steps")
+                data_division.divide(ctx, arg.value, f"StopAtStepHook {what}")
+    _file_writing_hooks(ctx, chief_only)
+    sharded = tf1_common.shard_input(ctx)
+    train_ops = tf1_common.train_op_names(a)
+    fed_arrays = set() if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
+    tf1_common.divide_step_loops(ctx, sharded, fed_arrays)
+    if not sharded and not fed_arrays:
+        ctx.warn(monitored(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples (e.g. shard the input by hvd.rank())")
 
 
-def _hooks(ctx, call: cst.Call) -> None:
+def _list_of(a: A.Analysis, value) -> Set[cst.CSTNode]:
+    """The list literal a hooks argument is (directly or through one binding)."""
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        if len(bound) == 1:
+            value = bound[0][1]
+    return {value} if isinstance(value, cst.List) else set()
+
+
+def _hooks(ctx, call: cst.Call, position: int) -> None:
     a = ctx.a
     hook = ctx.backend.tf1_broadcast_hook()
-    arg = find_arg(call, "hooks")
-    if arg is None:
+    arg = find_arg(call, "hooks", position)
+    if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         new = ctx.expr(f"[{hook}]")
-        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("hooks", new)))
+        if arg is None:
+            ctx.plan.replace(call, lambda c: tf1_common.add_kwarg(c, kwarg("hooks", new)))
+        else:
+            ctx.plan.replace(arg.value, lambda old: new)
         ctx.change(call, "broadcast", "BroadcastGlobalVariablesHook added: initial variables broadcast from rank 0")
         return
     value = arg.value
-    target = value
-    if isinstance(value, cst.Name):
-        bound = a.assigned_values(value)
-        if len(bound) == 1 and isinstance(bound[0][1], cst.List):
-            target = bound[0][1]
-    if isinstance(target, cst.List):
+    targets = _list_of(a, value)
+    if targets:
+        target = targets.pop()
         if target not in ctx.wrapped:
             ctx.wrapped.add(target)
             new_elem = ctx.expr(hook)
@@ -77,3 +116,95 @@ def _hooks(ctx, call: cst.Call) -> None:
     new = ctx.expr(f"[{hook}, *{source(a.module, value)}]")
     ctx.plan.replace(value, lambda old: new)
     ctx.change(value, "broadcast", "BroadcastGlobalVariablesHook added: initial variables broadcast from rank 0")
+
+
+def _pin_creator(ctx, call: cst.Call) -> None:
+    """MonitoredSession: the GPU is pinned in its ChiefSessionCreator's config."""
+    a = ctx.a
+    arg = find_arg(call, "session_creator", 0)
+    if arg is None:
+        tf1 = tf1_common.tf1_prefix(ctx, call)
+        new = ctx.expr(f"{tf1}.train.ChiefSessionCreator(config={ctx.backend.tf1_device_config(tf1)})")
+        ctx.plan.replace(call, lambda c: tf1_common.add_kwarg(c, kwarg("session_creator", new)))
+        ctx.change(call, "gpu-pinning", "session creator's config pins one GPU per process (by local rank)")
+        return
+    creator = arg.value
+    if isinstance(creator, cst.Name):
+        bound = a.assigned_values(creator)
+        if len(bound) == 1 and isinstance(bound[0][1], cst.Call):
+            creator = bound[0][1]
+    if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_common.CHIEF_SESSION_CREATOR}):
+        tf1_common.pin_config(ctx, creator, 2)
+        return
+    ctx.warn(arg.value, "gpu-pinning", "pin one GPU per process in the session creator's config (visible_device_list = str(hvd.local_rank()))")
+
+
+def _file_writing_hooks(ctx, chief_only: Set[cst.CSTNode]) -> None:
+    """CheckpointSaverHook, SummarySaverHook...: on rank 0 only."""
+    a = ctx.a
+    for c in a.calls:
+        if not a.is_name(c, tf1_common.FILE_WRITING_HOOKS):
+            continue
+        what = f"{a.code(c.func)} runs on rank 0 only"
+        par = a.parent(c)
+        if isinstance(par, cst.Element) and isinstance(a.parent(par), cst.List):
+            if a.parent(par) not in chief_only:
+                _guard_element(ctx, par)
+                ctx.change(c, "rank0-io", what)
+            continue
+        if isinstance(par, cst.Arg) and _guard_append(ctx, c, a.parent(par)):
+            continue
+        uses = _element_uses(a, c)
+        if uses is not None:
+            # Some hooks open their writer when built (ProfilerHook): build it on rank 0 only.
+            new = ctx.expr(f"{source(a.module, c)} if {ctx.backend.is_chief()} else None")
+            ctx.plan.replace(c, lambda old, new=new: new)
+            ctx.change(c, "rank0-io", f"{a.code(c.func)} built on rank 0 only (None elsewhere)")
+            for elem in uses:
+                if a.parent(elem) not in chief_only:
+                    _guard_element(ctx, elem)
+                    ctx.change(elem, "rank0-io", what)
+            continue
+        ctx.warn(c, "rank0-io", f"{a.code(c.func)} writes files: run it on rank 0 only (hvd.rank() == 0) by hand")
+
+
+def _guard_element(ctx, elem: cst.Element) -> None:
+    """``[a, X, b]`` -> ``[a, *([X] if hvd.rank() == 0 else []), b]``."""
+    chief = ctx.backend.is_chief()
+
+    def starred(upd):
+        inner = ctx.module.code_for_node(upd.value)
+        return cst.StarredElement(value=ctx.expr(f"([{inner}] if {chief} else [])"), comma=upd.comma)
+
+    ctx.plan.replace(elem, starred)
+
+
+def _guard_append(ctx, hook: cst.Call, owner) -> bool:
+    """``hooks.append(X)`` alone on its line goes under ``if hvd.rank() == 0:``."""
+    a = ctx.a
+    stmt = a.statement_of(hook)
+    if not (isinstance(owner, cst.Call) and method_name(owner) == "append" and isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is owner):
+        return False
+    if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
+        ctx.change(hook, "rank0-io", f"{a.code(hook.func)} runs on rank 0 only")
+    return True
+
+
+def _element_uses(a: A.Analysis, hook: cst.Call):
+    """``h = Hook(...)`` whose every use is an element of a list literal: those elements."""
+    par = a.parent(hook)
+    if not (isinstance(par, cst.Assign) and len(par.targets) == 1 and isinstance(par.targets[0].target, cst.Name)):
+        return None
+    name = par.targets[0].target
+    scope = a._scopes.get(name)
+    out = []
+    for assignment in (scope.assignments[name.value] if scope is not None else ()):
+        if assignment.node is not name:
+            continue
+        for access in assignment.references:
+            elem = a.parent(access.node)
+            if not (isinstance(elem, cst.Element) and isinstance(a.parent(elem), cst.List)):
+                return None
+            out.append(elem)
+    return out or None

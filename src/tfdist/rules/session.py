@@ -8,7 +8,7 @@ loop is divided and the input pipeline sharded.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -29,12 +29,45 @@ def sessions(a: A.Analysis) -> List[cst.Call]:
 def detect(a: A.Analysis) -> List[Evidence]:
     if not tf1_common.optimizer_calls(a):
         return []
-    return [Evidence(PATTERN, f"{a.code(c.func)}(...) running a TF1 optimizer", a.line(c)) for c in sessions(a)]
+    found = sessions(a)
+    if any(a.is_name(c, apis.TF1_MONITORED_SESSIONS) for c in a.calls):
+        # Next to a MonitoredSession, a tf.Session that only evaluates or
+        # exports is no second training pattern.
+        found = [s for s in found if _trains(a, s)]
+    return [Evidence(PATTERN, f"{a.code(c.func)}(...) running a TF1 optimizer", a.line(c)) for c in found]
+
+
+def _session_of(a: A.Analysis, run: cst.Call) -> Optional[cst.BaseExpression]:
+    """The session expression ``run`` was called on (the binding before it)."""
+    recv = receiver(run)
+    if isinstance(recv, cst.Call):
+        return recv
+    best = None
+    if isinstance(recv, cst.Name):
+        for origin, value in a.assigned_values(recv):
+            if value is not None and a.line(origin) <= a.line(run):
+                best = value
+    return best
+
+
+def _trains(a: A.Analysis, session: cst.Call) -> bool:
+    train_ops = tf1_common.train_op_names(a)
+    interactive = a.is_name(session, {"tensorflow.InteractiveSession"})
+    item = a.parent(session)
+    with_stmt = a.parent(item) if isinstance(item, cst.WithItem) else None
+    for run in tf1_common.train_runs(a, a.module, train_ops):
+        if _session_of(a, run) is session:
+            return True
+        recv = receiver(run)
+        op_run = (isinstance(recv, cst.Name) and recv.value in train_ops) or isinstance(recv, cst.Call)
+        if op_run and (interactive or (with_stmt is not None and any(x is with_stmt for x in a.ancestors(run)))):
+            return True
+    return False
 
 
 def _initializer_runs(a: A.Analysis):
     """(statement, session expression or None) where variables get initialised."""
-    init_names = set()
+    init_names: Set[str] = set()
     for c in a.calls:
         if a.is_name(c, apis.TF1_INITIALIZERS):
             for anc in a.ancestors(c):
@@ -58,32 +91,53 @@ def _initializer_runs(a: A.Analysis):
     return out
 
 
+def _after_restores(a: A.Analysis, stmt):
+    """The statement after which variables hold their starting values: the
+    initialisation, or a ``saver.restore(...)`` right after it in the same block
+    (rank 0's restored values are then what every rank starts from)."""
+    block = a.parent(stmt)
+    body = list(getattr(block, "body", ()))
+    if stmt not in body:
+        return stmt
+    anchor = stmt
+    for later in body[body.index(stmt) + 1:]:
+        if any(method_name(c) == "restore" and a.is_kind(receiver(c), A.SAVER) for c in calls_in(later)):
+            anchor = later
+    return anchor
+
+
 def apply(ctx) -> None:
     a = ctx.a
+    tf1_common.check_convertible(ctx)
     tf1_common.wrap_optimizers(ctx)
     runs = _initializer_runs(a)
     if not runs:
         raise ctx.unsupported(sessions(a)[0], "no variable initialisation (sess.run(tf.global_variables_initializer())) found: cannot place the broadcast of initial variables from rank 0")
+    first_init = min(a.line(stmt) for stmt, _ in runs)
+    for c in a.calls:
+        if method_name(c) == "finalize" and not c.args and a.line(c) < first_init:
+            raise ctx.unsupported(c, "the graph is finalized before the variables are initialised: the broadcast "
+                                     "of initial variables cannot be added to it (build hvd.broadcast_global_variables(0) "
+                                     "before finalize() by hand)")
     op = ctx.backend.tf1_broadcast_op()
     for stmt, sess in runs:
         code = f"{a.code(sess)}.run({op})" if sess is not None else f"{op}.run()"
-        ctx.plan.insert_after(stmt, ctx.stmts(code, comment="Horovod: broadcast initial variables from rank 0."))
-        ctx.change(stmt, "broadcast", "initial variables broadcast from rank 0 right after initialisation")
+        anchor = _after_restores(a, stmt)
+        ctx.plan.insert_after(anchor, ctx.stmts(code, comment="Horovod: broadcast initial variables from rank 0."))
+        where = "initialisation" if anchor is stmt else "initialisation and checkpoint restore"
+        ctx.change(stmt, "broadcast", f"initial variables broadcast from rank 0 right after {where}")
     for s in sessions(a):
         tf1_common.pin_config(ctx, s, 2)
     sharded = tf1_common.shard_input(ctx)
     train_ops = tf1_common.train_op_names(a)
-    for loop in a.for_loops:
-        if not tf1_common.runs_train_op(a, loop.body, train_ops):
-            continue
-        inner = [l for l in a.for_loops if l is not loop and any(x is loop for x in a.ancestors(l))
-                 and tf1_common.runs_train_op(a, l.body, train_ops)]
-        if inner:
-            continue  # the innermost training loop is the step loop
-        it = loop.iter
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
-            data_division.divide(ctx, it.args[0].value, "training steps")
+    fed_arrays = set() if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
+    train_runs = tf1_common.divide_step_loops(ctx, sharded, fed_arrays)
+    if not sharded and not fed_arrays:
+        fed = [r for r in train_runs if tf1_common.feeds(r, train_ops)]
+        if fed:
+            ctx.warn(fed[0], data_division.RULE,
+                     "the data fed through feed_dict is built where tfdist cannot shard it: each rank now runs "
+                     "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
+                     "arrays sliced with [hvd.rank()::hvd.size()], or seed the sampler with hvd.rank())")
         else:
-            ctx.warn(loop, data_division.RULE, "cannot divide this training loop: make each rank run 1/size of its steps")
-    if not sharded:
-        ctx.warn(sessions(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples (e.g. shard the arrays fed through feed_dict by hvd.rank())")
+            ctx.warn(sessions(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples (e.g. shard the input by hvd.rank())")

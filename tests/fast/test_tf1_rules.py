@@ -1,0 +1,230 @@
+"""TF1 Session / MonitoredSession behaviour the whole-script fixtures cannot
+show: warnings, pattern detection, refusals without a line."""
+from pathlib import Path
+
+from tfdist.api import convert_source
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _convert(text: str):
+    return convert_source(text, "script.py")
+
+
+def _fixture(path: str):
+    p = FIXTURES / path / "input.py"
+    return convert_source(p.read_bytes(), str(p))
+
+
+def test_arrays_fed_through_feed_dict_are_sharded_where_they_are_bound():
+    result = _fixture("session/feed_dict_placeholders")
+    assert result.status == "converted"
+    assert not [w for w in result.warnings if w.rule == "data-division"]
+    # The batch count follows the (now sharded) arrays: the loop is not divided again.
+    assert "for i in range(num_batches):" in result.code
+    shard = [c for c in result.changes if c.rule == "data-division"]
+    assert [c.line for c in shard] == [19]  # x_train, y_train = load_data()
+
+
+def test_fixed_step_count_is_divided_even_when_fed_arrays_are_sharded():
+    result = _fixture("session/feed_dict_random_batches")
+    assert "for step in range(max(1, TRAIN_STEPS // hvd.size())):" in result.code
+    assert "train_images = train_images[hvd.rank()::hvd.size()]" in result.code
+
+
+def test_per_step_feed_values_cannot_be_sharded_and_say_so():
+    src = TF1_HEAD + """x = tf.placeholder(tf.float32, [None])
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss + tf.reduce_sum(x))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(100):
+        batch = load_batch(step)
+        sess.run(train_op, feed_dict={x: batch})
+"""
+    result = _convert(src)
+    assert result.status == "converted"
+    assert "range(max(1, 100 // hvd.size()))" in result.code
+    warn = [w for w in result.warnings if "feed_dict" in w.message]
+    assert len(warn) == 1 and warn[0].line == 12
+    assert "hvd.rank()" in warn[0].message
+
+
+def test_operation_run_with_feed_dict_is_a_training_loop():
+    result = _fixture("session/interactive_session")
+    assert any(c.rule == "data-division" and c.line == 28 for c in result.changes)
+    assert any("feed_dict" in w.message and w.line == 30 for w in result.warnings)
+
+
+def test_sharded_tf_data_needs_no_data_warning():
+    for case in ("session/optimizer_variable", "session/initializable_iterator",
+                 "monitored_session/hooks_list_literal"):
+        result = _fixture(case)
+        assert not [w for w in result.warnings if w.rule == "data-division"], (case, result.warnings)
+
+
+def test_epoch_loop_around_a_data_driven_while_loop_is_not_divided():
+    result = _fixture("session/initializable_iterator")
+    assert "for epoch in range(N_EPOCHS):" in result.code
+
+
+TF1_HEAD = """import tensorflow.compat.v1 as tf
+
+tf.disable_v2_behavior()
+w = tf.Variable(1.0)
+loss = tf.square(w - 2.0)
+"""
+
+
+def test_eval_only_tf1_scripts_are_left_unchanged_with_a_warning():
+    # fixtures/noop/tf1_eval_only and tf1_monitored_eval_only check the bytes.
+    for case in ("noop/tf1_eval_only", "noop/tf1_monitored_eval_only"):
+        result = _fixture(case)
+        assert result.pattern == "Unknown", case
+        assert result.status == "unchanged", case
+        assert [w.rule for w in result.warnings] == ["no-training-loop"], case
+
+
+def test_evaluation_session_next_to_monitored_training_is_pinned_and_flagged():
+    src = TF1_HEAD + """train_op = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
+with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(last_step=10)]) as sess:
+    while not sess.should_stop():
+        sess.run(train_op)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    value = sess.run(loss)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert result.pattern == "MonitoredSession"
+    assert "with tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=str(hvd.local_rank())))) as sess:" in result.code
+    assert any("only rank 0 writes checkpoints" in w.message for w in result.warnings)
+    assert "broadcast_global_variables" not in result.code
+
+
+def test_while_loop_with_its_own_counter_cannot_be_divided():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+step = 0
+while step < 100:
+    sess.run(train_op)
+    step += 1
+"""
+    result = _convert(src)
+    assert result.status == "converted"
+    assert any("cannot divide this training loop" in w.message and w.line == 10 for w in result.warnings)
+
+
+def test_tf1_namespace_follows_the_session_spelling():
+    src = """import tensorflow as tf
+from tensorflow.compat.v1 import Session, train
+
+tf.compat.v1.disable_eager_execution()
+w = tf.Variable(1.0)
+train_op = train.AdamOptimizer(0.1).minimize(tf.square(w))
+with Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(10):
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert "with Session(config=tf.compat.v1.ConfigProto(gpu_options=tf.compat.v1.GPUOptions(" in result.code
+
+
+def test_inline_gpu_options_get_the_visible_device_list():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+with tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True))) as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(10):
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert ("with tf.Session(config=tf.ConfigProto(gpu_options=tf.GPUOptions(allow_growth=True, "
+            "visible_device_list=str(hvd.local_rank())))) as sess:") in result.code
+    assert not [w for w in result.warnings if w.rule == "gpu-pinning"]
+
+
+def test_singular_monitored_session_is_pinned_and_broadcast():
+    src = TF1_HEAD + """step = tf.train.get_or_create_global_step()
+train_op = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+with tf.train.SingularMonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=100)],
+                                       checkpoint_dir="warm_start") as sess:
+    while not sess.should_stop():
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    code = result.code
+    assert "hooks=[hvd.BroadcastGlobalVariablesHook(0), tf.train.StopAtStepHook(last_step=max(1, 100 // hvd.size()))]" in code
+    # SingularMonitoredSession only restores from checkpoint_dir: every rank may read it.
+    assert 'checkpoint_dir="warm_start",' in code
+    assert "config=tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=str(hvd.local_rank())))" in code
+
+
+def test_hooks_passed_as_none_or_an_expression():
+    src = TF1_HEAD + """step = tf.train.get_or_create_global_step()
+train_op = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+extra = [tf.train.StopAtStepHook(last_step=100)]
+with tf.train.MonitoredTrainingSession(hooks=extra + [tf.train.NanTensorHook(loss)]) as sess:
+    while not sess.should_stop():
+        sess.run(train_op)
+with tf.train.MonitoredTrainingSession(hooks=None) as sess:
+    sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert "hooks=[hvd.BroadcastGlobalVariablesHook(0), *(extra + [tf.train.NanTensorHook(loss)])]" in result.code
+    assert "hooks=[hvd.BroadcastGlobalVariablesHook(0)]" in result.code
+    assert ".append(" not in result.code
+
+
+def test_broadcast_follows_a_checkpoint_restore_after_the_initialisation():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+saver = tf.train.Saver()
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    latest = tf.train.latest_checkpoint("ckpt")
+    if latest:
+        saver.restore(sess, latest)
+    for _ in range(10):
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert """    if latest:
+        saver.restore(sess, latest)
+    # Horovod: broadcast initial variables from rank 0.
+    sess.run(hvd.broadcast_global_variables(0))
+""" in result.code
+
+
+def test_graph_finalized_before_initialisation_is_refused():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+init = tf.global_variables_initializer()
+tf.get_default_graph().finalize()
+with tf.Session() as sess:
+    sess.run(init)
+    for _ in range(10):
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "unsupported"
+    assert result.error_line == 8
+    assert "finalized" in result.error
+
+
+def test_file_writing_hook_bound_to_a_name_is_built_and_used_on_rank_0_only():
+    src = TF1_HEAD + """step = tf.train.get_or_create_global_step()
+train_op = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+saver_hook = tf.train.CheckpointSaverHook("ckpt", save_steps=10)
+with tf.train.MonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=100), saver_hook]) as sess:
+    while not sess.should_stop():
+        sess.run(train_op)
+"""
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    code = result.code
+    assert 'saver_hook = tf.train.CheckpointSaverHook("ckpt", save_steps=10) if hvd.rank() == 0 else None' in code
+    assert "*([saver_hook] if hvd.rank() == 0 else [])]" in code
