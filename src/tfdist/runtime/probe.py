@@ -83,9 +83,13 @@ TF_VARIABLE_STORAGE_CLASSES = (
     ("tensorflow.python.ops.ref_variable", "RefVariable"),
     ("tensorflow.python.ops.variables", "RefVariable"),
 )
+#: Variable classes that only alias another variable (``assign`` results).
+TF_VARIABLE_ALIAS_CLASS_NAMES = frozenset({"_UnreadVariable"})
 
-#: TF1 sessions.
+#: TF1 sessions, and the graph element classes their fetches are made of.
 TF_SESSION_CLASS = ("tensorflow.python.client.session", "BaseSession")
+TF_OPERATION_CLASS = ("tensorflow.python.framework.ops", "Operation")
+TF_TENSOR_CLASS = ("tensorflow.python.framework.tensor", "Tensor")
 #: TF1 optimizer base class (apply_gradients returns the train op).
 TF1_OPTIMIZER_CLASS = ("tensorflow.python.training.optimizer", "Optimizer")
 #: TF1 global step lookup.
@@ -115,7 +119,13 @@ FILE_WRITE_HOOKS = (
     ("tensorflow.python.ops.gen_summary_ops", "create_summary_file_writer", "arg:1:logdir", "summary"),
     ("tensorflow.python.lib.io.file_io", "atomic_write_string_to_file", "arg:0:filename", "file"),
     ("tensorflow.python.lib.io.file_io", "FileIO.__init__", "arg:1:name", "file"),  # gfile.GFile
+    ("tensorflow.python.ops.gen_io_ops", "write_file", "arg:0:filename", "file"),     # tf.io.write_file
 )
+#: Public API namespaces hold their own references to exported functions
+#: (``tf.io.write_file is gen_io_ops.write_file``); patched functions are
+#: replaced in these modules too.
+API_ALIAS_ROOT = "tensorflow"
+API_ALIAS_PREFIX = "tensorflow._api."
 #: Keras model save entry points (hooked in the Keras model module).
 KERAS_SAVE_METHODS = (("save", "arg:1:filepath"), ("save_weights", "arg:1:filepath"))
 #: Arguments giving the open mode for entry points that also read.
@@ -195,8 +205,8 @@ class _State:
         self.tf1_train_runs = 0
         self.tf1_eager_applies = 0
         self.in_probe = threading.local()
-        self.files: dict = {}              # (path, kind) -> entry
-        self.ignore_prefixes: tuple = ()
+        self.files: dict = {}              # absolute path -> entry
+        self.ignore_prefixes: tuple = ((), "\0", "\0")
         self.start_cwd = os.getcwd()
         self.probe_dir = None
         self.max_steps = None
@@ -278,10 +288,28 @@ def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
             pass
         wrapper._tfdist_probe = True
         setattr(owner, attr, wrapper)
+        if isinstance(owner, types.ModuleType):
+            _replace_api_aliases(orig, wrapper)
         return True
     except Exception as exc:  # noqa: BLE001
         _note_error(f"patch {module_name}.{qualname}", exc)
         return False
+
+
+def _replace_api_aliases(orig, wrapper) -> None:
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == API_ALIAS_ROOT or name.startswith(API_ALIAS_PREFIX)):
+            continue
+        try:
+            namespace = vars(mod)
+        except TypeError:
+            continue
+        for key, value in list(namespace.items()):
+            if value is orig:
+                try:
+                    setattr(mod, key, wrapper)
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def _get_arg(spec: str, args, kwargs, result=None):
@@ -322,6 +350,7 @@ def _path_to_str(path):
 
 
 def _compute_ignore_prefixes():
+    """(always-ignored prefixes, temp prefix, cwd prefix)."""
     import site
     import tempfile
 
@@ -340,17 +369,24 @@ def _compute_ignore_prefixes():
         prefixes.add(os.path.join(home, sub))
     if STATE.probe_dir:
         prefixes.add(STATE.probe_dir)
-    tmp = os.path.realpath(tempfile.gettempdir())
-    cwd = os.path.realpath(STATE.start_cwd)
-    # Temporary files are noise unless the script runs inside the temp dir
-    # (tfdist verify does that).
-    if not (cwd + os.sep).startswith(tmp + os.sep):
-        prefixes.add(tmp)
-    out = []
-    for p in prefixes:
-        if p:
-            out.append(os.path.realpath(p).rstrip(os.sep) + os.sep)
-    return tuple(sorted(set(out)))
+
+    def norm(p):
+        return os.path.realpath(p).rstrip(os.sep) + os.sep
+
+    always = tuple(sorted({norm(p) for p in prefixes if p}))
+    # Temporary files are noise, except under the directory the script runs
+    # in (tfdist verify runs scripts inside a temporary directory).
+    return always, norm(tempfile.gettempdir()), norm(STATE.start_cwd)
+
+
+def _ignored(real: str) -> bool:
+    check = real + os.sep
+    always, tmp, cwd = STATE.ignore_prefixes
+    if check.startswith(cwd) and not any(cwd.startswith(p) for p in always):
+        return False
+    if any(check.startswith(p) for p in always):
+        return True
+    return check.startswith(tmp)
 
 
 def classify_path(path: str, default: str = "file") -> str:
@@ -374,22 +410,21 @@ def _record_file(path, kind: str, via: str) -> None:
             real = os.path.realpath(full)
             if "__pycache__" in real:
                 return
-            check = real + os.sep
-            for prefix in STATE.ignore_prefixes:
-                if check.startswith(prefix):
-                    return
+            if _ignored(real):
+                return
         for pattern in TEMP_FILE_PATTERNS:
             if pattern.search(full):
                 return
         if kind == "file":
             kind = classify_path(full, "file")
-        key = (full, kind)
         with STATE.lock:
-            entry = STATE.files.get(key)
+            entry = STATE.files.get(full)
             if entry is None:
-                STATE.files[key] = {"path": full, "kind": kind, "via": [via], "count": 1}
+                STATE.files[full] = {"path": full, "kind": kind, "via": [via], "count": 1}
             else:
                 entry["count"] += 1
+                if entry["kind"] == "file" and kind != "file":
+                    entry["kind"] = kind
                 if via not in entry["via"]:
                     entry["via"].append(via)
     except Exception as exc:  # noqa: BLE001
@@ -461,7 +496,9 @@ def _install_variable_tracking():
         def __call__(cls, *args, **kwargs):
             var = orig(cls, *args, **kwargs)
             try:
-                if isinstance(var, STATE.storage_classes) and id(var) not in STATE.variable_ids:
+                if (isinstance(var, STATE.storage_classes)
+                        and type(var).__name__ not in TF_VARIABLE_ALIAS_CLASS_NAMES
+                        and id(var) not in STATE.variable_ids):
                     with STATE.lock:
                         STATE.variable_ids.add(id(var))
                         STATE.variables.append(var)
@@ -481,6 +518,16 @@ def _is_graph_variable(var) -> bool:
     return bool(in_graph)
 
 
+def _is_float_variable(var) -> bool:
+    """Trainable-in-practice: counters (int64 ``tf.Variable(0)``) are created
+    with trainable=True by default but are never trained."""
+    try:
+        dtype = var.dtype.base_dtype
+        return bool(dtype.is_floating or dtype.is_complex)
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def _graph_fetch(var):
     elem = getattr(var, "_graph_element", None)
     if elem is not None:
@@ -498,7 +545,7 @@ def _snapshot_session(sess) -> None:
         if getattr(sess, "_closed", False) or getattr(sess, "_session", None) is None:
             return
         graph = sess.graph
-        trainable = list(graph.get_collection(TF1_TRAINABLE_COLLECTION))
+        trainable = [v for v in graph.get_collection(TF1_TRAINABLE_COLLECTION) if _is_float_variable(v)]
         fetches = {"trainable": [_graph_fetch(v) for v in trainable]}
         step_fn = _resolve(*TF1_GLOBAL_STEP)
         if step_fn is not None:
@@ -539,8 +586,18 @@ def _snapshot_session(sess) -> None:
 # TF1 sessions and optimizers
 # --------------------------------------------------------------------------
 
+_OP_CLASSES: list = []      # [Operation class, Tensor class], resolved at install
+
+
 def _iter_fetch_ops(graph, fetches, depth=0):
     if depth > 20 or fetches is None:
+        return
+    op_cls, tensor_cls = _OP_CLASSES
+    if isinstance(fetches, op_cls):
+        yield fetches
+        return
+    if isinstance(fetches, tensor_cls):
+        yield fetches.op
         return
     if isinstance(fetches, (list, tuple)):
         for item in fetches:
@@ -553,14 +610,13 @@ def _iter_fetch_ops(graph, fetches, depth=0):
     if isinstance(fetches, (str, bytes)):
         try:
             name = fetches.decode() if isinstance(fetches, bytes) else fetches
-            fetches = graph.as_graph_element(name)
+            elem = graph.as_graph_element(name)
         except Exception:  # noqa: BLE001
             return
-    if hasattr(fetches, "node_def") and hasattr(fetches, "control_inputs"):
-        yield fetches  # Operation
+        yield from _iter_fetch_ops(graph, elem, depth + 1)
         return
-    op = getattr(fetches, "op", None)
-    if op is not None and hasattr(op, "control_inputs"):
+    op = getattr(fetches, "op", None)   # variables and other tensor-likes
+    if isinstance(op, op_cls):
         yield op
         return
     if hasattr(fetches, "__attrs_attrs__"):
@@ -571,6 +627,10 @@ def _iter_fetch_ops(graph, fetches, depth=0):
 def _runs_train_op(graph, fetches) -> bool:
     gid = id(graph)
     cache = STATE.train_dep_cache
+    if isinstance(fetches, _OP_CLASSES[0]):       # fast path: sess.run(train_op)
+        hit = cache.get((gid, fetches.name))
+        if hit is not None:
+            return hit
     for op in _iter_fetch_ops(graph, fetches):
         key = (gid, op.name)
         hit = cache.get(key)
@@ -609,6 +669,11 @@ def _install_session_hooks():
     import weakref
 
     cls_mod, cls_name = TF_SESSION_CLASS
+    op_found, tensor_found = _resolve(*TF_OPERATION_CLASS), _resolve(*TF_TENSOR_CLASS)
+    if op_found is None or tensor_found is None:
+        _note_error("session hooks", RuntimeError("Operation/Tensor classes not found"))
+        return
+    _OP_CLASSES[:] = [op_found[2], tensor_found[2]]
 
     def make_init(orig):
         def __init__(self, *args, **kwargs):
@@ -919,7 +984,8 @@ def _eager_value(var):
 
 
 def _collect_variables():
-    """(trainable list of (name, value)), non-trainable count, unreadable count."""
+    """([(name, value)] trainable, [(name, value)] other, unreadable count).
+    Eager variables in creation order, then each TF1 graph's snapshot."""
     trainable, non_trainable, unreadable = [], [], 0
     with _ProbeBusy():
         for var in list(STATE.variables):
@@ -931,7 +997,7 @@ def _collect_variables():
                 unreadable += 1
                 continue
             name = getattr(var, "name", "?")
-            if getattr(var, "trainable", False):
+            if getattr(var, "trainable", False) and _is_float_variable(var):
                 trainable.append((name, value))
             else:
                 non_trainable.append((name, value))
@@ -1094,6 +1160,26 @@ def _atexit_write():
 # Entry point
 # --------------------------------------------------------------------------
 
+def _wrap_os_exit():
+    """Scripts sometimes end with os._exit() (skipping atexit): write the
+    record first.  Forked children are ignored (write_record checks the pid)."""
+    orig = os._exit
+    if getattr(orig, "_tfdist_probe", False):
+        return
+
+    def _exit(status):
+        if os.getpid() == STATE.pid and not STATE.written:
+            try:
+                STATE.exit_code, STATE.exit_how = int(status), "os._exit"
+                write_record()
+            except Exception:  # noqa: BLE001
+                pass
+        orig(status)
+
+    _exit._tfdist_probe = True
+    os._exit = _exit
+
+
 def install() -> None:
     """Install the audit hook and post-import hooks (idempotent)."""
     if STATE.installed:
@@ -1107,6 +1193,7 @@ def install() -> None:
         STATE.max_steps = int(cap)
     STATE.ignore_prefixes = _compute_ignore_prefixes()
     sys.addaudithook(_audit_hook)
+    _wrap_os_exit()
     sys.meta_path.insert(0, _PostImportFinder())
     for name in list(POST_IMPORT_HOOKS):
         if name in sys.modules:
@@ -1203,7 +1290,9 @@ def main(argv: list[str] | None = None) -> int:
         STATE.exception = f"{type(exc).__name__}: {exc}"[:1000]
         write_record()
         try:
-            sys.excepthook(type(exc), exc, _trim_traceback(exc.__traceback__))
+            trimmed = _trim_traceback(exc.__traceback__)
+            exc.__traceback__ = trimmed  # the default hook prints exc.__traceback__
+            sys.excepthook(type(exc), exc, trimmed)
         except Exception:  # noqa: BLE001
             import traceback
             traceback.print_exception(type(exc), exc, exc.__traceback__)

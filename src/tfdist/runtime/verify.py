@@ -1,0 +1,577 @@
+"""Run a script single-process and its Horovod version on N processes under
+the probe, then check that the ranks trained correctly.
+
+Reusable from tests::
+
+    from tfdist.runtime.verify import verify_script, run_and_observe
+    report = verify_script("examples/mnist.py", np=2)
+    assert report.passed, report.format_text()
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import launcher
+from .probe import ADDED_PATH_ENV, GATED_KINDS, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
+
+#: Allowed deviation of a rank's optimizer steps from reference/N: the larger
+#: of this fraction of the expectation and STEP_TOLERANCE_ABS steps.
+STEP_TOLERANCE_REL = 0.2
+STEP_TOLERANCE_ABS = 1
+DEFAULT_TIMEOUT = 600.0
+
+
+class VerifyInputError(Exception):
+    """Bad input for verify (missing script, conversion impossible): exit 3."""
+
+
+# --------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------
+
+@dataclass
+class FileWrite:
+    path: str
+    kind: str           # checkpoint | summary | model | file
+    via: list[str] = field(default_factory=list)
+
+    @property
+    def gated(self) -> bool:
+        return self.kind in GATED_KINDS
+
+
+@dataclass
+class RankRecord:
+    """What the probe saw in one process."""
+    rank: int
+    size: int
+    exit_code: int | None
+    exception: str | None = None
+    trainable_count: int = 0
+    trainable_sha256: str | None = None
+    trainable_sum: float | None = None
+    variable_digests: list[tuple[str, str]] = field(default_factory=list)  # (name, digest)
+    optimizer_steps: int = 0
+    steps_source: str | None = None
+    keras_optimizers: list[dict] = field(default_factory=list)
+    tf1_train_runs: int = 0
+    global_step: int | None = None
+    files: list[FileWrite] = field(default_factory=list)
+    steps_cap: dict = field(default_factory=dict)
+    probe_errors: list[str] = field(default_factory=list)
+    elapsed_s: float | None = None
+    missing: bool = False          # no record: the process died before writing it
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RankRecord":
+        variables = data.get("variables") or {}
+        optimizer = data.get("optimizer") or {}
+        return cls(
+            rank=int(data.get("rank", 0)),
+            size=int(data.get("size", 1) or 1),
+            exit_code=data.get("exit_code"),
+            exception=data.get("exception"),
+            trainable_count=int(variables.get("trainable_count", 0) or 0),
+            trainable_sha256=variables.get("trainable_sha256"),
+            trainable_sum=variables.get("trainable_sum"),
+            variable_digests=[(v.get("name", "?"), v.get("digest", "")) for v in variables.get("trainable", [])],
+            optimizer_steps=int(optimizer.get("steps", 0) or 0),
+            steps_source=optimizer.get("source"),
+            keras_optimizers=list(optimizer.get("keras", [])),
+            tf1_train_runs=int(optimizer.get("tf1_train_runs", 0) or 0),
+            global_step=optimizer.get("global_step"),
+            files=[FileWrite(f["path"], f.get("kind", "file"), list(f.get("via", []))) for f in data.get("files", [])],
+            steps_cap=dict(data.get("steps_cap") or {}),
+            probe_errors=list(data.get("probe_errors", [])),
+            elapsed_s=data.get("elapsed_s"),
+            raw=data,
+        )
+
+    @classmethod
+    def missing_rank(cls, rank: int, size: int) -> "RankRecord":
+        return cls(rank=rank, size=size, exit_code=None, missing=True)
+
+    @property
+    def planned_steps(self) -> int | None:
+        return self.steps_cap.get("planned_steps")
+
+    @property
+    def cap_applied(self) -> bool:
+        return bool(self.steps_cap.get("applied"))
+
+    def gated_files(self) -> list[FileWrite]:
+        return [f for f in self.files if f.gated]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("raw", None)
+        return d
+
+
+@dataclass
+class Observation:
+    """One probed run (single process, or all ranks of a horovodrun job)."""
+    label: str
+    np: int
+    cwd: str
+    ranks: list[RankRecord]
+    returncode: int
+    timed_out: bool
+    duration_s: float
+    command: list[str]
+    tail: list[str] = field(default_factory=list)
+    log_path: str | None = None
+
+    @property
+    def records(self) -> list[RankRecord]:
+        return self.ranks
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label, "np": self.np, "cwd": self.cwd, "returncode": self.returncode,
+            "timed_out": self.timed_out, "duration_s": round(self.duration_s, 2), "command": self.command,
+            "log": self.log_path, "ranks": [r.to_dict() for r in self.ranks],
+        }
+
+
+def _read_records(probe_dir: Path, np: int) -> list[RankRecord]:
+    by_rank: dict[int, RankRecord] = {}
+    extra: list[RankRecord] = []
+    for path in sorted(probe_dir.glob("rank-*.json")):
+        try:
+            rec = RankRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            rec = RankRecord.missing_rank(-1, np)
+            rec.probe_errors.append(f"unreadable record {path.name}: {exc}")
+        if rec.rank in by_rank or rec.rank < 0:
+            extra.append(rec)
+        else:
+            by_rank[rec.rank] = rec
+    out = [by_rank.get(r) or RankRecord.missing_rank(r, np) for r in range(np)]
+    out.extend(by_rank[r] for r in sorted(by_rank) if r >= np)
+    out.extend(extra)
+    return out
+
+
+def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, timeout: float | None = DEFAULT_TIMEOUT,
+                    args: Sequence[str] = (), *, single: bool | None = None, as_file: str | os.PathLike | None = None,
+                    steps_cap: int | None = None, probe_dir: str | os.PathLike | None = None,
+                    log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
+                    env: dict | None = None, horovodrun: str | None = None, label: str | None = None) -> Observation:
+    """Run ``script`` under the probe and collect one RankRecord per rank.
+
+    ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
+    1, Horovod launcher variables removed from the environment); otherwise
+    ``horovodrun -np N -H localhost:N --gloo python -m tfdist.runtime.probe``.
+    ``cwd`` is created if needed and used as every process's working
+    directory.  ``steps_cap`` sets TFDIST_PROBE_MAX_STEPS for each process.
+    Raises launcher.RuntimeMissing when horovodrun is needed and not found.
+    """
+    script = os.path.abspath(os.fspath(script))
+    cwd = Path(cwd).resolve()
+    cwd.mkdir(parents=True, exist_ok=True)
+    single = (np == 1) if single is None else single
+    if single and np != 1:
+        raise ValueError("single-process runs have np == 1")
+    own_probe_dir = probe_dir is None
+    probe_path = Path(probe_dir) if probe_dir is not None else Path(tempfile.mkdtemp(prefix="tfdist-probe-"))
+    probe_path.mkdir(parents=True, exist_ok=True)
+    for old in probe_path.glob("rank-*.json"):
+        old.unlink()
+
+    base_env = dict(os.environ if env is None else env)
+    src = launcher.tfdist_pythonpath()
+    run_env = launcher.with_pythonpath(base_env, [src])
+    run_env[ADDED_PATH_ENV] = src
+    run_env[ORIG_PYTHONPATH_ENV] = base_env.get("PYTHONPATH", "")
+    run_env[PROBE_DIR_ENV] = str(probe_path)
+    run_env.setdefault("PYTHONUNBUFFERED", "1")
+    if steps_cap:
+        run_env[MAX_STEPS_ENV] = str(int(steps_cap))
+    else:
+        run_env.pop(MAX_STEPS_ENV, None)
+
+    probe_cmd = ["-m", "tfdist.runtime.probe"]
+    if as_file is not None:
+        probe_cmd += ["--as-file", os.path.abspath(os.fspath(as_file))]
+    probe_cmd += [script, *args]
+    if single:
+        hvdrun = horovodrun or launcher.find_horovodrun()
+        python = launcher.python_for(hvdrun) if hvdrun else sys.executable
+        command = [python, *probe_cmd]
+        run_env = launcher.single_process_env(run_env)
+    else:
+        hvdrun = horovodrun or launcher.find_horovodrun()
+        if hvdrun is None:
+            raise launcher.RuntimeMissing()
+        command = launcher.horovodrun_command(np, [launcher.python_for(hvdrun), *probe_cmd], horovodrun=hvdrun)
+    try:
+        result = launcher.execute(command, timeout=timeout, env=run_env, cwd=cwd, sink=sink, log_path=log_path)
+        ranks = _read_records(probe_path, np)
+    finally:
+        if own_probe_dir:
+            shutil.rmtree(probe_path, ignore_errors=True)
+    return Observation(label=label or ("single process" if single else f"{np} ranks"), np=np, cwd=str(cwd),
+                       ranks=ranks, returncode=result.returncode, timed_out=result.timed_out,
+                       duration_s=result.duration_s, command=result.command, tail=result.tail,
+                       log_path=os.fspath(log_path) if log_path else None)
+
+
+# --------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------
+
+@dataclass
+class VerifyReport:
+    script: str
+    np: int
+    passed: bool
+    reasons: list[str]                 # why it failed (empty on PASS)
+    checks: list[str]                  # what was established (one line each)
+    warnings: list[str]
+    reference: Observation | None
+    distributed: Observation | None
+    converted_path: str | None = None
+    conversion_status: str | None = None
+    steps_cap: int | None = None
+    workdir: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def to_dict(self) -> dict:
+        return {
+            "script": self.script, "np": self.np, "result": "PASS" if self.passed else "FAIL",
+            "passed": self.passed, "reasons": self.reasons, "checks": self.checks, "warnings": self.warnings,
+            "converted_path": self.converted_path, "conversion_status": self.conversion_status,
+            "steps_cap": self.steps_cap, "workdir": self.workdir,
+            "reference": self.reference.to_dict() if self.reference else None,
+            "distributed": self.distributed.to_dict() if self.distributed else None,
+        }
+
+    def format_text(self) -> str:
+        return format_report(self)
+
+
+def expected_steps(reference_steps: int, np: int) -> tuple[float, float]:
+    """(expected steps per rank, allowed deviation)."""
+    expected = reference_steps / np
+    return expected, max(STEP_TOLERANCE_ABS, STEP_TOLERANCE_REL * expected)
+
+
+def _rel(path: str, root: str | None) -> str:
+    if root:
+        try:
+            rel = os.path.relpath(path, root)
+            if not rel.startswith(".."):
+                return rel
+        except ValueError:
+            pass
+    return path
+
+
+def _brief(text: str, limit: int = 160) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _short_list(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", ... (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None
+          ) -> tuple[list[str], list[str], list[str]]:
+    """Return (failure reasons, established checks, warnings)."""
+    reasons: list[str] = []
+    checks: list[str] = []
+    warnings: list[str] = []
+    ref = reference.ranks[0] if reference.ranks else RankRecord.missing_rank(0, 1)
+    ranks = distributed.ranks[:np]
+    strays = distributed.ranks[np:]
+
+    # 1. exit status -------------------------------------------------------
+    if reference.timed_out:
+        reasons.append(f"the original script timed out single-process after {reference.duration_s:.0f}s")
+    elif ref.missing:
+        reasons.append(f"the original script left no probe record single-process (exit {reference.returncode})")
+    elif ref.exit_code != 0:
+        reasons.append(f"the original script failed single-process (exit {ref.exit_code}"
+                       + (f": {_brief(ref.exception)}" if ref.exception else "") + ")")
+    if distributed.timed_out:
+        reasons.append(f"the distributed run timed out after {distributed.duration_s:.0f}s and was killed")
+    bad = []
+    for r in ranks:
+        if r.missing:
+            bad.append(f"rank {r.rank} left no probe record (killed or crashed hard)")
+        elif r.exit_code != 0:
+            bad.append(f"rank {r.rank} exited {r.exit_code}" + (f" ({_brief(r.exception)})" if r.exception else ""))
+    if bad:
+        reasons.append("; ".join(bad))
+    elif distributed.returncode != 0 and not distributed.timed_out:
+        reasons.append(f"horovodrun exited {distributed.returncode} although every rank's script returned 0")
+    else:
+        checks.append(f"all {np} ranks exited 0")
+    if strays:
+        warnings.append(f"{len(strays)} extra probe record(s) (processes started by the script?)")
+    sizes = {r.size for r in ranks if not r.missing}
+    if sizes and sizes != {np}:
+        reasons.append(f"ranks report world size {sorted(sizes)}, expected {np} (did the script call hvd.init()?)")
+
+    present = [r for r in ranks if not r.missing]
+
+    # 2. identical trainable variables ------------------------------------
+    if present:
+        counts = {r.trainable_count for r in present}
+        hashes = {r.trainable_sha256 for r in present}
+        if counts == {0}:
+            reasons.append("no trainable variables were observed on any rank")
+        elif len(counts) > 1:
+            reasons.append("ranks hold different numbers of trainable variables: "
+                           + ", ".join(f"rank {r.rank}: {r.trainable_count}" for r in present))
+        elif len(hashes) > 1:
+            base = present[0]
+            detail = []
+            for other in present[1:]:
+                if other.trainable_sha256 == base.trainable_sha256:
+                    continue
+                diff = [name for (name, d0), (_, d1) in zip(base.variable_digests, other.variable_digests) if d0 != d1]
+                detail.append(f"rank {other.rank} differs from rank {base.rank} in {len(diff)} of "
+                              f"{base.trainable_count} variables (first: {diff[0] if diff else '?'})")
+            reasons.append("final trainable variables differ between ranks (not bitwise identical; "
+                           "missing initial broadcast or gradient averaging?): " + "; ".join(detail))
+        else:
+            checks.append(f"all ranks hold bitwise-identical trainable variables "
+                          f"({present[0].trainable_count} variables, sha256 {present[0].trainable_sha256[:12]})")
+        if not ref.missing and ref.trainable_count and counts and ref.trainable_count not in counts:
+            warnings.append(f"the original has {ref.trainable_count} trainable variables, the ranks "
+                            f"{sorted(counts)}")
+
+    # 3. optimizer steps ~ reference / N --------------------------------
+    use_planned = bool(steps_cap) and (ref.cap_applied or any(r.cap_applied for r in present))
+    if steps_cap and not use_planned:
+        warnings.append(f"--steps {steps_cap} had no effect: no Keras Model.fit loop reached the cap, "
+                        "the scripts ran to completion")
+    if present and not ref.missing:
+        if use_planned:
+            what = "planned optimizer steps (Model.fit, before the --steps cap)"
+            ref_steps = ref.planned_steps
+            rank_steps = {r.rank: r.planned_steps for r in present}
+        else:
+            what = "optimizer steps"
+            ref_steps = ref.optimizer_steps
+            rank_steps = {r.rank: r.optimizer_steps for r in present}
+        if ref_steps is None or any(v is None for v in rank_steps.values()):
+            reasons.append(f"cannot check the 1/{np} split of {what}: unknown for "
+                           + ("the original" if ref_steps is None else "some ranks")
+                           + " (dataset of unknown length?); rerun without --steps")
+        elif not ref_steps:
+            reasons.append("the original script took no optimizer steps that tfdist could observe "
+                           "(no Keras optimizer iterations, TF1 train op or global step)")
+        else:
+            expected, tol = expected_steps(ref_steps, np)
+            off = {r: s for r, s in rank_steps.items() if abs(s - expected) > tol}
+            per_rank = ", ".join(f"rank {r}: {s}" for r, s in sorted(rank_steps.items()))
+            if off:
+                hint = ""
+                if all(s >= ref_steps - tol for s in off.values()):
+                    hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
+                reasons.append(f"{what} per rank are not ~1/{np} of the original's {ref_steps} "
+                               f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
+            else:
+                checks.append(f"each rank took ~1/{np} of the original's {ref_steps} {what} ({per_rank})")
+
+    # 4. only rank 0 writes checkpoints / summaries / models ----------------
+    offenders = []
+    for r in present:
+        if r.rank == 0:
+            continue
+        gated = r.gated_files()
+        if gated:
+            kinds = sorted({f.kind for f in gated})
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: "
+                             + _short_list([_rel(f.path, distributed.cwd) for f in gated]))
+    if offenders:
+        reasons.append("only rank 0 may write checkpoints/summaries/models; " + "; ".join(offenders))
+    elif present:
+        r0 = next((r for r in present if r.rank == 0), None)
+        n0 = len(r0.gated_files()) if r0 else 0
+        checks.append(f"only rank 0 wrote checkpoint/summary/model files ({n0} path(s))")
+    by_path: dict[str, list[int]] = {}
+    for r in present:
+        for f in r.files:
+            if not f.gated:
+                by_path.setdefault(f.path, []).append(r.rank)
+    shared = [p for p, rs in by_path.items() if len(rs) > 1]
+    if shared:
+        warnings.append("several ranks wrote the same file(s): "
+                        + _short_list([_rel(p, distributed.cwd) for p in shared]))
+    if not ref.missing:
+        ref_kinds = {f.kind for f in ref.gated_files()}
+        r0 = next((r for r in present if r.rank == 0), None)
+        if r0 is not None:
+            lost = ref_kinds - {f.kind for f in r0.gated_files()}
+            if lost:
+                warnings.append(f"the original wrote {'/'.join(sorted(lost))} files but rank 0 of the "
+                                "distributed run did not")
+    for r in [ref, *present]:
+        for err in r.probe_errors[:3]:
+            warnings.append(f"probe ({'original' if r is ref else f'rank {r.rank}'}): {err}")
+    return reasons, checks, warnings
+
+
+# --------------------------------------------------------------------------
+# verify_script
+# --------------------------------------------------------------------------
+
+def convert_to(script: Path, dest_dir: Path) -> tuple[Path, str]:
+    """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``.
+    Returns (converted path, status).  Raises VerifyInputError."""
+    try:
+        from tfdist.api import convert_file
+    except ImportError as exc:  # pragma: no cover - depends on the checkout
+        raise VerifyInputError(f"the tfdist converter is not available ({exc}); pass --converted") from exc
+    result = convert_file(script, backend="horovod")
+    status = result.status
+    if status in ("unsupported", "error"):
+        raise VerifyInputError(f"{script}: cannot convert ({status}): {result.error or 'see tfdist convert'}")
+    if status == "unchanged":
+        raise VerifyInputError(f"{script}: nothing to convert (no training loop found); "
+                               "pass --converted to verify a script that is already distributed")
+    if status == "already-distributed":
+        return script, status
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / script.name
+    data = getattr(result, "data", None)
+    if data is None:
+        data = (result.code or "").encode("utf-8")
+    dest.write_bytes(data)
+    return dest, status
+
+
+def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = (), *, converted: bool = False,
+                  steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, keep: bool = False,
+                  workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
+                  horovodrun: str | None = None) -> VerifyReport:
+    """Convert (unless ``converted``), run the original single-process and the
+    converted script on ``np`` ranks, and check the result.
+
+    ``steps``: cap for a quick check (see ``tfdist verify --help``): the
+    original stops Model.fit after ``steps`` optimizer steps, each rank after
+    ceil(steps/np); the 1/N check then uses the steps fit had planned.
+    Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
+    script = Path(script).resolve()
+    if not script.is_file():
+        raise VerifyInputError(f"no such script: {script}")
+    if np < 1:
+        raise VerifyInputError("-np must be at least 1")
+    hvdrun = horovodrun or launcher.find_horovodrun()
+    if hvdrun is None:
+        raise launcher.RuntimeMissing()
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tfdist-verify-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        if converted:
+            dist_script, status, as_file = script, "given", None
+        else:
+            dist_script, status = convert_to(script, base / "converted")
+            as_file = script if dist_script != script else None
+        ref_cap = steps if steps else None
+        rank_cap = math.ceil(steps / np) if steps else None
+        reference = run_and_observe(script, 1, base / "original", timeout, args, single=True, steps_cap=ref_cap,
+                                    probe_dir=base / "probe-original", log_path=base / "original.log",
+                                    sink=sink, horovodrun=hvdrun, label="original, 1 process")
+        distributed = run_and_observe(dist_script, np, base / "distributed", timeout, args, single=False,
+                                      as_file=as_file, steps_cap=rank_cap, probe_dir=base / "probe-distributed",
+                                      log_path=base / "distributed.log", sink=sink, horovodrun=hvdrun,
+                                      label=f"converted, {np} ranks")
+        reasons, checks, warnings = check(reference, distributed, np, steps)
+        report = VerifyReport(script=str(script), np=np, passed=not reasons, reasons=reasons, checks=checks,
+                              warnings=warnings, reference=reference, distributed=distributed,
+                              converted_path=None if converted else str(dist_script), conversion_status=status,
+                              steps_cap=steps, workdir=str(base) if keep else None)
+        return report
+    finally:
+        if not keep and not workdir:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Text report
+# --------------------------------------------------------------------------
+
+def _files_cell(rec: RankRecord, root: str) -> str:
+    """Gated files, grouped by directory when there are many."""
+    gated = rec.gated_files()
+    if not gated:
+        return "-"
+    if len(gated) <= 3:
+        return ", ".join(f"{_rel(f.path, root)} ({f.kind})" for f in gated)
+    groups: dict[tuple[str, str], int] = {}
+    for f in gated:
+        rel = _rel(f.path, root)
+        parent = os.path.dirname(rel)
+        key = ((parent + "/") if parent else rel, f.kind)
+        groups[key] = groups.get(key, 0) + 1
+    return ", ".join(f"{where} ({n} {kind})" if n > 1 else f"{where} ({kind})" for (where, kind), n in groups.items())
+
+
+def format_report(report: VerifyReport) -> str:
+    lines = []
+    how = {"given": "given as already converted", "converted": "converted by tfdist",
+           "already-distributed": "already distributed; run as is"}.get(report.conversion_status or "", "")
+    lines.append(f"tfdist verify {report.script}  ({how}; {report.np} ranks"
+                 + (f"; --steps {report.steps_cap}" if report.steps_cap else "") + ")")
+    header = f"  {'':<22}{'exit':>5}  {'steps':>7}  {'vars':>5}  {'sha256':<12}  {'sum':>14}  files written (checkpoint/summary/model)"
+    lines.append(header)
+
+    def row(label, rec: RankRecord, obs: Observation):
+        if rec.missing:
+            return f"  {label:<22}{'?':>5}  {'':>7}  {'':>5}  {'(no probe record)':<12}"
+        steps = str(rec.optimizer_steps)
+        if rec.cap_applied:
+            steps += f"/{rec.planned_steps if rec.planned_steps is not None else '?'}"
+        sha = (rec.trainable_sha256 or "")[:12]
+        total = f"{rec.trainable_sum:.6g}" if rec.trainable_sum is not None else ""
+        return (f"  {label:<22}{rec.exit_code!s:>5}  {steps:>7}  {rec.trainable_count:>5}  {sha:<12}  {total:>14}  "
+                + _files_cell(rec, obs.cwd))
+
+    if report.reference:
+        for rec in report.reference.ranks[:1]:
+            lines.append(row("original (1 process)", rec, report.reference))
+    if report.distributed:
+        for rec in report.distributed.ranks:
+            lines.append(row(f"rank {rec.rank}", rec, report.distributed))
+    if any(r.cap_applied for obs in (report.reference, report.distributed) if obs for r in obs.ranks):
+        lines.append("  (steps shown as taken/planned: Model.fit was stopped by --steps)")
+    for c in report.checks:
+        lines.append(f"  ok: {c}")
+    for w in report.warnings:
+        lines.append(f"  warning: {w}")
+    if report.passed:
+        lines.append("PASS")
+    else:
+        for obs in (report.reference, report.distributed):
+            if obs is None:
+                continue
+            failed = obs.timed_out or obs.returncode != 0 or any(r.missing or r.exit_code for r in obs.ranks)
+            if failed and obs.tail:
+                lines.append(f"  --- last lines of the {obs.label} run ---")
+                lines.extend("  | " + t for t in obs.tail[-25:])
+        for reason in report.reasons:
+            lines.append(f"FAIL: {reason}")
+        if not report.workdir:
+            lines.append("  (rerun with --keep to inspect the run directories and logs)")
+    if report.workdir:
+        lines.append(f"  (run directories and logs kept in {report.workdir})")
+    return "\n".join(lines)

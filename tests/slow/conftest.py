@@ -1,0 +1,100 @@
+"""Shared fixtures for the slow tier (real TensorFlow / Horovod processes).
+
+* Tests in this directory get a hard per-test time limit: ``@pytest.mark.timeout(S)``
+  (or DEFAULT_TIMEOUT_S).  pytest-timeout is used when installed; otherwise a
+  SIGALRM fails the test, so a hang is a failure, never a stuck run.
+* ``runtime_python``: an interpreter with TensorFlow and Horovod (this one, or
+  the environment scripts/setup_runtime.sh builds); tests that need it are
+  skipped with a pointer to the setup script when there is none.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+SCRIPTS = Path(__file__).resolve().parent / "runtime_scripts"
+DEFAULT_TIMEOUT_S = 300
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("timeout"):
+        config.addinivalue_line("markers", "timeout(seconds): fail the test if it runs longer")
+
+
+@pytest.fixture(autouse=True)
+def _hard_time_limit(request):
+    if request.config.pluginmanager.hasplugin("timeout") or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    marker = request.node.get_closest_marker("timeout")
+    seconds = int(marker.args[0]) if marker and marker.args else DEFAULT_TIMEOUT_S
+
+    def on_alarm(signum, frame):
+        pytest.fail(f"test exceeded its {seconds}s time limit (hang?)", pytrace=False)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _has_runtime() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("tensorflow", "horovod"))
+
+
+@pytest.fixture(scope="session")
+def runtime_python() -> str:
+    if _has_runtime():
+        return sys.executable
+    venv = Path(os.environ.get("TFDIST_VENV", Path.home() / ".cache/tfdist/venv-tf2.15.1-hvd0.28.1-py3.11"))
+    if (venv / "bin" / "horovodrun").exists():
+        return str(venv / "bin" / "python")
+    pytest.skip("needs TensorFlow + Horovod: run `bash scripts/setup_runtime.sh` and use its python")
+
+
+def cli_env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.update(extra or {})
+    return env
+
+
+class Completed:
+    def __init__(self, proc: subprocess.CompletedProcess, seconds: float):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.seconds = seconds
+
+    def __repr__(self):
+        return (f"<rc={self.returncode} {self.seconds:.1f}s\n--- stdout ---\n{self.stdout[-3000:]}"
+                f"\n--- stderr ---\n{self.stderr[-3000:]}>")
+
+
+def run_tfdist(python: str, args: list[str], cwd, timeout: float = 240, env: dict | None = None) -> Completed:
+    """``python -m tfdist.runtime.commands ARGS`` (what ``tfdist run/verify`` dispatches to)."""
+    start = time.monotonic()
+    proc = subprocess.run([python, "-m", "tfdist.runtime.commands", *args], cwd=cwd, env=env or cli_env(),
+                          capture_output=True, text=True, timeout=timeout)
+    return Completed(proc, time.monotonic() - start)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
