@@ -138,6 +138,9 @@ DATASET_SOURCES = {
     "tensorflow.data.FixedLengthRecordDataset",
     "tensorflow.data.experimental.make_csv_dataset",
 }
+# Sources whose elements are files: sharded by file, nothing dropped (an
+# equal-count cut would drop whole files).
+FILE_LEVEL_SOURCES = {"tensorflow.data.Dataset.list_files"}
 # Dataset methods that return a dataset (the chain is followed through them).
 DATASET_METHODS = {
     "batch", "padded_batch", "shuffle", "repeat", "map", "filter", "prefetch",

@@ -62,6 +62,10 @@ class Backend(ABC):
     def shard_dataset(self, dataset: str) -> str: ...
 
     @abstractmethod
+    def shard_files(self, dataset: str) -> str:
+        """Shard a dataset of file names by file (nothing dropped)."""
+
+    @abstractmethod
     def shard_array(self, array: str) -> str: ...
 
     @abstractmethod

@@ -113,6 +113,9 @@ class HorovodBackend(Backend):
         return (f"{dataset}.batch({{hvd}}.size(), drop_remainder=True).unbatch()"
                 f".shard({{hvd}}.size(), {{hvd}}.rank())")
 
+    def shard_files(self, dataset: str) -> str:
+        return f"{dataset}.shard({{hvd}}.size(), {{hvd}}.rank())"
+
     def shard_array(self, array: str) -> str:
         # Every rank takes the same number of rows (len // size).
         return f"{array}[{{hvd}}.rank()::{{hvd}}.size()][:len({array}) // {{hvd}}.size()]"

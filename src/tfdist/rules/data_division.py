@@ -12,6 +12,7 @@ from typing import List
 
 import libcst as cst
 
+from .. import apis
 from .common import source
 
 RULE = "data-division"
@@ -29,6 +30,12 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
         parent = ctx.a.parent(src)
         if isinstance(parent, cst.Attribute) and parent.attr.value == "shard":
             ctx.warn(src, RULE, "the dataset is already sharded: check it is sharded by Horovod rank")
+            continue
+        if ctx.a.is_name(src, apis.FILE_LEVEL_SOURCES):
+            new = ctx.expr(ctx.backend.shard_files(source(ctx.module, src)))
+            ctx.plan.replace(src, lambda old, new=new: new)
+            ctx.change(src, RULE, f"{what}: files sharded by rank")
+            ctx.warn(src, RULE, "sharded by file: each rank must get the same number of records, or a rank will wait in an allreduce (shard records instead if the files differ in size)")
             continue
         new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src)))
         ctx.plan.replace(src, lambda old, new=new: new)
