@@ -13,10 +13,11 @@ time_short), so TensorFlow's import and graph tracing cancel out. Steps and
 times come from tfdist's probe (optimizer.iterations and the process's
 elapsed time), the slowest rank counting.
 
-    python benchmarks/steps_per_second.py [--repeats 2] [--short 1] [--long 4]
+    python benchmarks/steps_per_second.py [--repeats 3] [--short 2] [--long 40]
 
 Needs the runtime stack (bash scripts/setup_runtime.sh) and runs with its
-python. Not a test: it prints figures.
+python. Not a test: it prints figures. Run it on a quiet machine: other load
+shows up directly in the figures.
 """
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ PAIRS = [
 
 def one_run(script: Path, np: int, epochs: int, work: Path):
     env = dict(os.environ, TFDIST_BENCH_EPOCHS=str(epochs), TF_CPP_MIN_LOG_LEVEL="2")
-    obs = run_and_observe(script, np, work, timeout=1800, single=False, env=env)
+    obs = run_and_observe(script, np, work, timeout=1800, single=False, env=env,
+                          log_path=work.with_suffix(".log"), sink=lambda line: None)
     if obs.returncode != 0 or any(r.exit_code != 0 for r in obs.ranks):
         raise SystemExit(f"{script.name} failed at np={np}: {obs.tail[-5:]}")
     steps = min(r.optimizer_steps for r in obs.ranks)
@@ -57,9 +59,9 @@ def rate(script: Path, np: int, short: int, long: int, work: Path) -> float:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--short", type=int, default=1)
-    p.add_argument("--long", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--short", type=int, default=2)
+    p.add_argument("--long", type=int, default=40)
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tfdist-bench-"))
     print(f"{'example':8} {'np':>2} {'converted steps/s':>18} {'hand-written steps/s':>21} {'ratio':>6}")

@@ -254,20 +254,27 @@ def _scale(ctx, opt_expr) -> None:
 
 
 # ------------------------------------------------------------- data division
-def _trains(a: A.Analysis, node, applies: Set[int], seen=None) -> bool:
-    """Does running node run an optimizer step (directly or via local functions)?"""
-    seen = seen if seen is not None else set()
+def _reachable(a: A.Analysis, node, found, seen=None) -> bool:
+    """Does ``found(node)`` hold for node, or for a local function it calls
+    (transitively)?"""
     from .common import calls_in
+    seen = seen if seen is not None else set()
+    if found(node):
+        return True
     for c in calls_in(node):
-        if id(c) in applies:
-            return True
         if isinstance(c.func, cst.Name):
             for f in a._local_functions(c.func):
                 if id(f) not in seen:
                     seen.add(id(f))
-                    if _trains(a, f.body, applies, seen):
+                    if _reachable(a, f.body, found, seen):
                         return True
     return False
+
+
+def _trains(a: A.Analysis, node, applies: Set[int]) -> bool:
+    """Does running node run an optimizer step (directly or via local functions)?"""
+    from .common import calls_in
+    return _reachable(a, node, lambda n: any(id(c) in applies for c in calls_in(n)))
 
 
 def _loop_dataset(a: A.Analysis, it) -> Tuple[Optional[cst.BaseExpression], Optional[cst.Call]]:
@@ -294,7 +301,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         if take is not None and take.args:
             data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
     for loop in training_loops:
-        if loop in dataset_loops or _reaches(a, loop.body, dataset_loops, set()):
+        if loop in dataset_loops or _reaches(a, loop.body, dataset_loops):
             continue  # an epoch loop: the dataset loop inside it is the step loop
         it = loop.iter
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
@@ -316,19 +323,9 @@ def _shard_iterators(ctx, loop: cst.For) -> None:
                     data_division.shard_dataset(ctx, value.args[0].value, "training data")
 
 
-def _reaches(a: A.Analysis, node, loops, seen) -> bool:
+def _reaches(a: A.Analysis, node, loops) -> bool:
     """Is one of loops inside node, or inside a local function node calls?"""
-    from .common import calls_in
-    if any(any(anc is node for anc in a.ancestors(l)) for l in loops):
-        return True
-    for c in calls_in(node):
-        if isinstance(c.func, cst.Name):
-            for f in a._local_functions(c.func):
-                if id(f) not in seen:
-                    seen.add(id(f))
-                    if _reaches(a, f.body, loops, seen):
-                        return True
-    return False
+    return _reachable(a, node, lambda n: any(any(anc is n for anc in a.ancestors(l)) for l in loops))
 
 
 def _inside(a: A.Analysis, inner, outer) -> bool:
