@@ -326,7 +326,3 @@ def _shard_iterators(ctx, loop: cst.For) -> None:
 def _reaches(a: A.Analysis, node, loops) -> bool:
     """Is one of loops inside node, or inside a local function node calls?"""
     return _reachable(a, node, lambda n: any(any(anc is n for anc in a.ancestors(l)) for l in loops))
-
-
-def _inside(a: A.Analysis, inner, outer) -> bool:
-    return any(anc is outer for anc in a.ancestors(inner))
