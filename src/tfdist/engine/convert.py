@@ -98,7 +98,7 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
     except (cst.ParserSyntaxError, SyntaxError) as e:  # pragma: no cover - a bug in a rule
         return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
     result.code = code
-    result.data = new_module.bytes
+    result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
     result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
     result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
     result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED
@@ -130,4 +130,11 @@ def convert_path(path: str, backend: str = "horovod", project: Optional[ProjectC
         src = load(path, data)
     except BadInput as e:
         return F.FileResult(path=path, status=F.FAILED, error=e.message, error_line=e.line)
-    return convert(src, backend, project)
+    try:
+        return convert(src, backend, project)
+    except RecursionError:  # analysis/rewrite of very deeply nested code (parse succeeded)
+        return F.FileResult(path=path, status=F.FAILED,
+                            error="too deeply nested to convert (Python's recursion limit); nothing written")
+    except Exception as e:  # a bug in a rule must not stop a tree or crash the CLI
+        return F.FileResult(path=path, status=F.FAILED,
+                            error=f"internal error: {type(e).__name__}: {e} (please report); nothing written")

@@ -47,6 +47,7 @@ def parse(path: str, data: bytes) -> cst.Module:
         raise BadInput(path, "empty file: nothing to convert")
     if b"\x00" in data:
         raise BadInput(path, "binary file (contains NUL bytes)")
+    _python_parse(path, data)
     try:
         # LibCST decodes bytes itself (PEP 263 cookie, BOM) and remembers the
         # encoding so code generation writes the same bytes back.
@@ -61,6 +62,32 @@ def parse(path: str, data: bytes) -> cst.Module:
         raise BadInput(path, f"cannot decode: {e}") from None
     except RecursionError:
         raise BadInput(path, "too deeply nested to parse") from None
+
+
+# Python's own messages when a file exceeds its nesting limits.
+_NESTING_LIMITS = ("too many nested", "too many levels of indentation", "too complex", "nested too deeply")
+
+
+def _python_parse(path: str, data: bytes) -> None:
+    """Python's own parser first: it is cheap (under 1% of a conversion),
+    its messages are the ones users know, and it fails cleanly on nesting
+    that makes LibCST's native parser overflow the C stack (a segfault)."""
+    import ast
+
+    try:
+        compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise BadInput(path, "too deeply nested to parse (Python's own parser gives up too)") from None
+    except SyntaxError as e:
+        msg = str(e.msg or "syntax error")
+        if any(k in msg for k in _NESTING_LIMITS):
+            raise BadInput(path, f"too deeply nested to parse: {msg}", line=e.lineno) from None
+        if "unicode error" in msg or "encoding" in msg or "decode" in msg:
+            raise BadInput(path, f"cannot decode: {msg}", line=e.lineno) from None
+        hint = " (this looks like Python 2 code; tfdist reads Python 3)" if _looks_like_python2(data) else ""
+        raise BadInput(path, f"syntax error: {msg}{hint}", line=e.lineno) from None
+    except (ValueError, UnicodeError, OverflowError, LookupError) as e:
+        raise BadInput(path, f"cannot decode: {e}") from None
 
 
 def _looks_like_python2(data: bytes) -> bool:

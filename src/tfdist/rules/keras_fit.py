@@ -8,7 +8,7 @@ output on rank 0 only, its steps divided and its data sharded.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List
 
 import libcst as cst
 

@@ -1,0 +1,376 @@
+"""Jupyter notebooks: converted cell by cell, everything else kept byte for byte.
+
+The code cells are joined, in order, into one module (a marker statement
+``__tfdist_cell_N__`` between cells), so the analysis sees the whole
+notebook: a model built in cell 2 and fitted in cell 5 is one program. The
+converted module is split back at the markers. Only the ``source`` of a
+changed cell is rewritten, *inside the original JSON text*: markdown cells,
+outputs, metadata, cell ids, key order and indentation of everything else
+stay byte-identical.
+
+IPython syntax that is not Python (``%matplotlib inline``, ``!pip install
+x``, ``files = !ls``, ``obj?``, a ``%%time`` first line) is masked with a
+placeholder statement before parsing and restored afterwards. Cells run by
+a non-Python cell magic (``%%bash``, ``%%writefile``...) are left out of the
+module and never touched.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from ..engine import findings as F
+from ..engine.analysis import ProjectContext
+from ..engine.convert import convert_path
+
+PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+MARKER = "__tfdist_cell_{}__"
+MAGIC = "__tfdist_magic_{}__"
+_MARKER_LINE = re.compile(r"^__tfdist_cell_(\d+)__[ \t]*\n?", re.M)
+_MAGIC_LINE = re.compile(r"^([ \t]*)__tfdist_magic_(\d+)__[ \t]*$", re.M)
+_LINE_MAGIC = re.compile(
+    r"^[ \t]*(?:[%!?]"  # %magic, !shell, ?help
+    r"|[A-Za-z_][\w.]*[ \t]*\?{1,2}[ \t]*$"  # obj? / obj??
+    r"|[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%])"  # x = !ls / x = %sx ls
+)
+
+
+class NotebookError(Exception):
+    def __init__(self, message: str, line: Optional[int] = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+# ------------------------------------------------------------- JSON spans
+def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
+    """Character spans of ``cells[i]["source"]`` values in the notebook text.
+
+    Walks the top-level object and the cells array; every other value is
+    skipped with the C JSON scanner, so big outputs cost little.
+    """
+    dec = json.JSONDecoder()
+    scan = dec.scan_once
+    ws = re.compile(r"[ \t\n\r]*")
+
+    def skip(i):
+        return ws.match(text, i).end()
+
+    def obj_items(i):
+        """Yield (key, value_start) for an object starting at text[i] == '{'; returns end via StopIteration value."""
+        assert text[i] == "{"
+        i = skip(i + 1)
+        if text[i] == "}":
+            return i + 1
+        while True:
+            key, i = scan(text, i)
+            i = skip(i)
+            assert text[i] == ":"
+            i = skip(i + 1)
+            end = yield key, i
+            i = skip(end)
+            if text[i] == ",":
+                i = skip(i + 1)
+                continue
+            assert text[i] == "}"
+            return i + 1
+
+    spans: Dict[int, Tuple[int, int]] = {}
+    i = skip(0)
+    gen = obj_items(i)
+    try:
+        key, vi = next(gen)
+        while True:
+            if key == "cells" and text[vi] == "[":
+                j = skip(vi + 1)
+                n = 0
+                if text[j] == "]":
+                    end = j + 1
+                else:
+                    while True:
+                        if text[j] == "{":
+                            cg = obj_items(j)
+                            try:
+                                ck, cv = next(cg)
+                                while True:
+                                    _, cend = scan(text, cv)
+                                    if ck == "source":
+                                        spans[n] = (cv, cend)
+                                    ck, cv = cg.send(cend)
+                            except StopIteration as stop:
+                                j = stop.value
+                        else:
+                            _, j = scan(text, j)
+                        n += 1
+                        j = skip(j)
+                        if text[j] == ",":
+                            j = skip(j + 1)
+                            continue
+                        end = j + 1
+                        break
+            else:
+                _, end = scan(text, vi)
+            key, vi = gen.send(end)
+    except StopIteration:
+        pass
+    return spans
+
+
+def _indent_unit(text: str) -> str:
+    m = re.search(r"\n([ \t]+)\S", text)
+    return m.group(1) if m else " "
+
+
+def _format_source(new: str, old_value: str, old_json, text: str, start: int, ensure_ascii: bool) -> str:
+    """A JSON value for a cell source, in the style of the value it replaces."""
+    if isinstance(old_json, str):
+        return json.dumps(new, ensure_ascii=ensure_ascii)
+    lines = new.splitlines(keepends=True)
+    if not lines:
+        return "[]"
+    m = re.match(r"\[([ \t]*\n?)([ \t]*)", old_value)
+    line_start = text.rfind("\n", 0, start) + 1
+    key_indent = re.match(r"[ \t]*", text[line_start:start]).group(0)
+    if m and old_value.strip() != "[]" and (m.group(1) or m.group(2)):
+        nl = "\n" if "\n" in m.group(1) else ""
+        inner = m.group(2) if nl else ""
+        closing = re.search(r"([ \t]*\n?[ \t]*)\]$", old_value).group(1)
+    else:
+        nl, inner, closing = "\n", key_indent + _indent_unit(text), "\n" + key_indent
+    sep = "," + (nl + inner if nl else " ")
+    items = [json.dumps(ln, ensure_ascii=ensure_ascii) for ln in lines]
+    head = "[" + (nl + inner if nl else "")
+    return head + sep.join(items) + (closing if nl else "") + "]"
+
+
+# ------------------------------------------------------------- masking
+@dataclass
+class _Cell:
+    index: int  # position among all cells (0-based)
+    source: str  # original text
+    masked: str = ""
+    missing_newline: bool = False
+    start_line: int = 0  # first line in the joined module (1-based)
+    new: Optional[str] = None
+
+
+def _mask(source: str, magics: List[str]) -> Optional[str]:
+    """Source with IPython-only lines replaced by placeholders; None for a non-Python cell."""
+    lines = source.splitlines(keepends=True)
+    out = []
+    i = 0
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if name not in PY_CELL_MAGICS:
+            return None
+    while i < len(lines):
+        line = lines[i]
+        if _LINE_MAGIC.match(line):
+            group = [line]
+            while group[-1].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
+                i += 1
+                group.append(lines[i])
+            indent = re.match(r"[ \t]*", line).group(0)
+            body = "".join(group)
+            end = "\n" if body.endswith("\n") else ""
+            magics.append(body[len(indent):len(body) - len(end)] if end else body[len(indent):])
+            out.append(f"{indent}{MAGIC.format(len(magics) - 1)}{end}")
+        else:
+            out.append(line)
+        i += 1
+    return "".join(out)
+
+
+def _unmask(text: str, magics: List[str]) -> str:
+    return _MAGIC_LINE.sub(lambda m: m.group(1) + magics[int(m.group(2))], text)
+
+
+# ------------------------------------------------------------- result
+@dataclass
+class NotebookResult:
+    path: str
+    result: F.FileResult  # of the joined module; data = notebook bytes
+    cell_of_line: List[Tuple[int, int]] = field(default_factory=list)  # (start_line, cell number 1-based)
+    changed: List[Tuple[int, str, str]] = field(default_factory=list)  # (cell number, old, new)
+    file_lines: bool = False  # error_line is a line of the .ipynb file (bad JSON), not of a cell
+
+    def locate(self, line: Optional[int]) -> Tuple[Optional[int], Optional[int]]:
+        """(cell number, line in cell) of a line of the joined module."""
+        if not line:
+            return None, line
+        cell, start = None, 1
+        for s, c in self.cell_of_line:
+            if s <= line:
+                cell, start = c, s
+        return cell, (line - start + 1 if cell is not None else line)
+
+    def where(self, line: Optional[int]) -> str:
+        if self.file_lines:
+            return f"{self.path}:{line}" if line else self.path
+        cell, ln = self.locate(line)
+        if cell is None:
+            return self.path
+        return f"{self.path} [cell {cell}]:{ln}" if ln else f"{self.path} [cell {cell}]"
+
+    def human_lines(self) -> List[str]:
+        r = self.result
+        out = []
+        for f in [*r.changes, *r.warnings]:
+            out.append(f"{self.where(f.line)}:{f.col}: {f.level} {f.rule}: {f.message}")
+        if r.error:
+            out.append(f"{self.where(r.error_line)}: ERROR {r.status}: {r.error}")
+        return out
+
+    def to_json(self) -> dict:
+        d = self.result.to_json()
+        for key, items in (("changes", self.result.changes), ("warnings", self.result.warnings)):
+            for entry, f in zip(d[key], items):
+                cell, ln = self.locate(f.line)
+                entry["cell"], entry["line"] = cell, ln
+                if "end_line" in entry:
+                    entry["end_line"] = self.locate(f.end_line)[1]
+        if self.result.error_line and not self.file_lines:
+            d["error_cell"], d["error_line"] = self.locate(self.result.error_line)
+        for e in d.get("evidence", []):
+            e["cell"], e["line"] = self.locate(e["line"])
+        d["changed_cells"] = [c for c, _, _ in self.changed]
+        return d
+
+    def diff(self) -> str:
+        out = []
+        for cell, old, new in self.changed:
+            name = f"{self.path.lstrip('/')} [cell {cell}]"
+            out.append("".join(difflib.unified_diff(
+                _lines(old), _lines(new), fromfile="a/" + name, tofile="b/" + name)))
+        return "".join(out)
+
+
+def _lines(s: str) -> List[str]:
+    lines = s.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of cell\n"
+    return lines
+
+
+def _failed(path: str, message: str, line: Optional[int] = None) -> NotebookResult:
+    return NotebookResult(path, F.FileResult(path=path, status=F.FAILED, error=message, error_line=line),
+                          file_lines=True)
+
+
+def convert_notebook(path: str, data: bytes, backend: str = "horovod",
+                     project: Optional[ProjectContext] = None) -> NotebookResult:
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        text = data[3:].decode("utf-8") if bom else data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _failed(path, f"cannot decode notebook as UTF-8: {e.reason} at byte {e.start}")
+    if not text.strip():
+        return _failed(path, "empty file: nothing to convert")
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as e:
+        return _failed(path, f"invalid notebook JSON: {e.msg} (column {e.colno})", e.lineno)
+    except RecursionError:
+        return _failed(path, "invalid notebook JSON: too deeply nested")
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        if isinstance(nb, dict) and "worksheets" in nb:
+            return _failed(path, "nbformat 3 notebooks are not supported (open and save it with Jupyter to upgrade to nbformat 4)")
+        return _failed(path, "not a Jupyter notebook (no \"cells\" list)")
+    lang = ((nb.get("metadata") or {}).get("kernelspec") or {}).get("language") or \
+        ((nb.get("metadata") or {}).get("language_info") or {}).get("name") or "python"
+    if not isinstance(lang, str) or lang.lower() != "python":
+        r = F.FileResult(path=path, status=F.UNCHANGED, data=data)
+        r.warnings.append(F.Finding("notebook", 1, 1, F.INFO, f"a {lang} notebook: left unchanged"))
+        return NotebookResult(path, r)
+    cells: List[_Cell] = []
+    magics: List[str] = []
+    for i, c in enumerate(nb["cells"]):
+        if not isinstance(c, dict) or c.get("cell_type") != "code":
+            continue
+        src = c.get("source", "")
+        if isinstance(src, list):
+            if not all(isinstance(x, str) for x in src):
+                return _failed(path, f"cell {i + 1}: source is not text")
+            src = "".join(src)
+        elif not isinstance(src, str):
+            return _failed(path, f"cell {i + 1}: source is not text")
+        masked = _mask(src, magics)
+        if masked is None:
+            continue  # %%bash and friends
+        cell = _Cell(i, src, masked)
+        if masked and not masked.endswith("\n"):
+            cell.masked += "\n"
+            cell.missing_newline = True
+        cells.append(cell)
+    if not cells:
+        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data))
+    parts = []
+    line = 1
+    cell_of_line = []
+    for k, cell in enumerate(cells):
+        if k:
+            parts.append(MARKER.format(k) + "\n")
+            line += 1
+        cell.start_line = line
+        cell_of_line.append((line, cell.index + 1))
+        parts.append(cell.masked)
+        line += cell.masked.count("\n")
+    module = "".join(parts)
+    if not module.strip():
+        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data), cell_of_line)
+    result = convert_path(path, backend, project, data=module.encode("utf-8"))
+    out = NotebookResult(path, result, cell_of_line)
+    if result.status == F.FAILED and result.error and result.error.startswith("empty file"):
+        result.status, result.error = F.UNCHANGED, None
+    if result.status != F.CONVERTED:
+        result.data = data if result.status in (F.UNCHANGED, F.ALREADY) else None
+        result.code = None
+        return out
+    # Split back at the markers.
+    code = result.code
+    pieces = _MARKER_LINE.split(code)
+    chunks = [pieces[0]]
+    order = [0]
+    for j in range(1, len(pieces), 2):
+        order.append(int(pieces[j]))
+        chunks.append(pieces[j + 1])
+    if order != list(range(len(cells))):
+        return _refused(out, "internal error: notebook cell markers moved during conversion; nothing written")
+    for cell, chunk in zip(cells, chunks):
+        if cell.missing_newline and chunk.endswith("\n"):
+            chunk = chunk[:-1]
+        new = _unmask(chunk, magics)
+        if new != cell.source:
+            cell.new = new
+    changed = [c for c in cells if c.new is not None]
+    spans = _source_spans(text)
+    ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text
+    new_text = text
+    for c in sorted(changed, key=lambda c: -c.index):
+        if c.index not in spans:
+            return _refused(out, f"internal error: cell {c.index + 1} source not found in the JSON; nothing written")
+        s, e = spans[c.index]
+        value = _format_source(c.new, text[s:e], nb["cells"][c.index].get("source"), text, s, ensure_ascii)
+        new_text = new_text[:s] + value + new_text[e:]
+    try:
+        if json.loads(new_text)["cells"][changed[0].index]["source"] is None:  # pragma: no cover
+            raise ValueError
+    except (ValueError, KeyError, IndexError) as e:  # pragma: no cover - a bug here
+        return _refused(out, f"internal error: rewritten notebook is not valid JSON ({e}); nothing written")
+    out.changed = [(c.index + 1, c.source, c.new) for c in changed]
+    result.data = (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8")
+    result.code = None
+    if not changed:
+        result.status = F.UNCHANGED
+        result.data = data
+    return out
+
+
+def _refused(out: NotebookResult, message: str) -> NotebookResult:
+    r = out.result
+    r.status, r.error, r.error_line, r.data, r.code, r.changes = F.UNSUPPORTED, message, None, None, None, []
+    return out

@@ -1,0 +1,1 @@
+from .heads import Net, Regressor as Reg

@@ -1,0 +1,5 @@
+import tensorflow as tf
+
+
+class Backbone(tf.keras.Model):
+    pass

@@ -1,0 +1,2 @@
+import os
+print "not tf, never parsed"

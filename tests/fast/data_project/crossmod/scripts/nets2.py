@@ -1,0 +1,5 @@
+from tensorflow import keras
+
+
+class Tiny(keras.Model):
+    pass

@@ -1,0 +1,198 @@
+"""``tfdist convert`` on one file: stdout, -o, stdin, --diff, --check, --in-place, --report."""
+import difflib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfdist.api import convert_file, convert_source
+from tfdist.cli import main
+
+KERAS = b'''import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(tf.data.Dataset.range(8).batch(2), epochs=1)
+'''
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+@pytest.fixture
+def script(tmp_path):
+    p = tmp_path / "train.py"
+    p.write_bytes(KERAS)
+    return p
+
+
+def run(capsysbinary, *args):
+    code = main(["convert", *map(str, args)])
+    out, err = capsysbinary.readouterr()
+    return code, out, err.decode()
+
+
+def expected():
+    r = convert_source(KERAS, "train.py")
+    assert r.status == "converted"
+    return r
+
+
+def test_stdout_is_the_converted_file(script, capsysbinary):
+    code, out, err = run(capsysbinary, script)
+    assert code == 0
+    assert out == convert_file(script).data == expected().data
+    assert err.splitlines()[-1].startswith("tfdist: 1 file: converted 1, unchanged 0, already distributed 0, needs attention 0;")
+    assert err.splitlines()[-1].endswith("(pattern: Keras)")
+    assert script.read_bytes() == KERAS
+
+
+def test_output_file(script, capsysbinary, tmp_path):
+    code, out, _ = run(capsysbinary, script, "-o", tmp_path / "out.py")
+    assert code == 0 and out == b""
+    assert (tmp_path / "out.py").read_bytes() == expected().data
+    assert script.read_bytes() == KERAS
+
+
+def test_output_into_a_directory(script, capsysbinary, tmp_path):
+    (tmp_path / "dest").mkdir()
+    assert run(capsysbinary, script, "-o", tmp_path / "dest")[0] == 0
+    assert (tmp_path / "dest" / "train.py").read_bytes() == expected().data
+
+
+def test_stdin_to_stdout(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tfdist", "convert", "-"], input=KERAS, capture_output=True,
+                       cwd=tmp_path, env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected().data
+    assert r.stderr.decode().startswith("<stdin>:")
+
+
+def test_diff(script, capsysbinary):
+    code, out, _ = run(capsysbinary, "--diff", script)
+    assert code == 0
+    want = "".join(difflib.unified_diff(KERAS.decode().splitlines(True), expected().data.decode().splitlines(True),
+                                        "a/" + str(script).lstrip("/"), "b/" + str(script).lstrip("/")))
+    assert out.decode() == want
+    assert script.read_bytes() == KERAS
+
+
+def test_check(script, capsysbinary, tmp_path):
+    code, out, err = run(capsysbinary, "--check", script)
+    assert (code, out) == (1, b"")
+    assert "would convert 1" in err
+    assert script.read_bytes() == KERAS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+    done = tmp_path / "done.py"
+    done.write_bytes(expected().data)
+    code, out, err = run(capsysbinary, "--check", done)
+    assert (code, out) == (0, b"")
+    assert "already distributed 1" in err
+
+
+def test_in_place_keeps_a_backup_and_is_idempotent(script, capsysbinary, tmp_path):
+    os.chmod(script, 0o640)
+    code, out, _ = run(capsysbinary, "--in-place", script)
+    assert (code, out) == (0, b"")
+    assert script.read_bytes() == expected().data
+    assert (tmp_path / "train.py.orig").read_bytes() == KERAS
+    assert os.stat(script).st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py", "train.py.orig"]
+    code, out, err = run(capsysbinary, "--in-place", script)  # already converted: nothing to do
+    assert code == 0 and "already distributed 1" in err
+    assert script.read_bytes() == expected().data
+    assert (tmp_path / "train.py.orig").read_bytes() == KERAS
+
+
+def test_in_place_no_backup(script, capsysbinary, tmp_path):
+    assert run(capsysbinary, "--in-place", "--no-backup", script)[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+    assert script.read_bytes() == expected().data
+
+
+def test_in_place_refuses_to_overwrite_a_backup(script, capsysbinary, tmp_path):
+    (tmp_path / "train.py.orig").write_bytes(b"precious")
+    code, _, err = run(capsysbinary, "--in-place", script)
+    assert code == 3
+    assert f"{script}: ERROR error: backup train.py.orig exists already; remove it or use --no-backup" in err
+    assert script.read_bytes() == KERAS
+    assert (tmp_path / "train.py.orig").read_bytes() == b"precious"
+
+
+def test_unsupported_exit_2_nothing_written(tmp_path, capsysbinary):
+    src = tmp_path / "est.py"
+    data = b"import tensorflow as tf\n\nest = tf.estimator.Estimator(model_fn=None)\nest.train(input_fn=None)\n"
+    src.write_bytes(data)
+    code, out, err = run(capsysbinary, src, "-o", tmp_path / "out.py")
+    assert code == 2 and out == b""
+    assert not (tmp_path / "out.py").exists()
+    assert "ERROR unsupported" in err
+
+
+def test_report_json(script, capsysbinary, tmp_path):
+    report = tmp_path / "r.json"
+    assert run(capsysbinary, script, "-o", tmp_path / "o.py", "--report", report)[0] == 0
+    data = json.loads(report.read_text())
+    r = expected()
+    assert [f["path"] for f in data["files"]] == [str(script)]
+    f = data["files"][0]
+    assert f["status"] == "converted" and f["pattern"] == "Keras" and f["kind"] == "py"
+    assert f["changes"] == [c.as_change() for c in r.changes]
+    assert f["written"] == str(tmp_path / "o.py")
+    s = data["summary"]
+    assert (s["files"], s["converted"], s["unchanged"], s["needs_attention"], s["exit_code"], s["mode"]) == \
+        (1, 1, 0, 0, 0, "output")
+
+
+def test_single_file_uses_sibling_modules(tmp_path, capsysbinary):
+    (tmp_path / "nets.py").write_text("from tensorflow import keras\n\nclass Net(keras.Model):\n    pass\n")
+    (tmp_path / "train.py").write_text("import tensorflow as tf\nfrom nets import Net\n\nm = Net()\n"
+                                       "m.fit(tf.data.Dataset.range(4), epochs=1)\n")
+    code, out, err = run(capsysbinary, tmp_path / "train.py")
+    assert code == 0, err
+    with_siblings = convert_file(tmp_path / "train.py")
+    assert with_siblings.status == "converted"
+    assert [e.construct for e in with_siblings.evidence] == ["m.fit(...) on a Keras model (Net)"]
+    assert out == with_siblings.data
+    assert "(pattern: Keras)" in err
+    alone = convert_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert alone.status == "unchanged"  # without the sibling, Net() is not known to be a model
+
+
+def test_check_passes_files_without_tensorflow(tmp_path, capsysbinary):
+    """CI / pre-commit: an empty __init__.py or non-TensorFlow code is fine under --check."""
+    (tmp_path / "__init__.py").write_bytes(b"")
+    (tmp_path / "old.py").write_bytes(b'print "python 2, not ours"\n')
+    for name in ("__init__.py", "old.py"):
+        code, out, err = run(capsysbinary, "--check", tmp_path / name)
+        assert (code, out) == (0, b""), err
+    assert run(capsysbinary, tmp_path / "__init__.py")[0] == 3  # converting it is still bad input
+
+
+def test_pre_commit_hook(tmp_path):
+    hook = (Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text()
+    assert "- id: tfdist-check\n" in hook
+    entry = [ln.split(":", 1)[1].strip() for ln in hook.splitlines() if ln.strip().startswith("entry:")]
+    assert entry == ["tfdist convert --check --quiet"]
+    (tmp_path / "train.py").write_bytes(KERAS)
+    (tmp_path / "__init__.py").write_bytes(b"")
+    args = entry[0].split()[1:]
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-m", "tfdist", *args, "train.py", "__init__.py"], cwd=tmp_path,
+                       capture_output=True, env=env, timeout=120)
+    assert r.returncode == 1 and r.stdout == b""
+    assert r.stderr.decode().splitlines() == [
+        "tfdist: 2 files: would convert 1, unchanged 1, already distributed 0, needs attention 0; 6 changes, 0 warnings to review",
+        "  would convert: train.py"]
+    (tmp_path / "train.py").write_bytes(expected().data)
+    r = subprocess.run([sys.executable, "-m", "tfdist", *args, "train.py", "__init__.py"], cwd=tmp_path,
+                       capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "train.py").read_bytes() == expected().data
+
+
+def test_report_write_failure_is_bad_input(script, capsysbinary, tmp_path):
+    code, _, err = run(capsysbinary, script, "-o", tmp_path / "o.py", "--report", script / "r.json")
+    assert code == 3
+    assert err.splitlines()[-1].startswith(f"tfdist: cannot write the report {script}/r.json")

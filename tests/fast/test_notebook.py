@@ -1,0 +1,213 @@
+"""Notebooks: converted cell by cell; everything else byte for byte; magics kept; nbformat-valid."""
+import json
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from tfdist.api import convert_source
+from tfdist.cli import main
+from tfdist.project.notebook import convert_notebook
+
+CELLS = [
+    ("markdown", "# Training a regressor\n\nWith *Keras* — é ü 中文."),
+    ("code", "%matplotlib inline\n!pip install -q numpy\nimport numpy as np\nimport tensorflow as tf\nfrom tensorflow import keras"),
+    ("code", "x = np.random.rand(64, 4).astype('float32')\ny = x.sum(1)\nx.shape?"),
+    ("code", "%%time\nmodel = keras.Sequential([keras.layers.Dense(1)])\nmodel.compile(optimizer=keras.optimizers.SGD(0.01), loss='mse')"),
+    ("code", "%%bash\necho 'import tensorflow as tf'\nls -l"),
+    ("code", "files = !ls\nfor i in range(2):\n    %time print(i)\nhistory = model.fit(x, y, epochs=2, batch_size=8)\nprint(history.history)"),
+    ("markdown", "Done."),
+]
+
+
+def make_nb(cells=CELLS):
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11"}
+    for i, (kind, src) in enumerate(cells):
+        if kind == "markdown":
+            nb.cells.append(new_markdown_cell(src, id=f"md-{i}"))
+        else:
+            nb.cells.append(new_code_cell(src, id=f"code-{i}", execution_count=i,
+                                          outputs=[new_output("stream", name="stdout", text=f"out {i}\n")]))
+    return nb
+
+
+@pytest.fixture
+def nb_path(tmp_path):
+    p = tmp_path / "nb.ipynb"
+    nbformat.write(make_nb(), str(p))
+    return p
+
+
+def convert(path):
+    return convert_notebook(str(path), path.read_bytes())
+
+
+def test_cells_converted_everything_else_kept(nb_path):
+    data = nb_path.read_bytes()
+    r = convert(nb_path)
+    assert r.result.status == "converted", r.result.error
+    assert [c for c, _, _ in r.changed] == [2, 4, 6]
+    out = nbformat.reads(r.result.data.decode(), as_version=4)
+    nbformat.validate(out)
+    src = nbformat.reads(data.decode(), as_version=4)
+    # Same bytes as nbformat itself writes for the converted notebook: formatting kept exactly.
+    assert r.result.data.decode() == nbformat.writes(out) + "\n"
+    for i, (a, b) in enumerate(zip(src.cells, out.cells)):
+        if i + 1 in (2, 4, 6):
+            assert {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}
+        else:
+            assert a == b, i
+    assert src.metadata == out.metadata
+    cells = [c.source for c in out.cells]
+    # Setup lands in the cell holding the imports; magics and shell lines untouched.
+    assert cells[1].startswith("%matplotlib inline\n!pip install -q numpy\nimport numpy as np\nimport tensorflow as tf\n"
+                               "import horovod.tensorflow.keras as hvd\n")
+    assert "hvd.init()" in cells[1] and cells[1].endswith("from tensorflow import keras")
+    assert cells[2] == CELLS[2][1]
+    assert cells[3].startswith("%%time\nmodel = keras.Sequential")
+    assert "hvd.DistributedOptimizer(keras.optimizers.SGD(0.01 * hvd.size()))" in cells[3]
+    assert cells[4] == CELLS[4][1]
+    assert cells[5].startswith("files = !ls\nfor i in range(2):\n    %time print(i)\nhistory = model.fit(")
+
+
+def test_cells_equal_the_conversion_of_the_joined_code(nb_path):
+    """Without magics, a notebook converts exactly like the same code as one .py file."""
+    plain = [("code", "import tensorflow as tf\nfrom tensorflow import keras"),
+             ("markdown", "text"),
+             ("code", "model = keras.Sequential([keras.layers.Dense(1)])\nmodel.compile(optimizer='sgd', loss='mse')"),
+             ("code", "model.fit(tf.data.Dataset.range(4), epochs=1)\n")]
+    nbformat.write(make_nb(plain), str(nb_path))
+    r = convert(nb_path)
+    assert r.result.status == "converted"
+    out = nbformat.reads(r.result.data.decode(), as_version=4)
+    code = [c["source"] for k, c in zip(plain, out.cells) if k[0] == "code"]
+    # The .py twin uses marker statements between cells, as the notebook converter does.
+    twin = "import tensorflow as tf\nfrom tensorflow import keras\n__tfdist_cell_1__\n" + plain[2][1] + "\n__tfdist_cell_2__\n" + plain[3][1]
+    py = convert_source(twin, "twin.py").code
+    parts = py.replace("__tfdist_cell_2__\n", "__tfdist_cell_1__\n").split("__tfdist_cell_1__\n")
+    assert code == [parts[0].rstrip("\n"), parts[1].rstrip("\n"), parts[2]]
+
+
+def test_findings_name_cells(nb_path):
+    r = convert(nb_path)
+    lines = r.human_lines()
+    assert lines[0] == f"{nb_path} [cell 2]:4:1: INFO setup: Horovod initialised after the imports, one GPU per process"
+    assert any(ln.startswith(f"{nb_path} [cell 6]:4:") for ln in lines)
+    entry = r.to_json()
+    assert entry["changed_cells"] == [2, 4, 6]
+    assert entry["changes"][0]["cell"] == 2 and entry["changes"][0]["line"] == 4
+
+
+def test_diff_shows_changed_cells(nb_path, capsysbinary):
+    code = main(["convert", "--diff", str(nb_path)])
+    out = capsysbinary.readouterr()[0].decode()
+    assert code == 0
+    headers = [ln for ln in out.splitlines() if ln.startswith(("--- ", "+++ "))]
+    p = str(nb_path).lstrip("/")
+    assert headers == [f"--- a/{p} [cell 2]", f"+++ b/{p} [cell 2]", f"--- a/{p} [cell 4]", f"+++ b/{p} [cell 4]",
+                       f"--- a/{p} [cell 6]", f"+++ b/{p} [cell 6]"]
+    assert "+import horovod.tensorflow.keras as hvd\n" in out
+
+
+def test_cli_output_and_idempotence(nb_path, tmp_path, capsysbinary):
+    out = tmp_path / "out.ipynb"
+    assert main(["convert", str(nb_path), "-o", str(out)]) == 0
+    assert out.read_bytes() == convert(nb_path).result.data
+    again = convert(out)
+    assert again.result.status == "already-distributed" and again.result.data == out.read_bytes()
+
+
+def test_other_json_style_is_kept(tmp_path):
+    nb = json.loads(nbformat.writes(make_nb()))
+    p = tmp_path / "styled.ipynb"
+    text = json.dumps(nb, indent=2, ensure_ascii=True)  # not nbformat's style: indent 2, ASCII escapes, key order
+    p.write_text(text)
+    r = convert(p)
+    assert r.result.status == "converted"
+    new = r.result.data.decode()
+    assert new == json.dumps(json.loads(new), indent=2, ensure_ascii=True)
+    assert "\\u00e9" in new  # untouched markdown keeps its escapes
+
+
+def test_string_sources_stay_strings(tmp_path):
+    nb = json.loads(nbformat.writes(make_nb()))
+    for c in nb["cells"]:
+        c["source"] = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+    p = tmp_path / "s.ipynb"
+    p.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    r = convert(p)
+    new = json.loads(r.result.data)
+    assert all(isinstance(c["source"], str) for c in new["cells"])
+    assert r.result.data.decode() == json.dumps(new, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_no_tensorflow_notebook_is_byte_identical(tmp_path, capsysbinary):
+    p = tmp_path / "plain.ipynb"
+    nbformat.write(make_nb([("code", "%matplotlib inline\nprint(1)"), ("markdown", "x")]), str(p))
+    r = convert(p)
+    assert r.result.status == "unchanged" and r.result.data == p.read_bytes()
+
+
+@pytest.mark.parametrize("data,message", [
+    (b'{"cells": [', "invalid notebook JSON: Expecting value (column 12)"),
+    (b"[1, 2]", 'not a Jupyter notebook (no "cells" list)'),
+    (b'{"worksheets": [], "nbformat": 3}', "nbformat 3 notebooks are not supported"),
+    (b"\xff\xfe{}", "cannot decode notebook as UTF-8"),
+])
+def test_bad_notebooks(tmp_path, capsysbinary, data, message):
+    p = tmp_path / "bad.ipynb"
+    p.write_bytes(data)
+    code = main(["convert", str(p), "-o", str(tmp_path / "o.ipynb")])
+    err = capsysbinary.readouterr()[1].decode()
+    assert code == 3
+    assert message in err.splitlines()[0]
+    assert not (tmp_path / "o.ipynb").exists()
+
+
+def test_syntax_error_in_a_cell_names_the_cell(tmp_path):
+    p = tmp_path / "e.ipynb"
+    nbformat.write(make_nb([("code", "import tensorflow as tf"), ("code", "x = 1\ndef f(:\n  pass")]), str(p))
+    r = convert(p)
+    assert r.result.status == "error"
+    assert r.human_lines()[0].startswith(f"{p} [cell 2]:")
+
+
+def test_notebook_in_a_tree(tmp_path, capsysbinary):
+    root = tmp_path / "proj"
+    root.mkdir()
+    nbformat.write(make_nb(), str(root / "nb.ipynb"))
+    broken = b'{"cells": [{"cell_type": "code", "source": "import tensorflow as tf\\n"}'  # cut short
+    (root / "broken.ipynb").write_bytes(broken)
+    (root / "other.ipynb").write_bytes(b"{not json, and no TensorFlow")
+    code = main(["convert", str(root), "-o", str(tmp_path / "out")])
+    err = capsysbinary.readouterr()[1].decode()
+    assert code == 3
+    assert (tmp_path / "out" / "nb.ipynb").read_bytes() == convert(root / "nb.ipynb").result.data
+    assert (tmp_path / "out" / "broken.ipynb").read_bytes() == broken
+    assert (tmp_path / "out" / "other.ipynb").read_bytes() == b"{not json, and no TensorFlow"
+    assert f"{root}/broken.ipynb:1: ERROR error: invalid notebook JSON: Expecting ',' delimiter (column 72)" in err
+    assert f"{root}/other.ipynb: unchanged: does not import TensorFlow or Keras" in err
+
+
+def test_notebook_uses_the_project_modules(tmp_path, capsysbinary):
+    """A notebook next to nets.py: ``from nets import Net`` makes Net() a Keras model."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "nets.py").write_text("from tensorflow import keras\n\nclass Net(keras.Model):\n    pass\n")
+    cells = [("code", "%load_ext autoreload\nimport tensorflow as tf\nfrom nets import Net"),
+             ("code", "net = Net()\nnet.fit(tf.data.Dataset.range(4), epochs=1)")]
+    nbformat.write(make_nb(cells), str(root / "nb.ipynb"))
+    alone = convert(root / "nb.ipynb")
+    assert alone.result.status == "unchanged"  # no project facts: Net is unknown
+    for args in ([str(root / "nb.ipynb"), "-o", str(tmp_path / "single.ipynb")],
+                 [str(root), "-o", str(tmp_path / "tree")]):
+        assert main(["convert", *args]) == 0
+        capsysbinary.readouterr()
+    for out in (tmp_path / "single.ipynb", tmp_path / "tree" / "nb.ipynb"):
+        nb = nbformat.read(str(out), as_version=4)
+        nbformat.validate(nb)
+        assert nb.cells[0].source.startswith("%load_ext autoreload\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\n")
+        assert "hvd.callbacks.BroadcastGlobalVariablesCallback(0)" in nb.cells[1].source
+    assert (tmp_path / "single.ipynb").read_bytes() == (tmp_path / "tree" / "nb.ipynb").read_bytes()

@@ -1,0 +1,126 @@
+"""Cross-module facts: classes defined (or re-exported) in other files of a project."""
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from tfdist.api import convert_file, convert_source
+from tfdist.engine.analysis import ClassFact, ProjectContext, module_class_facts
+from tfdist.project import project_context_for_file
+from tfdist.project.index import ProjectIndex, import_root, module_name, summarize, uses_tf
+
+DATA = Path(__file__).parent / "data_project" / "crossmod"
+MODEL = ["keras.Model"]
+
+
+def facts(ctx: ProjectContext):
+    return {k: (sorted(v.kinds), v.chain) for k, v in ctx.classes.items()}
+
+
+@pytest.mark.parametrize("rel,name,classes", [
+    ("train.py", "train", {"models.Net": (MODEL, ["Net", "BaseNet", "tensorflow.keras.Model"])}),
+    ("train_alias.py", "train_alias", {
+        "models.Net": (MODEL, ["Net", "BaseNet", "tensorflow.keras.Model"]),
+        "models.Reg": (MODEL, ["Regressor", "Net", "BaseNet", "tensorflow.keras.Model"])}),
+    ("pkg/sub/train_rel.py", "pkg.sub.train_rel", {"pkg.sub.Trunk": (MODEL, ["Backbone", "tensorflow.keras.Model"])}),
+    ("scripts/run.py", "run", {"nets2.Tiny": (MODEL, ["Tiny", "tensorflow.keras.Model"])}),
+    ("nets.py", "nets", {}),
+])
+def test_context_for_file(rel, name, classes):
+    ctx = project_context_for_file(str(DATA / rel))
+    assert (ctx.module_name, ctx.is_package) == (name, False)
+    assert facts(ctx) == classes
+
+
+@pytest.mark.parametrize("rel,construct", [
+    ("train_alias.py", "model.fit(...) on a Keras model (Regressor)"),
+    ("pkg/sub/train_rel.py", "net.fit(...) on a Keras model (Backbone)"),
+    ("scripts/run.py", "m.fit(...) on a Keras model (Tiny)"),
+])
+def test_conversion_needs_the_other_modules(rel, construct):
+    path = DATA / rel
+    with_index = convert_file(path)
+    assert with_index.status == "converted"
+    assert [e.construct for e in with_index.evidence] == [construct]
+    alone = convert_source(path.read_bytes(), str(path), project=ProjectContext())
+    assert alone.status == "unchanged" and alone.data == path.read_bytes()
+    # The index's context gives exactly what a hand-made context gives the engine.
+    ctx = project_context_for_file(str(path))
+    by_hand = ProjectContext(ctx.module_name, ctx.is_package,
+                             {k: ClassFact(v.name, set(v.kinds), list(v.chain)) for k, v in ctx.classes.items()})
+    assert convert_source(path.read_bytes(), str(path), project=by_hand).data == with_index.data
+
+
+def test_index_agrees_with_engine_module_class_facts():
+    """The ast-based index gives the facts the engine's own LibCST analysis gives."""
+    order = [("nets.py", "nets", False), ("models/heads.py", "models.heads", False), ("pkg/base.py", "pkg.base", False),
+             ("scripts/nets2.py", "nets2", False)]
+    known = {}
+    for rel, name, is_pkg in order:
+        module = cst.parse_module((DATA / rel).read_bytes())
+        known.update(module_class_facts(module, name, is_pkg, known))
+    engine = {k: (sorted(v.kinds), v.chain) for k, v in known.items() if v.kinds}
+    index = ProjectIndex([str(DATA)], lazy=True)
+    mine = {}
+    for rel, name, _ in order:
+        for cls in summarize(str(DATA / rel), (DATA / rel).read_bytes()).classes:
+            roots = index.search_roots(str(DATA / rel))
+            f = index.fact(f"{name}.{cls}", roots)
+            if f is not None:
+                mine[f"{name}.{cls}"] = (sorted(f.kinds), f.chain)
+    assert mine == engine
+    assert "models.heads.NotAModel" not in mine
+
+
+def test_module_names_and_import_roots(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "__init__.py").write_text("")
+    (tmp_path / "a" / "b" / "__init__.py").write_text("")
+    f = tmp_path / "a" / "b" / "c.py"
+    f.write_text("")
+    assert import_root(str(f)) == str(tmp_path)
+    assert module_name(str(f), str(tmp_path)) == "a.b.c"
+    assert module_name(str(tmp_path / "a" / "b" / "__init__.py"), str(tmp_path)) == "a.b"
+    assert module_name(str(tmp_path / "my-script.py"), str(tmp_path)) is None
+
+
+def test_cycles_and_star_imports_terminate(tmp_path):
+    (tmp_path / "a.py").write_text("from b import B\n\nclass A(B):\n    pass\n")
+    (tmp_path / "b.py").write_text("from a import A\n\nclass B(A):\n    pass\n")
+    (tmp_path / "base.py").write_text("import tensorflow as tf\n\nclass M(tf.keras.Model):\n    pass\n")
+    (tmp_path / "star.py").write_text("from base import *\n")
+    (tmp_path / "train.py").write_text("import a\nfrom star import M\nfrom b import B\n")
+    ctx = project_context_for_file(str(tmp_path / "train.py"))
+    assert facts(ctx) == {"star.M": (MODEL, ["M", "tensorflow.keras.Model"])}
+
+
+def test_name_collisions_prefer_the_files_own_folder(tmp_path):
+    for d, base in (("one", "keras.Model"), ("two", "object")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "nets.py").write_text(f"import keras\n\nclass Net({base}):\n    pass\n")
+        (tmp_path / d / "train.py").write_text("from nets import Net\n")
+    one = project_context_for_file(str(tmp_path / "one" / "train.py"))
+    two = project_context_for_file(str(tmp_path / "two" / "train.py"))
+    assert facts(one) == {"nets.Net": (MODEL, ["Net", "keras.Model"])}
+    assert facts(two) == {}
+
+
+def test_broken_sibling_never_stops_the_file(tmp_path):
+    (tmp_path / "nets.py").write_bytes(b"def broken(:\n\x00\xff")
+    (tmp_path / "train.py").write_text("from nets import Net\nimport tensorflow as tf\n")
+    assert facts(project_context_for_file(str(tmp_path / "train.py"))) == {}
+
+
+@pytest.mark.parametrize("src,hit", [
+    (b"import tensorflow as tf\n", True),
+    (b"from tensorflow import keras\n", True),
+    (b"import os, keras\n", True),
+    (b"    from keras.layers import Dense\n", True),
+    (b"import tf_keras as keras\n", True),
+    (b'{"source": ["import tensorflow as tf\\n"]}', True),
+    (b"import numpy as np\n# tensorflow is great\n", False),
+    (b"x = 'keras'\n", False),
+    (b"import tensorflowx\n", False),
+])
+def test_tf_regex(src, hit):
+    assert uses_tf(src) is hit
