@@ -138,6 +138,14 @@ DATASET_SOURCES = {
     "tensorflow.data.FixedLengthRecordDataset",
     "tensorflow.data.experimental.make_csv_dataset",
 }
+# Sources whose number of elements TensorFlow knows when the pipeline is
+# built (Dataset.cardinality()): sharded with an equal take, which costs
+# nothing per element.
+KNOWN_SIZE_SOURCES = {
+    "tensorflow.data.Dataset.from_tensor_slices",
+    "tensorflow.data.Dataset.from_tensors",
+    "tensorflow.data.Dataset.range",
+}
 # Sources whose elements are files: sharded by file, nothing dropped (an
 # equal-count cut would drop whole files).
 FILE_LEVEL_SOURCES = {"tensorflow.data.Dataset.list_files"}

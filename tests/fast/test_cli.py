@@ -157,7 +157,7 @@ def test_single_file_uses_sibling_modules(tmp_path, capsysbinary):
     assert out == with_siblings.data
     assert "(pattern: Keras)" in err
     alone = convert_source((tmp_path / "train.py").read_bytes(), "train.py")
-    assert alone.status == "unchanged"  # without the sibling, Net() is not known to be a model
+    assert alone.no_training  # without the sibling, Net() is not known to be a model
 
 
 def test_check_passes_files_without_tensorflow(tmp_path, capsysbinary):

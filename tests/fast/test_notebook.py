@@ -200,7 +200,7 @@ def test_notebook_uses_the_project_modules(tmp_path, capsysbinary):
              ("code", "net = Net()\nnet.fit(tf.data.Dataset.range(4), epochs=1)")]
     nbformat.write(make_nb(cells), str(root / "nb.ipynb"))
     alone = convert(root / "nb.ipynb")
-    assert alone.result.status == "unchanged"  # no project facts: Net is unknown
+    assert alone.result.no_training  # no project facts: Net is unknown
     for args in ([str(root / "nb.ipynb"), "-o", str(tmp_path / "single.ipynb")],
                  [str(root), "-o", str(tmp_path / "tree")]):
         assert main(["convert", *args]) == 0

@@ -75,13 +75,12 @@ loss = tf.square(w - 2.0)
 """
 
 
-def test_eval_only_tf1_scripts_are_left_unchanged_with_a_warning():
-    # fixtures/noop/tf1_eval_only and tf1_monitored_eval_only check the bytes.
+def test_eval_only_tf1_scripts_are_not_training():
+    # fixtures/noop/tf1_eval_only and tf1_monitored_eval_only: nothing written.
     for case in ("noop/tf1_eval_only", "noop/tf1_monitored_eval_only"):
         result = _fixture(case)
         assert result.pattern == "Unknown", case
-        assert result.status == "unchanged", case
-        assert [w.rule for w in result.warnings] == ["no-training-loop"], case
+        assert result.no_training and result.data is None, case
 
 
 def test_evaluation_session_next_to_monitored_training_is_pinned_and_flagged():

@@ -62,6 +62,10 @@ class Backend(ABC):
     def shard_dataset(self, dataset: str) -> str: ...
 
     @abstractmethod
+    def shard_dataset_known_size(self, dataset: str) -> str:
+        """Shard a dataset whose cardinality is known, equal share per rank."""
+
+    @abstractmethod
     def shard_files(self, dataset: str) -> str:
         """Shard a dataset of file names by file (nothing dropped)."""
 

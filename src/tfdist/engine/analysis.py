@@ -189,6 +189,7 @@ class Analysis:
         for cd in self.classdefs:
             self._class_fact(cd, set())
         self._type_cache: Dict[int, Set[Type]] = {}
+        self._code_cache: Dict[cst.CSTNode, str] = {}
 
     # ---------------------------------------------------------------- basics
     def line(self, node: cst.CSTNode) -> int:
@@ -230,7 +231,11 @@ class Analysis:
         return None
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        # Rules ask for the same nodes' source many times; nodes are immutable.
+        text = self._code_cache.get(node)
+        if text is None:
+            text = self._code_cache[node] = self.module.code_for_node(node)
+        return text
 
     def enclosing_function(self, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
         for a in self.ancestors(node):

@@ -23,6 +23,10 @@ NAME_KEYS = ("hvd", "hvdk", "tf", "keras")
 LITERAL_PLACEHOLDER = re.compile(r"\{(" + "|".join(NAME_KEYS) + r")\}")
 
 
+# Parsed template expressions, shared across files converted in a process.
+_PARSED: Dict[tuple, cst.BaseExpression] = {}
+
+
 class Unsupported(Exception):
     """A rule cannot convert this file safely. Nothing is written."""
 
@@ -207,7 +211,14 @@ class Context:
         return q + text.replace("\\", "\\\\").replace(q, "\\" + q) + q
 
     def expr(self, template: str, **values: str) -> cst.BaseExpression:
-        return cst.parse_expression(self.fill(template, **values), config=self.module.config_for_parsing)
+        text = self.fill(template, **values)
+        key = (text, self.module.default_newline)
+        node = _PARSED.get(key)
+        if node is None:  # parsed nodes are immutable: safe to share
+            node = _PARSED[key] = cst.parse_expression(text, config=self.module.config_for_parsing)
+            if len(_PARSED) > 4096:
+                _PARSED.clear()
+        return node
 
     def stmts(self, template: str, comment: Optional[str] = None, **values: str) -> List[cst.BaseStatement]:
         text = self.fill(template, **values)

@@ -15,7 +15,6 @@ from .context import LITERAL_PLACEHOLDER, Context, Unsupported
 from .source import BadInput, SourceFile, load
 
 
-NO_TRAINING = "no-training-loop"
 NO_TRAINING_MESSAGE = "no training loop found (no Keras fit, GradientTape step, or TF1 session training): nothing converted"
 
 
@@ -65,10 +64,9 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
         if not _uses_tensorflow(a):
             result.status = F.UNCHANGED
             return result
-        # Nothing to convert is not damage: the file stays as it is (a tree
-        # copies it); single-file mode reports it and exits 2.
-        result.warnings.append(F.Finding(NO_TRAINING, 1, 1, F.WARNING, NO_TRAINING_MESSAGE))
-        return result
+        # Single-file mode refuses (exit 2, nothing written); in a tree the
+        # worker reports such a file as an unchanged helper module and copies it.
+        return _refuse(result, None, NO_TRAINING_MESSAGE)
     if not P.combinable(found):
         lines = "; ".join(e.human() for e in evidence)
         return _refuse(result, evidence[0].line,
@@ -92,10 +90,9 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
     except Unsupported as e:
         return _refuse(result, e.line, e.message)
     code = new_module.code
-    try:  # safety net: never hand out code that does not parse
-        cst.parse_module(code)
-        compile(code, path, "exec")
-    except (cst.ParserSyntaxError, SyntaxError) as e:  # pragma: no cover - a bug in a rule
+    try:  # safety net: never hand out code that Python would not accept
+        compile(code, path, "exec", dont_inherit=True)
+    except SyntaxError as e:  # pragma: no cover - a bug in a rule
         return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
     result.code = code
     result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice

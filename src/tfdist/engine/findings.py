@@ -66,7 +66,7 @@ class FileResult:
     @property
     def no_training(self) -> bool:
         """A TensorFlow file in which no training loop was found."""
-        return any(w.rule == "no-training-loop" for w in self.warnings)
+        return self.status == UNSUPPORTED and (self.error or "").startswith("no training loop found")
 
     @property
     def changed(self) -> bool:

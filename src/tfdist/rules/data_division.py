@@ -2,9 +2,9 @@
 the steps, so one epoch still covers the data set once.
 
 Sharding happens right at the tf.data source (before any shuffle or random
-map, so the ranks' shards are disjoint) and drops the last ``len % size``
-elements so every rank gets the same number of batches: ranks that disagree
-on the number of steps deadlock in an allreduce.
+map, so the ranks' shards are disjoint) and gives every rank exactly
+``len // size`` elements, so every rank runs the same number of batches:
+ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
@@ -37,7 +37,11 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             ctx.change(src, RULE, f"{what}: files sharded by rank")
             ctx.warn(src, RULE, "sharded by file: each rank must get the same number of records, or a rank will wait in an allreduce (shard records instead if the files differ in size)")
             continue
-        new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src)))
+        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES):
+            template = ctx.backend.shard_dataset_known_size(source(ctx.module, src))
+        else:
+            template = ctx.backend.shard_dataset(source(ctx.module, src))
+        new = ctx.expr(template)
         ctx.plan.replace(src, lambda old, new=new: new)
         ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
     return True
