@@ -13,7 +13,7 @@ time_short), so TensorFlow's import and graph tracing cancel out. Steps and
 times come from tfdist's probe (optimizer.iterations and the process's
 elapsed time), the slowest rank counting.
 
-    python benchmarks/steps_per_second.py [--repeats 3] [--short 2] [--long 40]
+    python benchmarks/steps_per_second.py [--repeats 3] [--short 2] [--long 120]
 
 Needs the runtime stack (bash scripts/setup_runtime.sh) and runs with its
 python. Not a test: it prints figures. Run it on a quiet machine: other load
@@ -61,10 +61,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--short", type=int, default=2)
-    p.add_argument("--long", type=int, default=40)
+    p.add_argument("--long", type=int, default=120)
     args = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tfdist-bench-"))
-    print(f"{'example':8} {'np':>2} {'converted steps/s':>18} {'hand-written steps/s':>21} {'ratio':>6}")
+    print(f"{'example':8} {'np':>2} {'converted steps/s':>18} {'hand-written steps/s':>21} {'ratio':>6}"
+          f"   (each: median of {args.repeats}, [min-max])")
     for name, example, handwritten in PAIRS:
         result = convert_file(example)
         assert result.status == "converted", result.error
@@ -76,7 +77,9 @@ def main() -> int:
                 conv.append(rate(converted, np, args.short, args.long, work))
                 hand.append(rate(handwritten, np, args.short, args.long, work))
             c, h = statistics.median(conv), statistics.median(hand)
-            print(f"{name:8} {np:>2} {c:>18.1f} {h:>21.1f} {c / h:>6.3f}", flush=True)
+            print(f"{name:8} {np:>2} {c:>18.1f} {h:>21.1f} {c / h:>6.3f}"
+                  f"   converted [{min(conv):.0f}-{max(conv):.0f}], hand-written [{min(hand):.0f}-{max(hand):.0f}]",
+                  flush=True)
     return 0
 
 
