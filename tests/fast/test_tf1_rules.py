@@ -227,3 +227,4 @@ with tf.train.MonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=100), sa
     code = result.code
     assert 'saver_hook = tf.train.CheckpointSaverHook("ckpt", save_steps=10) if hvd.rank() == 0 else None' in code
     assert "*([saver_hook] if hvd.rank() == 0 else [])]" in code
+

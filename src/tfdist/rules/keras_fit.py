@@ -210,6 +210,11 @@ def _callbacks(ctx, call: cst.Call) -> None:
         ctx.change(call, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks added")
         return
     value = arg.value
+    if isinstance(value, cst.Name) and value.value == "None":  # same as absent
+        new = ctx.expr("[" + ", ".join(first) + "]")
+        ctx.plan.replace(value, lambda old: new)
+        ctx.change(value, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks added")
+        return
     if isinstance(value, cst.List):
         _callback_list(ctx, value)
         return
