@@ -28,7 +28,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from ..engine import findings as F
 from . import index as I
 from .walk import Entry, walk
-from .worker import NO_TF_NOTE, convert_one, write_atomic
+from .worker import NO_TF_NOTE, convert_one, replace_atomically, write_atomic
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3
 ORDER = (F.CONVERTED, F.UNCHANGED, F.ALREADY, F.UNSUPPORTED, F.FAILED)
@@ -516,21 +516,7 @@ def _kind(path: str) -> str:
 
 
 def _copy(src: str, dst: str) -> None:
-    """Byte-identical copy (mode bits too), via a temporary file."""
+    """Byte-identical copy (mode bits too), streamed, via a temporary file."""
     import shutil
 
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".tfdist-", suffix=".tmp", dir=os.path.dirname(dst))
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        shutil.copymode(src, tmp)
-        os.replace(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_atomically(dst, lambda tmp: shutil.copyfile(src, tmp), mode_from=src)

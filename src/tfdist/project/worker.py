@@ -25,16 +25,15 @@ class WriteError(Exception):
     pass
 
 
-def write_atomic(path: str, data: bytes, mode_from: Optional[str] = None) -> None:
-    """Write via a temporary file in the same folder and os.replace: never half-written."""
+def replace_atomically(path: str, fill, mode_from: Optional[str] = None) -> None:
+    """Create ``path`` via a temporary file in the same folder, filled by
+    ``fill(tmp_path)``, then os.replace: the target is never half-written."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tfdist-", suffix=".tmp", dir=directory)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        fill(tmp)
         if mode_from:
             try:
                 os.chmod(tmp, os.stat(mode_from).st_mode & 0o7777)
@@ -47,6 +46,18 @@ def write_atomic(path: str, data: bytes, mode_from: Optional[str] = None) -> Non
         except OSError:
             pass
         raise
+
+
+def write_atomic(path: str, data: bytes, mode_from: Optional[str] = None) -> None:
+    """Write bytes atomically (see replace_atomically)."""
+
+    def fill(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    replace_atomically(path, fill, mode_from)
 
 
 def decode(data: bytes) -> str:
