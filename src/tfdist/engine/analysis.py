@@ -171,6 +171,8 @@ class Analysis:
         self.classdefs: List[cst.ClassDef] = []
         self.functions: Dict[str, List[cst.FunctionDef]] = {}
         self.for_loops: List[cst.For] = []
+        self.while_loops: List[cst.While] = []
+        self.assigns: List[cst.Assign] = []
         for node in self._pos:
             if isinstance(node, cst.Call):
                 self.calls.append(node)
@@ -182,8 +184,12 @@ class Analysis:
                 self.functions.setdefault(node.name.value, []).append(node)
             elif isinstance(node, cst.For):
                 self.for_loops.append(node)
+            elif isinstance(node, cst.While):
+                self.while_loops.append(node)
+            elif isinstance(node, cst.Assign):
+                self.assigns.append(node)
         # Source order (metadata mappings are unordered).
-        for lst in (self.calls, self.withs, self.classdefs, self.for_loops):
+        for lst in (self.calls, self.withs, self.classdefs, self.for_loops, self.while_loops, self.assigns):
             lst.sort(key=lambda n: (self.line(n), self.col(n)))
         self.classes: Dict[str, ClassFact] = {}
         for cd in self.classdefs:
@@ -469,8 +475,8 @@ class Analysis:
     def describe_types(self) -> List[str]:
         """``name: kind (line N)`` for every module or function binding with a known type."""
         out = []
-        for node in self._pos:
-            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        for node in self.assigns:
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 ts = self.types(node.value)
                 if ts:
                     kinds = ", ".join(sorted({f"{t.kind} ({t.name})" if t.name else t.kind for t in ts}))

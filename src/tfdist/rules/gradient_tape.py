@@ -82,7 +82,7 @@ def gradient_names(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
                 break
             if isinstance(anc, cst.BaseStatement):
                 break
-    assigns = [n for n in a._pos if isinstance(n, cst.Assign)]
+    assigns = a.assigns
     for call in a.calls:  # grads = helper_that_returns_gradients(...)
         if isinstance(call.func, cst.Name) and call.func.value in returning:
             for anc in a.ancestors(call):

@@ -226,8 +226,7 @@ def divide_step_loops(ctx, sharded: bool, data_names: Set[str] = frozenset()) ->
     """
     a = ctx.a
     train_ops = train_op_names(a)
-    loops = [n for n in a._pos if isinstance(n, (cst.For, cst.While))]
-    loops.sort(key=lambda n: (a.line(n), a.col(n)))
+    loops = sorted(a.for_loops + a.while_loops, key=lambda n: (a.line(n), a.col(n)))
     training = [l for l in loops if runs_train_op(a, l.body, train_ops)]
     innermost = [l for l in training
                  if not any(o is not l and any(x is l for x in a.ancestors(o)) for o in training)]
