@@ -214,10 +214,11 @@ def test_killed_in_place_run_leaves_each_file_original_or_converted(tmp_path, ca
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill once some (not all) files are replaced
-        done = sum(1 for p in changing if Path(str(p) + ".orig").exists())
+        # (the backup is written before the replacement, so count replaced contents, not backups)
+        done = sum(1 for p in changing if p.read_bytes() != originals[p])
         if done >= 3 or proc.poll() is not None:
             break
-        time.sleep(0.01)
+        time.sleep(0.005)
     os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its workers, mid-write or not
     proc.wait()
     n_conv = n_orig = 0
