@@ -9,20 +9,15 @@ returns one -- and it never guesses: an unknown value has no type.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import (
-    MetadataWrapper,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
 
 from .. import apis
+from . import positions
 from .names import canonical
+from .scopes import ModuleScopes, iter_children
 
 # Kinds of objects tfdist tracks.
 MODEL = "keras.Model"
@@ -115,100 +110,53 @@ class ProjectContext:
         return ".".join([*parts, rest]) if parts else rest
 
 
-_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _parent_map(module: cst.Module) -> Dict[cst.CSTNode, cst.CSTNode]:
-    """child -> parent for every node, by reading the node dataclasses' fields.
-
-    Gives exactly ParentNodeProvider's mapping without its visitor, which
-    rebuilds every node on the way (it was ~1/6 of a whole conversion).
-    """
-    out: Dict[cst.CSTNode, cst.CSTNode] = {}
-    stack: List[cst.CSTNode] = [module]
-    node_type = cst.CSTNode
-    while stack:
-        node = stack.pop()
-        names = _CHILD_FIELDS.get(type(node))
-        if names is None:
-            names = _CHILD_FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
-        for name in names:
-            value = getattr(node, name)
-            if isinstance(value, node_type):
-                out[value] = node
-                stack.append(value)
-            elif isinstance(value, (tuple, list)):
-                for child in value:
-                    if isinstance(child, node_type):
-                        out[child] = node
-                        stack.append(child)
-    return out
-
-
-def _unlazy(value):
-    # LibCST may hand back lazily computed metadata; unwrap it.
-    if value is not None and type(value).__name__ == "LazyValue":
-        return value()
-    return value
-
-
 class Analysis:
     def __init__(self, module: cst.Module, project: Optional[ProjectContext] = None):
-        self.wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.module = self.wrapper.module
+        self.module = module
         self.project = project or ProjectContext()
-        resolved = self.wrapper.resolve_many([QualifiedNameProvider, ScopeProvider, PositionProvider])
-        self._qn = resolved[QualifiedNameProvider]
-        self._scopes = resolved[ScopeProvider]
-        self._pos = resolved[PositionProvider]
-        self._parents = _parent_map(self.module)  # same map as ParentNodeProvider, ~10x faster
-        self._access: Dict[cst.Name, object] = {}
-        for scope in {s for s in self._scopes.values() if s is not None}:
-            for access in scope.accesses:
-                self._access.setdefault(access.node, access)
-        self.calls: List[cst.Call] = []
-        self.withs: List[cst.With] = []
-        self.classdefs: List[cst.ClassDef] = []
+        self.scopes = ModuleScopes(module)  # parents, scopes, bindings: one walk
+        self._parents = self.scopes.parents
+        self._pos, self.text = positions.compute(module)  # the text is module.code
+        by_type = self.scopes.by_type
+
+        def ordered(*types):
+            nodes = [n for t in types for n in by_type.get(t, ())]
+            nodes.sort(key=self._start)
+            return nodes
+
+        self.calls: List[cst.Call] = ordered(cst.Call)
+        self.withs: List[cst.With] = ordered(cst.With)
+        self.classdefs: List[cst.ClassDef] = ordered(cst.ClassDef)
         self.functions: Dict[str, List[cst.FunctionDef]] = {}
-        self.for_loops: List[cst.For] = []
-        self.while_loops: List[cst.While] = []
-        self.assigns: List[cst.Assign] = []
-        for node in self._pos:
-            if isinstance(node, cst.Call):
-                self.calls.append(node)
-            elif isinstance(node, cst.With):
-                self.withs.append(node)
-            elif isinstance(node, cst.ClassDef):
-                self.classdefs.append(node)
-            elif isinstance(node, cst.FunctionDef):
-                self.functions.setdefault(node.name.value, []).append(node)
-            elif isinstance(node, cst.For):
-                self.for_loops.append(node)
-            elif isinstance(node, cst.While):
-                self.while_loops.append(node)
-            elif isinstance(node, cst.Assign):
-                self.assigns.append(node)
-        # Source order (metadata mappings are unordered).
-        for lst in (self.calls, self.withs, self.classdefs, self.for_loops, self.while_loops, self.assigns):
-            lst.sort(key=lambda n: (self.line(n), self.col(n)))
+        for fdef in ordered(cst.FunctionDef):
+            self.functions.setdefault(fdef.name.value, []).append(fdef)
+        self.for_loops: List[cst.For] = ordered(cst.For)
+        self.while_loops: List[cst.While] = ordered(cst.While)
+        self.assigns: List[cst.Assign] = ordered(cst.Assign)
+        self.imports: List[cst.CSTNode] = ordered(cst.Import, cst.ImportFrom)
         self.classes: Dict[str, ClassFact] = {}
         for cd in self.classdefs:
             self._class_fact(cd, set())
         self._type_cache: Dict[int, Set[Type]] = {}
         self._code_cache: Dict[cst.CSTNode, str] = {}
 
+    def _start(self, node: cst.CSTNode):
+        # Source order; of two nodes starting together (``a.b().c()``) the
+        # inner, shorter one first.
+        return self._pos.get(node) or (0, 0, 0, 0)
+
     # ---------------------------------------------------------------- basics
     def line(self, node: cst.CSTNode) -> int:
         p = self._pos.get(node)
-        return p.start.line if p else 0
+        return p[0] if p else 0
 
     def end_line(self, node: cst.CSTNode) -> int:
         p = self._pos.get(node)
-        return p.end.line if p else 0
+        return p[2] if p else 0
 
     def col(self, node: cst.CSTNode) -> int:
         p = self._pos.get(node)
-        return p.start.column + 1 if p else 0
+        return p[1] + 1 if p else 0
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self._parents.get(node)
@@ -221,8 +169,7 @@ class Analysis:
 
     def qualified(self, node: cst.CSTNode) -> Set[str]:
         """Raw qualified names (relative imports made absolute)."""
-        names = _unlazy(self._qn.get(node)) or ()
-        return {self.project.absolute(q.name) for q in names}
+        return {self.project.absolute(q) for q in self.scopes.qualified(node)}
 
     def names(self, node: cst.CSTNode) -> Set[str]:
         """Canonical qualified names of a Name/Attribute/Call (its callee)."""
@@ -317,15 +264,9 @@ class Analysis:
         value is None when the binding is not a plain ``name = value`` (a
         parameter, a loop target, an import...).
         """
-        access = self._access.get(name)
-        if access is not None:
-            referents = access.referents
-        else:
-            scope = _unlazy(self._scopes.get(name))
-            referents = scope[name.value] if scope is not None and name.value in scope else ()
         out = []
-        for ref in referents:
-            node = getattr(ref, "node", None)
+        for ref in self.scopes.lookup(name):
+            node = ref.node
             if not isinstance(node, cst.Name):
                 out.append((node, None))
                 continue
@@ -484,21 +425,24 @@ class Analysis:
         return [d for _, d in sorted(out)]
 
 
+# Where a return statement can be, below a function body (expressions cannot hold one).
+_STATEMENT_CONTAINERS = (cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler,
+                         cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase)
+_STATEMENT_PARTS = _STATEMENT_CONTAINERS + (cst.Return,)
+
+
 def _returns(fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
     out: List[cst.BaseExpression] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):  # nested functions return for themselves
-            return node is fdef
-
-        def visit_ClassDef(self, node):
-            return False
-
-        def visit_Return(self, node):
+    stack: List[cst.CSTNode] = [fdef.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
             if node.value is not None:
                 out.append(node.value)
-
-    fdef.visit(V())
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue  # nested functions return for themselves
+        elif isinstance(node, _STATEMENT_CONTAINERS):
+            stack.extend(reversed([c for c in iter_children(node) if isinstance(c, _STATEMENT_PARTS)]))
     return out
 
 

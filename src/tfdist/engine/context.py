@@ -54,11 +54,7 @@ class ImportScheduler:
         self.requested: List[Tuple[str, str]] = []  # (module, alias) to insert
 
     def _global_names(self) -> set:
-        names = set()
-        for scope in {s for s in self.a._scopes.values() if s is not None}:
-            if type(scope).__name__ == "GlobalScope":
-                names |= {a.name for a in scope.assignments}
-        return names
+        return set(self.a.scopes.module_scope.bindings)
 
     def _scan(self) -> None:
         body = self.module.body
@@ -159,7 +155,7 @@ class Context:
         self.patterns: set = set()
         self.needs_tf_api = False  # Keras code that also needs horovod.tensorflow
         self.keras_flavor = "tf.keras"
-        self.quote = _preferred_quote(self.module)
+        self.quote = _preferred_quote(self.a.scopes.by_type.get(cst.SimpleString, ()))
         self._names: Dict[str, str] = {}
         # Nodes already handled, so rules sharing them never edit twice.
         self.sharded: set = set()
@@ -240,17 +236,12 @@ class Context:
         return self.a.code(node)
 
 
-def _preferred_quote(module: cst.Module) -> str:
+def _preferred_quote(strings) -> str:
     single = double = 0
-
-    class V(cst.CSTVisitor):
-        def visit_SimpleString(self, node):
-            nonlocal single, double
-            q = node.quote
-            if q == "'":
-                single += 1
-            elif q == '"':
-                double += 1
-
-    module.visit(V())
+    for node in strings:
+        q = node.quote
+        if q == "'":
+            single += 1
+        elif q == '"':
+            double += 1
     return "'" if single > double else '"'

@@ -20,7 +20,7 @@ NO_TRAINING_MESSAGE = "no training loop found (no Keras fit, GradientTape step, 
 
 def _distribution_markers(a: Analysis) -> List[str]:
     out = []
-    for node in a._pos:
+    for node in a.imports:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 if a.code(alias.name).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
@@ -45,8 +45,8 @@ def analyse(src: SourceFile, project: Optional[ProjectContext] = None):
 
 def convert(src: SourceFile, backend: str = "horovod", project: Optional[ProjectContext] = None) -> F.FileResult:
     path = src.path
-    text = src.module.code
     a, evidence = analyse(src, project)
+    text = a.text  # the module's code, from the position pass
     found = {e.pattern for e in evidence}
     pattern = P.join_all(e.pattern for e in evidence)
     result = F.FileResult(path=path, status=F.UNCHANGED, pattern=pattern, code=text, data=src.data,
@@ -103,7 +103,7 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
 
 
 def _uses_tensorflow(a: Analysis) -> bool:
-    for node in a._pos:
+    for node in a.imports:
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             text = a.code(node)
             if "tensorflow" in text or "keras" in text:

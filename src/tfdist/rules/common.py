@@ -7,6 +7,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from ..engine.scopes import walk
+
 Keywords = Union[str, Tuple[str, ...]]
 
 
@@ -122,24 +124,8 @@ def method_name(call: cst.Call) -> Optional[str]:
 
 
 def mentions(node: cst.CSTNode, names) -> bool:
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            nonlocal found
-            if n.value in names:
-                found = True
-
-    node.visit(V())
-    return found
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 
 
 def calls_in(node: cst.CSTNode) -> List[cst.Call]:
-    out: List[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n):
-            out.append(n)
-
-    node.visit(V())
-    return out
+    return [n for n in walk(node) if isinstance(n, cst.Call)]

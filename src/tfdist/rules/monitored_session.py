@@ -197,13 +197,12 @@ def _element_uses(a: A.Analysis, hook: cst.Call):
     if not (isinstance(par, cst.Assign) and len(par.targets) == 1 and isinstance(par.targets[0].target, cst.Name)):
         return None
     name = par.targets[0].target
-    scope = a._scopes.get(name)
     out = []
-    for assignment in (scope.assignments[name.value] if scope is not None else ()):
-        if assignment.node is not name:
+    for binding in a.scopes.lookup(name):
+        if binding.node is not name:
             continue
-        for access in assignment.references:
-            elem = a.parent(access.node)
+        for access in a.scopes.references(name):
+            elem = a.parent(access)
             if not (isinstance(elem, cst.Element) and isinstance(a.parent(elem), cst.List)):
                 return None
             out.append(elem)

@@ -7,6 +7,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine.scopes import walk
 from . import data_division, lr_scaling
 from .common import append_arg, calls_in, find_arg, kwarg, mentions, method_name, positional, receiver
 
@@ -205,16 +206,8 @@ def _until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
     """``while True:`` ended by tf.errors.OutOfRangeError (the data runs out)."""
     if not (isinstance(loop.test, cst.Name) and loop.test.value == "True"):
         return False
-    found = False
-
-    class V(cst.CSTVisitor):
-        def visit_ExceptHandler(self, node):
-            nonlocal found
-            if node.type is not None and "OutOfRangeError" in a.code(node.type):
-                found = True
-
-    loop.visit(V())
-    return found
+    return any(isinstance(n, cst.ExceptHandler) and n.type is not None and "OutOfRangeError" in a.code(n.type)
+               for n in walk(loop))
 
 
 def divide_step_loops(ctx, sharded: bool, data_names: Set[str] = frozenset()) -> List[cst.Call]:
@@ -255,13 +248,7 @@ def _depends_on(a: A.Analysis, expr, names: Set[str], depth: int = 0) -> bool:
         return False
     if mentions(expr, names):
         return True
-    used: List[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            used.append(n)
-
-    expr.visit(V())
+    used = [n for n in walk(expr) if isinstance(n, cst.Name)]
     for n in used:
         for _, value in a.assigned_values(n):
             if value is not None and _depends_on(a, value, names, depth + 1):

@@ -1,0 +1,157 @@
+"""tfdist's own scope walk and position pass against LibCST's providers.
+
+The engine used LibCST's ScopeProvider / QualifiedNameProvider /
+PositionProvider until they turned out to be half of every conversion; it
+now computes the same facts itself. These tests hold it to LibCST's
+answers on real code (fixtures, examples, tfdist's own source), and pin the
+scoping rules that matter with a table of small cases.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+
+from tfdist.engine import positions
+from tfdist.engine.scopes import ModuleScopes, dotted, walk
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = sorted(
+    glob.glob(os.path.join(ROOT, "tests", "fast", "fixtures", "**", "*.py"), recursive=True)
+    + glob.glob(os.path.join(ROOT, "examples", "*.py"))
+    + glob.glob(os.path.join(ROOT, "src", "tfdist", "**", "*.py"), recursive=True)
+)
+
+
+def _modules():
+    for path in CORPUS:
+        with open(path, "rb") as f:
+            yield path, cst.parse_module(f.read())
+
+
+def test_corpus_is_there():
+    assert len(CORPUS) > 100
+
+
+def test_positions_equal_libcst_position_provider():
+    compared = 0
+    for path, module in _modules():
+        spans, code = positions.compute(module)
+        assert code == module.code, path
+        theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        for node, r in theirs.items():
+            assert spans[node] == (r.start.line, r.start.column, r.end.line, r.end.column), (path, node)
+            compared += 1
+    assert compared > 100_000
+
+
+def _unlazy(value):
+    return value() if type(value).__name__ == "LazyValue" else value
+
+
+def _dotted_import_heads(module):
+    """Names bound by ``import a.b`` (LibCST resolves only the full chain)."""
+    out = set()
+    for node in walk(module):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                if alias.asname is None and isinstance(alias.name, cst.Attribute):
+                    out.add(dotted(alias.name).split(".")[0])
+    return out
+
+
+def _nonlocal_names(module):
+    # LibCST leaves uses of nonlocal names unresolved; tfdist resolves them.
+    return {item.name.value for node in walk(module) if isinstance(node, cst.Nonlocal) for item in node.names}
+
+
+def test_qualified_names_equal_libcst_for_names_and_attribute_chains():
+    compared = extra = 0
+    for path, module in _modules():
+        theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
+        ours = ModuleScopes(module)
+        excused = _dotted_import_heads(module) | _nonlocal_names(module)
+        for node, names in theirs.items():
+            if not isinstance(node, (cst.Name, cst.Attribute)) or dotted(node) is None:
+                continue  # LibCST also names chains through calls (``f().g``); tfdist does not
+            if isinstance(node, cst.Name) and node not in ours.scope_of:
+                continue  # not a use or a target (an import alias, a keyword...)
+            expected = {q.name for q in _unlazy(names)}
+            got = ours.qualified(node)
+            if expected:
+                assert got == expected, (path, module.code_for_node(node))
+            elif got:
+                assert dotted(node).split(".")[0] in excused, (path, module.code_for_node(node), got)
+                extra += 1
+            compared += 1
+    assert compared > 20_000
+
+
+# (source, the expression whose qualified names are asked: the argument of the last ``use(...)``, expected)
+CASES = [
+    ("import tensorflow as tf\nuse(tf.keras.Model)", {"tensorflow.keras.Model"}),
+    ("from tensorflow import keras\nuse(keras.optimizers.Adam)", {"tensorflow.keras.optimizers.Adam"}),
+    ("from tensorflow.keras.optimizers import Adam as A\nuse(A)", {"tensorflow.keras.optimizers.Adam"}),
+    ("import tensorflow.compat.v1\nuse(tensorflow.compat.v1.Session)", {"tensorflow.compat.v1.Session"}),
+    ("from .nets import Net\nuse(Net)", {".nets.Net"}),
+    ("from .. import nets\nuse(nets.Net)", {"..nets.Net"}),
+    ("from . import nets\nuse(nets.Net)", {".nets.Net"}),
+    ("use(print)", {"builtins.print"}),
+    ("use(undefined_name)", set()),
+    # a local shadows the import inside the function only
+    ("import tensorflow as tf\ndef f():\n    tf = 1\n    use(tf.x)", {"f.<locals>.tf.x"}),
+    ("import tensorflow as tf\ndef f():\n    tf = 1\nuse(tf.x)", {"tensorflow.x"}),
+    # class bodies are not visible from their methods
+    ("import tensorflow as tf\nclass C:\n    tf = 1\n    def m(self):\n        use(tf.x)", {"tensorflow.x"}),
+    ("class C:\n    import tensorflow as tf\n    use(tf.x)", {"tensorflow.x"}),
+    # global declarations bind in the module
+    ("def f():\n    global tf\n    import tensorflow as tf\nuse(tf.x)", {"tensorflow.x"}),
+    # a use sees every binding made before it in its own scope (not only the last)...
+    ("import numpy as x\nx = 1\nuse(x)", {"numpy", "x"}),
+    ("import numpy as x\nuse(x)\nx = 1", {"numpy"}),
+    # ...falls back outside when there are only later ones...
+    ("import numpy as x\ndef f():\n    use(x)\n    x = 1", {"numpy"}),
+    # ...and a nested scope sees them all
+    ("import numpy as x\ndef f():\n    use(x)\nx = 1", {"numpy", "x"}),
+    # comprehension variables are their own scope; the first iterable is outside
+    ("import numpy as i\n[i for i in range(3)]\nuse(i)", {"numpy"}),
+    ("import numpy as np\nuse([np.x for i in range(3)][0])", set()),
+    # parameters
+    ("def f(tf):\n    use(tf.x)", {"f.<locals>.tf.x"}),
+    ("import tensorflow as tf\ndef f(a=tf.x):\n    pass\nuse(f)", {"f"}),
+    # except ... as, with ... as
+    ("try:\n    pass\nexcept E as e:\n    use(e)", {"e"}),
+    ("with open('f') as fh:\n    use(fh)", {"fh"}),
+    # class and function qualified names follow PEP 3155
+    ("def make():\n    class Net:\n        pass\n    use(Net)", {"make.<locals>.Net"}),
+    ("class A:\n    class B:\n        pass\n    use(B)", {"A.B"}),
+]
+
+
+@pytest.mark.parametrize("source,expected", CASES, ids=[c[0].replace("\n", "; ")[:60] for c in CASES])
+def test_scoping_table(source, expected):
+    module = cst.parse_module(source + "\n")
+    uses = [n for n in walk(module) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "use"]
+    arg = uses[-1].args[0].value
+    assert ModuleScopes(module).qualified(arg) == expected
+
+
+@pytest.mark.parametrize("source,expected", CASES, ids=[c[0].replace("\n", "; ")[:60] for c in CASES])
+def test_scoping_table_agrees_with_libcst(source, expected):
+    """The table is LibCST's behaviour, not just tfdist's opinion of it."""
+    module = cst.parse_module(source + "\n")
+    uses = [n for n in walk(module) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "use"]
+    arg = uses[-1].args[0].value
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
+    assert {q.name for q in _unlazy(theirs.get(arg, ()))} == expected
+
+
+def test_references_are_the_uses_of_one_binding():
+    module = cst.parse_module("h = Hook()\nhooks = [h, other]\nh2 = h\ndef f():\n    return h\n")
+    s = ModuleScopes(module)
+    target = module.body[0].body[0].targets[0].target
+    refs = s.references(target)
+    assert len(refs) == 3 and all(r.value == "h" for r in refs)
