@@ -86,7 +86,7 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
         for rule in CROSS_CUTTING_RULES:
             rule.apply(ctx)
         SETUP_RULE.apply(ctx)
-        new_module = ctx.plan.apply(src.module)
+        new_module = ctx.plan.apply(src.module, a._parents)
     except Unsupported as e:
         return _refuse(result, e.line, e.message)
     code = new_module.code

@@ -4,12 +4,13 @@ Rules never build a new module; they record what should change, keyed on the
 *original* CST nodes: replace a node (a function of its already-updated
 form, so edits of a node and of its children compose), insert statements
 before/after a statement, or put a statement under a guard. The applier
-walks the tree once.
+walks the tree once, and only down the paths that lead to an edit: the
+rest of the tree is reused as it is, not rebuilt.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Mapping, Optional, Set
 
 import libcst as cst
 
@@ -42,8 +43,25 @@ class EditPlan:
     def is_empty(self) -> bool:
         return not (self.replacements or self.before or self.after or self.guards)
 
-    def apply(self, module: cst.Module) -> cst.Module:
-        return module.visit(_Applier(self))
+    def apply(self, module: cst.Module, parents: Optional[Mapping[cst.CSTNode, cst.CSTNode]] = None) -> cst.Module:
+        """The edited module. With ``parents`` (child -> parent), only the
+        ancestors of edited nodes are descended into."""
+        return module.visit(_Applier(self, self._paths(module, parents) if parents is not None else None))
+
+    def _paths(self, module, parents) -> Optional[Set[cst.CSTNode]]:
+        """Every strict ancestor of an edited node; None when one is not in parents."""
+        on_path: Set[cst.CSTNode] = set()
+        for group in (self.replacements, self.before, self.after, self.guards):
+            for node in group:
+                if node is module:
+                    continue
+                parent = parents.get(node)
+                if parent is None:
+                    return None  # not a node the map knows: walk everything
+                while parent is not None and parent not in on_path:
+                    on_path.add(parent)
+                    parent = parents.get(parent)
+        return on_path
 
 
 def _split_leading(stmt: cst.BaseStatement):
@@ -60,13 +78,19 @@ def _has_comment(stmt) -> bool:
 
 
 class _Applier(cst.CSTTransformer):
-    def __init__(self, plan: EditPlan):
+    def __init__(self, plan: EditPlan, on_path: Optional[Set[cst.CSTNode]] = None):
         super().__init__()
         self.plan = plan
+        self.on_path = on_path
+
+    def on_visit(self, node) -> bool:
+        return self.on_path is None or node in self.on_path
 
     def on_leave(self, original, updated):
         for fn in self.plan.replacements.get(original, ()):
             updated = fn(updated)
+        if self.on_path is not None and original not in self.on_path:
+            return updated  # no statement of this block was edited
         if isinstance(updated, (cst.Module, cst.IndentedBlock)) and isinstance(original, (cst.Module, cst.IndentedBlock)):
             updated = updated.with_changes(body=self._body(original.body, updated.body))
         return updated
