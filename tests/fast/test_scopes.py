@@ -16,7 +16,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
 from tfdist.engine import positions
-from tfdist.engine.scopes import ModuleScopes, dotted, walk
+from tfdist.engine.names import dotted
+from tfdist.engine.scopes import ModuleScopes, walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = sorted(
@@ -131,20 +132,26 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("source,expected", CASES, ids=[c[0].replace("\n", "; ")[:60] for c in CASES])
-def test_scoping_table(source, expected):
+IDS = [c[0].replace("\n", "; ")[:60] for c in CASES]
+
+
+def _last_use(source: str):
+    """(module, the argument of its last ``use(...)`` call)."""
     module = cst.parse_module(source + "\n")
     uses = [n for n in walk(module) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "use"]
-    arg = uses[-1].args[0].value
+    return module, uses[-1].args[0].value
+
+
+@pytest.mark.parametrize("source,expected", CASES, ids=IDS)
+def test_scoping_table(source, expected):
+    module, arg = _last_use(source)
     assert ModuleScopes(module).qualified(arg) == expected
 
 
-@pytest.mark.parametrize("source,expected", CASES, ids=[c[0].replace("\n", "; ")[:60] for c in CASES])
+@pytest.mark.parametrize("source,expected", CASES, ids=IDS)
 def test_scoping_table_agrees_with_libcst(source, expected):
     """The table is LibCST's behaviour, not just tfdist's opinion of it."""
-    module = cst.parse_module(source + "\n")
-    uses = [n for n in walk(module) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "use"]
-    arg = uses[-1].args[0].value
+    module, arg = _last_use(source)
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
     assert {q.name for q in _unlazy(theirs.get(arg, ()))} == expected
 

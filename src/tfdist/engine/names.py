@@ -1,6 +1,6 @@
 """Resolving what a name in user code refers to, through any import style.
 
-LibCST's QualifiedNameProvider turns ``tf.keras.optimizers.Adam`` (with
+The scope walk (:mod:`.scopes`) turns ``tf.keras.optimizers.Adam`` (with
 ``import tensorflow as tf``), ``keras.optimizers.Adam`` (with ``from
 tensorflow import keras``) and ``Adam`` (with ``from tensorflow.keras.optimizers
 import Adam``) into the same qualified name; :func:`canonical` then folds the

@@ -27,6 +27,8 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from .names import dotted
+
 LOAD, STORE, SKIP, PARAMS, OUTERMOST_FOR = range(5)
 
 # Fields that hold only whitespace, comments or punctuation: never the
@@ -148,14 +150,6 @@ def _builtin(name: str) -> List[Binding]:
         found = _BUILTINS[name] = [Binding(name, None, None)] if hasattr(builtins, name) else []
     return found
 
-
-def dotted(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted(node.value)
-        return f"{base}.{node.attr.value}" if base is not None else None
-    return None
 
 
 class ModuleScopes:
