@@ -9,10 +9,14 @@ a generator-based context manager. The pass also yields the module's code.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
+
+try:  # where LibCST's own PositionProvider takes it from (libcst >= 0.3)
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - a future LibCST moved it: use the provider
+    CodegenState = None
 
 # (start line, start column, end line, end column); lines 1-based, columns 0-based
 Span = Tuple[int, int, int, int]
@@ -41,7 +45,7 @@ class _Syntactic:
         return False
 
 
-class _PositionState(CodegenState):
+class _PositionState(CodegenState or object):
     def __init__(self, module: cst.Module):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line = 1
@@ -76,10 +80,12 @@ class _PositionState(CodegenState):
 
 def compute(module: cst.Module) -> Tuple[Dict[cst.CSTNode, Span], str]:
     """(node -> span, the module's code)."""
+    if CodegenState is None:  # pragma: no cover
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        spans = {n: (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in ranges.items()}
+        return spans, module.code
     state = _PositionState(module)
     module._codegen(state)
     return state.spans, "".join(state.tokens)
-
-
-def span(spans: Dict[cst.CSTNode, Span], node: cst.CSTNode) -> Optional[Span]:
-    return spans.get(node)

@@ -151,7 +151,6 @@ def _builtin(name: str) -> List[Binding]:
     return found
 
 
-
 class ModuleScopes:
     """The walk's results: parents, scopes of names, and every binding."""
 
@@ -249,9 +248,6 @@ class ModuleScopes:
         # Accesses live in the scope they were written in; any scope at or
         # below the binding one may see it.
         return [s for s in self._all_scopes if _is_within(s, scope)]
-
-    def bindings_in(self, scope: Scope, name: str) -> List[Binding]:
-        return self._lookup(scope, name)
 
     # -------------------------------------------------------------- walk
     def _bind(self, scope: Scope, name: str, node, imported: Optional[str] = None) -> None:
