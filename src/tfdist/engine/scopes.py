@@ -214,6 +214,9 @@ class ModuleScopes:
             return set()
         if isinstance(node, cst.Name):
             bindings = self.lookup(node)
+            own = [b for b in bindings if b.node is node]
+            if own:  # a target names what it binds, not the name's other values
+                bindings = own
         else:
             base = node
             while isinstance(base, cst.Attribute):
