@@ -162,3 +162,27 @@ def test_references_are_the_uses_of_one_binding():
     target = module.body[0].body[0].targets[0].target
     refs = s.references(target)
     assert len(refs) == 3 and all(r.value == "h" for r in refs)
+
+
+# Beyond LibCST: a sole ``name = a.b.c`` of an import is followed (the engine asks with follow_aliases=True).
+ALIAS_CASES = [
+    ("import tensorflow as tf\ntf1 = tf.compat.v1\nuse(tf1.train.AdamOptimizer)", {"tensorflow.compat.v1.train.AdamOptimizer"}),
+    ("import tensorflow as tf\nkeras = tf.keras\nuse(keras.Sequential)", {"tensorflow.keras.Sequential"}),
+    ("import tensorflow as tf\nAdam = tf.keras.optimizers.Adam\nuse(Adam)", {"tensorflow.keras.optimizers.Adam"}),
+    ("import tensorflow as tf\nk = tf.keras\nL = k.layers\nuse(L.Dense)", {"tensorflow.keras.layers.Dense"}),
+    ("import tensorflow as tf\ndef main():\n    tf1 = tf.compat.v1\n    use(tf1.Session)", {"tensorflow.compat.v1.Session"}),
+    # not an alias: rebound, or of something that is not imported, or not a plain chain
+    ("import tensorflow as tf\ntf1 = tf.compat.v1\ntf1 = other\nuse(tf1.Session)", {"tf1.Session"}),
+    ("tf1 = make().compat\nuse(tf1.Session)", {"tf1.Session"}),
+    ("x = y.z\nuse(x.Session)", {"x.Session"}),
+    ("import tensorflow as tf\ntf1, b = tf.compat.v1, 2\nuse(tf1.Session)", {"tf1.Session"}),
+]
+
+
+@pytest.mark.parametrize("source,expected", ALIAS_CASES, ids=[c[0].replace("\n", "; ")[:60] for c in ALIAS_CASES])
+def test_aliases_by_assignment_are_followed_when_asked(source, expected):
+    module, arg = _last_use(source)
+    scopes = ModuleScopes(module)
+    assert scopes.qualified(arg, follow_aliases=True) == expected
+    # LibCST's answer (the default) stays a local name
+    assert all(not q.startswith("tensorflow") for q in scopes.qualified(arg))

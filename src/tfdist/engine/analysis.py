@@ -169,7 +169,7 @@ class Analysis:
 
     def qualified(self, node: cst.CSTNode) -> Set[str]:
         """Raw qualified names (relative imports made absolute)."""
-        return {self.project.absolute(q) for q in self.scopes.qualified(node)}
+        return {self.project.absolute(q) for q in self.scopes.qualified(node, follow_aliases=True)}
 
     def names(self, node: cst.CSTNode) -> Set[str]:
         """Canonical qualified names of a Name/Attribute/Call (its callee)."""

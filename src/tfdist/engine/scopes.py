@@ -200,32 +200,80 @@ class ModuleScopes:
             s = s.parent
         return _builtin(name)
 
-    def qualified(self, node: cst.CSTNode) -> set:
+    def qualified(self, node: cst.CSTNode, follow_aliases: bool = False) -> set:
         """LibCST-style qualified names of a Name / Attribute chain / Call's callee.
 
         A Name that is a use resolves as the use does; an attribute chain or
         a call (not uses themselves, for LibCST) through every binding of
         its first name visible from where it is written.
+
+        With ``follow_aliases`` (beyond LibCST), a name whose only binding is
+        ``name = a.b.c`` of an imported module or class stands for what it
+        is assigned: after ``tf1 = tf.compat.v1``, ``tf1.Session`` is
+        ``tensorflow.compat.v1.Session``, not a local name.
         """
         if isinstance(node, cst.Call):
             node = node.func
         full = dotted(node)
         if full is None:
             return set()
+        bindings = self._bindings_of_chain(node)
+        head, dot, tail = full.partition(".")
+        rest = dot + tail
+        out = set()
+        for b in bindings:
+            target = self._imported_names(self._alias_value(b), 1) if follow_aliases else None
+            if target:
+                out |= {n + rest for n in target}
+            else:
+                out.add(b.qualified_name(full, rest))
+        return out
+
+    def _bindings_of_chain(self, node: cst.CSTNode) -> List[Binding]:
         if isinstance(node, cst.Name):
             bindings = self.lookup(node)
             own = [b for b in bindings if b.node is node]
-            if own:  # a target names what it binds, not the name's other values
-                bindings = own
-        else:
-            base = node
-            while isinstance(base, cst.Attribute):
-                base = base.value
-            scope = self.scope_of.get(base)
-            bindings = self._lookup(scope, base.value) if scope is not None else []
-        head, dot, tail = full.partition(".")
+            return own or bindings  # a target names what it binds, not the name's other values
+        base = node
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        scope = self.scope_of.get(base)
+        return self._lookup(scope, base.value) if scope is not None else []
+
+    def _alias_value(self, b: Binding) -> Optional[cst.BaseExpression]:
+        """``a.b.c`` when b is the only binding of its name and is ``name = a.b.c``."""
+        node = b.node
+        if b.imported is not None or b.scope is None or not isinstance(node, cst.Name):
+            return None
+        if len(b.scope.bindings.get(b.name, ())) != 1:
+            return None  # rebound somewhere: not an alias we can trust
+        target = self.parents.get(node)
+        assign = self.parents.get(target)
+        if not (isinstance(target, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+            return None
+        value = assign.value
+        return value if isinstance(value, (cst.Name, cst.Attribute)) and dotted(value) is not None else None
+
+    def _imported_names(self, chain: Optional[cst.BaseExpression], depth: int) -> Optional[set]:
+        """Qualified names of a dotted chain whose first name is bound only by
+        imports (or by aliases of them); None otherwise."""
+        if chain is None or depth > 4:
+            return None
+        bindings = self._bindings_of_chain(chain)
+        if not bindings:
+            return None
+        head, dot, tail = dotted(chain).partition(".")
         rest = dot + tail
-        return {b.qualified_name(full, rest) for b in bindings}
+        out = set()
+        for b in bindings:
+            if b.imported is not None:
+                out.add(b.imported + rest)
+                continue
+            inner = self._imported_names(self._alias_value(b), depth + 1)
+            if inner is None:
+                return None
+            out |= {n + rest for n in inner}
+        return out
 
     def references(self, binding_node: cst.CSTNode) -> List[cst.Name]:
         """Every use (load) of the name bound at binding_node."""
