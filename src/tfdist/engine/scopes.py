@@ -17,7 +17,9 @@ flow-insensitive, with LibCST's one concession to order: a use of a name
 in the scope that binds it sees only the bindings made by statements that
 ended before it (``ds = ds.batch(32)`` reads the earlier ``ds``), falling
 back to the enclosing scope when there are none; uses from nested scopes
-see every binding.
+see every binding. One addition, only when asked (``follow_aliases``):
+``tf1 = tf.compat.v1`` as a name's only binding makes ``tf1.Session`` the
+qualified name it aliases.
 """
 from __future__ import annotations
 
@@ -322,7 +324,7 @@ class ModuleScopes:
         handlers = _HANDLERS
         while stack:
             node, scope, role = stack.pop()
-            if node is None:  # the end of an assignment-like node
+            if node is _COUNT:  # the end of an assignment-like node
                 scope.count += 1
                 continue
             cls = type(node)
@@ -346,7 +348,7 @@ class ModuleScopes:
                 child_role = role if (role == STORE and cls in _STORE_CONTAINERS) else LOAD
                 pushed = [(c, scope, child_role) for c in iter_children(node)]
             if cls in _ASSIGNMENT_LIKE:
-                stack.append((None, scope, LOAD))  # pops after the children: counts the node's end
+                stack.append((_COUNT, scope, LOAD))  # pops after the children: counts the node's end
             # reversed, so that children pop in the order LibCST visits them
             for item in reversed(pushed):
                 if item[0] is not None:
