@@ -103,12 +103,7 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
 
 
 def _uses_tensorflow(a: Analysis) -> bool:
-    for node in a.imports:
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            text = a.code(node)
-            if "tensorflow" in text or "keras" in text:
-                return True
-    return False
+    return any("tensorflow" in a.code(node) or "keras" in a.code(node) for node in a.imports)
 
 
 def _refuse(result: F.FileResult, line: Optional[int], message: str) -> F.FileResult:

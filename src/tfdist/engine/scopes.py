@@ -278,29 +278,17 @@ class ModuleScopes:
         return out
 
     def references(self, binding_node: cst.CSTNode) -> List[cst.Name]:
-        """Every use (load) of the name bound at binding_node."""
-        out = []
-        for scope, name in self._binding_sites(binding_node):
-            for s in self._scopes_seeing(scope, name):
-                for access in s.accesses.get(name, ()):
-                    if any(b.node is binding_node for b in self.lookup(access)):
-                        out.append(access)
-        return out
-
-    def _binding_sites(self, node):
-        name = node.value if isinstance(node, cst.Name) else None
-        scope = self.scope_of.get(node) if isinstance(node, cst.Name) else None
-        if name is None or scope is None:
+        """Every use (load) of the name bound at binding_node (a target Name)."""
+        scope = self.scope_of.get(binding_node) if isinstance(binding_node, cst.Name) else None
+        if scope is None:
             return []
-        for b in self._lookup(scope, name):
-            if b.node is node:
-                return [(b.scope, name)]
-        return []
-
-    def _scopes_seeing(self, scope: Scope, name: str):
-        # Accesses live in the scope they were written in; any scope at or
-        # below the binding one may see it.
-        return [s for s in self._all_scopes if _is_within(s, scope)]
+        name = binding_node.value
+        owner = next((b.scope for b in self._lookup(scope, name) if b.node is binding_node), None)
+        if owner is None:
+            return []
+        # Uses live in the scope they are written in: the owner or one below it.
+        return [use for s in self._all_scopes if _is_within(s, owner) for use in s.accesses.get(name, ())
+                if any(b.node is binding_node for b in self.lookup(use))]
 
     # -------------------------------------------------------------- walk
     def _bind(self, scope: Scope, name: str, node, imported: Optional[str] = None) -> None:
@@ -376,17 +364,6 @@ _ASSIGNMENT_LIKE = {
     cst.Global, cst.Import, cst.ImportFrom, cst.NamedExpr, cst.Nonlocal, cst.Parameters, cst.WithItem,
 }
 _COUNT = None  # a stack item (None, scope, _) counts an assignment point in scope
-
-
-def _children(node, scope, role, fields):
-    out = []
-    for name in fields:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            out.append((value, scope, role))
-        elif isinstance(value, (tuple, list)):
-            out += [(c, scope, role) for c in value if isinstance(c, cst.CSTNode)]
-    return out
 
 
 def _h_function(w: ModuleScopes, node, scope, role):
@@ -542,10 +519,6 @@ def _h_arg(w, node: cst.Arg, scope, role):
     return out
 
 
-def _h_subscript(w, node, scope, role):
-    return [(c, scope, LOAD) for c in iter_children(node)]
-
-
 _HANDLERS = {
     cst.FunctionDef: _h_function,
     cst.Lambda: _h_function,
@@ -571,5 +544,4 @@ _HANDLERS = {
     cst.NamedExpr: _h_named_expr,
     cst.Attribute: _h_attribute,
     cst.Arg: _h_arg,
-    cst.Subscript: _h_subscript,
 }
