@@ -200,3 +200,182 @@ PURE_CALLS = {
     "max", "sum", "bool", "list", "tuple", "dict", "sorted",
 }
 PURE_METHODS = {"numpy", "result", "format", "item", "mean", "std", "sum", "min", "max", "join", "tolist"}
+
+# --- Step loops and samplers (rules/step_loops.py, rules/samplers.py) ---------
+# Callables whose result a ``for`` step loop counts over (the real built-in or
+# its Python 2 compatibility spellings).
+RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "past.builtins.xrange",
+                   "builtins.xrange"}
+# Unbounded counters a step loop ends with ``if step >= N: break``.
+COUNTER_FUNCTIONS = {"itertools.count"}
+ENUMERATE = "builtins.enumerate"
+# TF1 tutorial data sets: ``read_data_sets(...)`` returns an object whose
+# ``train``/``validation``/``test`` attributes draw batches with
+# ``next_batch(n)``, shuffled by NumPy's global random generator (re-seeded
+# from TensorFlow's graph seed when the data sets are built).
+TF1_TUTORIAL_DATASETS = {
+    "tensorflow.examples.tutorials.mnist.input_data.read_data_sets",
+    "tensorflow.contrib.learn.python.learn.datasets.mnist.read_data_sets",
+    "tensorflow.contrib.learn.datasets.mnist.read_data_sets",
+    "tensorflow.contrib.learn.datasets.load_dataset",
+}
+TF1_TUTORIAL_SPLITS = {"train", "validation", "test"}
+SAMPLER_METHODS = {"next_batch"}
+# NumPy's global random generator: functions that draw from it.
+NUMPY_GLOBAL_RANDOM = {
+    "numpy.random.randint", "numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle",
+    "numpy.random.random_integers", "numpy.random.rand", "numpy.random.randn", "numpy.random.random",
+    "numpy.random.uniform", "numpy.random.normal",
+}
+NUMPY_RANDOM_STATE = "numpy.random.RandomState"
+
+# --- Files a training run writes: rank 0 only (rules/rank0_io.py) ----------------
+# Module functions that write a file (or, for pyplot.show, block on a window)
+# -> how the change message calls them. None of them runs a collective
+# operation, so a statement made only of them and of collective-free
+# calls can run on rank 0 alone.
+FILE_WRITE_FUNCTIONS = {
+    "numpy.save": "NumPy save",
+    "numpy.savez": "NumPy savez",
+    "numpy.savez_compressed": "NumPy savez_compressed",
+    "numpy.savetxt": "NumPy savetxt",
+    "pickle.dump": "pickle dump",
+    "json.dump": "JSON dump",
+    "matplotlib.pyplot.savefig": "matplotlib savefig",
+    "matplotlib.pyplot.imsave": "matplotlib imsave",
+    "matplotlib.pyplot.show": "matplotlib show (a window)",
+    "tensorflow.io.write_file": "tf.io.write_file",
+    "tensorflow.write_file": "tf.write_file",
+    "keras.utils.save_img": "Keras save_img",
+    "keras.preprocessing.image.save_img": "Keras save_img",
+    "keras.utils.plot_model": "Keras plot_model",
+    "cv2.imwrite": "OpenCV imwrite",
+    "scipy.misc.imsave": "scipy.misc.imsave",
+    "imageio.imwrite": "imageio imwrite",
+    "imageio.imsave": "imageio imsave",
+    "imageio.mimsave": "imageio mimsave",
+    "imageio.mimwrite": "imageio mimwrite",
+    "imageio.v2.imwrite": "imageio imwrite",
+    "imageio.v3.imwrite": "imageio imwrite",
+}
+# Functions that open a file -> (positional index of the mode, its keyword,
+# the mode when none is given; None: the mode is required). A mode with
+# w, a, x or + writes.
+FILE_OPEN_FUNCTIONS = {
+    "builtins.open": (1, "mode", "r"),
+    "io.open": (1, "mode", "r"),
+    "tensorflow.io.gfile.GFile": (1, "mode", "r"),
+    "tensorflow.gfile.GFile": (1, "mode", "r"),
+    "tensorflow.gfile.Open": (1, "mode", "r"),
+}
+FILE_WRITE_MODE_LETTERS = frozenset("wax+")
+# Objects whose methods write files, known by what built them.
+PIL_IMAGE = "PIL image"
+MPL_FIGURE = "matplotlib figure"
+DATAFRAME = "pandas DataFrame"
+CSV_WRITER = "csv writer"
+OPEN_FILE = "file opened for writing"
+# constructor or factory -> kind of the object it returns
+WRITER_OBJECT_CONSTRUCTORS = {
+    "PIL.Image.fromarray": PIL_IMAGE,
+    "PIL.Image.open": PIL_IMAGE,
+    "PIL.Image.new": PIL_IMAGE,
+    "scipy.misc.toimage": PIL_IMAGE,
+    "keras.utils.array_to_img": PIL_IMAGE,
+    "keras.preprocessing.image.array_to_img": PIL_IMAGE,
+    "matplotlib.pyplot.figure": MPL_FIGURE,
+    "matplotlib.figure.Figure": MPL_FIGURE,
+    "pandas.DataFrame": DATAFRAME,
+    "pandas.DataFrame.from_dict": DATAFRAME,
+    "pandas.DataFrame.from_records": DATAFRAME,
+    "pandas.read_csv": DATAFRAME,
+    "csv.writer": CSV_WRITER,
+    "csv.DictWriter": CSV_WRITER,
+}
+# Factories returning a tuple: name -> {position in the tuple: kind}.
+WRITER_OBJECT_TUPLES = {
+    "matplotlib.pyplot.subplots": {0: MPL_FIGURE},
+}
+# Methods returning another object of the same kind (img.convert("L").save(p)).
+WRITER_OBJECT_CHAINS = {
+    PIL_IMAGE: {"convert", "resize", "crop", "rotate", "transpose", "copy", "quantize"},
+    DATAFRAME: {"round", "copy", "rename", "reset_index", "set_index", "sort_values", "transpose"},
+}
+# kind -> method that writes a file -> how the change message calls it.
+# (Rows of a csv writer and writes to an open file are guarded with the
+# ``with open(...)`` statement that opened the file.)
+WRITER_OBJECT_METHODS = {
+    PIL_IMAGE: {"save": "PIL image save"},
+    MPL_FIGURE: {"savefig": "matplotlib figure savefig"},
+    DATAFRAME: {
+        "to_csv": "DataFrame.to_csv",
+        "to_json": "DataFrame.to_json",
+        "to_pickle": "DataFrame.to_pickle",
+        "to_parquet": "DataFrame.to_parquet",
+        "to_excel": "DataFrame.to_excel",
+        "to_hdf": "DataFrame.to_hdf",
+    },
+}
+# Libraries none of whose functions runs a collective operation: calls into
+# them may sit in code that runs on rank 0 only (plotting, images, tables,
+# serialisation). Module prefixes of canonical names.
+COLLECTIVE_FREE_MODULES = (
+    "numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "scipy.misc.", "pandas.",
+    "json.", "pickle.", "csv.", "os.path.", "time.",
+)
+# Built-ins that run no collective operation, allowed in code moved to rank 0.
+COLLECTIVE_FREE_BUILTINS = {
+    "builtins.open", "builtins.print", "builtins.range", "builtins.enumerate", "builtins.zip",
+    "builtins.len", "builtins.str", "builtins.int", "builtins.float", "builtins.round", "builtins.repr",
+    "builtins.format", "builtins.abs", "builtins.min", "builtins.max", "builtins.sum", "builtins.bool",
+    "builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted", "builtins.reversed",
+}
+# Methods of arrays, tensors, dicts and strings that run no collective
+# operation and change nothing, whatever the receiver: like PURE_METHODS,
+# for the values a rank-0-only write saves.
+COLLECTIVE_FREE_METHODS = {
+    "astype", "reshape", "squeeze", "clip", "transpose", "flatten", "ravel", "copy",
+    "argmax", "argmin", "any", "all",
+    "items", "keys", "values", "get",
+    "split", "strip", "replace", "upper", "lower", "startswith", "endswith",
+}
+
+# --- Data sources beyond tf.data constructors -----------------------------------
+# tensorflow_datasets.load: a dataset of known size per split, or -- with
+# with_info=True, a list of splits, or split=None -- a tuple / list / dict of them.
+TFDS_LOAD = {"tensorflow_datasets.load"}
+TFDS_READ_CONFIG = "tensorflow_datasets.ReadConfig"
+# load(name, *, split=..., shuffle_files=..., ...)
+TFDS_LOAD_POS = {"split": None, "shuffle_files": None}  # keyword-only in tfds 4
+# Keras directory readers: a BATCHED dataset of known size (shuffled with
+# ``seed``, a random one when absent); subset="both" returns (train, val).
+KERAS_DIRECTORY_DATASETS = {
+    "keras.utils.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory",
+    "keras.utils.audio_dataset_from_directory",
+    "keras.preprocessing.image_dataset_from_directory",
+    "keras.preprocessing.text_dataset_from_directory",
+}
+DATASET_SOURCES.update(TFDS_LOAD | KERAS_DIRECTORY_DATASETS)
+# Sources shuffled with a ``seed=`` argument that defaults to a random seed
+# per process: the ranks must share one, or their shards overlap.
+# name -> (keyword of the shuffle switch, positional index of seed or None)
+SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", None) for n in KERAS_DIRECTORY_DATASETS}
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", 2)
+# Dataset methods turning a dataset of file names into one of records: a
+# list_files pipeline is sharded by record right after them.
+RECORD_READING_METHODS = {"interleave", "flat_map"}
+# Dataset methods after which TensorFlow still knows the number of elements.
+SIZE_KEEPING_DATASET_METHODS = {
+    "batch", "padded_batch", "shuffle", "repeat", "map", "prefetch", "cache",
+    "take", "skip", "with_options", "enumerate", "shard", "map_with_legacy_function",
+}
+# Keras ImageDataGenerator: flow(x, y) reads arrays (sliced by rank),
+# flow_from_directory / flow_from_dataframe read files (one shuffled stream per rank).
+KERAS_IMAGE_DATA_GENERATORS = {"keras.preprocessing.image.ImageDataGenerator"}
+IMAGE_GENERATOR_ARRAY_FLOWS = {"flow": {"x": 0, "y": 1, "sample_weight": 4}}
+IMAGE_GENERATOR_FILE_FLOWS = {"flow_from_directory", "flow_from_dataframe"}
+KERAS_SEQUENCE = "keras.utils.Sequence"
+# Functions that count a dataset's or a Sequence's elements.
+COUNT_FUNCTIONS = {"len", "tensorflow.data.experimental.cardinality"}
+COUNT_METHODS = {"cardinality", "__len__"}

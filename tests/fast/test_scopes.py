@@ -54,12 +54,13 @@ def _unlazy(value):
 
 
 def _dotted_import_heads(module):
-    """Names bound by ``import a.b`` (LibCST resolves only the full chain)."""
+    """Heads of dotted imports (``import a.b``, ``import a.b as c``): tfdist
+    resolves the first name of the chain, LibCST only the full chain."""
     out = set()
     for node in walk(module):
         if isinstance(node, cst.Import):
             for alias in node.names:
-                if alias.asname is None and isinstance(alias.name, cst.Attribute):
+                if isinstance(alias.name, cst.Attribute):
                     out.add(dotted(alias.name).split(".")[0])
     return out
 

@@ -100,7 +100,7 @@ with tf.Session() as sess:
     assert "broadcast_global_variables" not in result.code
 
 
-def test_while_loop_with_its_own_counter_cannot_be_divided():
+def test_while_loop_with_its_own_counter_is_divided():
     src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
 sess = tf.Session()
 sess.run(tf.global_variables_initializer())
@@ -111,7 +111,24 @@ while step < 100:
 """
     result = _convert(src)
     assert result.status == "converted"
-    assert any("cannot divide this training loop" in w.message and w.line == 10 for w in result.warnings)
+    assert "while step < max(1, 100 // hvd.size()):" in result.code
+    assert not [w for w in result.warnings if w.line == 10]
+
+
+def test_while_loop_whose_counter_is_not_a_step_count_is_reported():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+step = 0
+while step < 100:
+    sess.run(train_op)
+    step += 2
+"""
+    result = _convert(src)
+    assert result.status == "converted"
+    assert "while step < 100:" in result.code
+    assert any("cannot see how many steps this training loop runs" in w.message and w.line == 10
+               for w in result.warnings)
 
 
 def test_tf1_namespace_follows_the_session_spelling():

@@ -81,3 +81,13 @@ class Backend(ABC):
 
     @abstractmethod
     def tf1_visible_device_list(self) -> str: ...
+
+    # --- data sources beyond tf.data (additive: not abstract, so other
+    # backends keep working until they implement them)
+    def rank_strided_sequence(self, name: str, base: str) -> str:
+        """A class statement: a Sequence wrapper reading a disjoint, equal share per rank."""
+        raise NotImplementedError
+
+    def seed_per_rank(self, seed: str) -> str:
+        """A seed that differs on every rank (one random stream per rank)."""
+        raise NotImplementedError

@@ -135,3 +135,30 @@ class HorovodBackend(Backend):
 
     def tf1_visible_device_list(self) -> str:
         return "str({hvd}.local_rank())"
+
+    def rank_strided_sequence(self, name: str, base: str) -> str:
+        # Keras calls sequence[i] for i in range(len(sequence)) every epoch:
+        # rank r reads batches r, r + size, r + 2 * size, ... of the wrapped
+        # Sequence, so the ranks' batches are disjoint, and every rank reads
+        # len // size of them (an equal count: no rank waits in an allreduce).
+        return (
+            f"class {name}({base}):\n"
+            f"    \"\"\"Horovod: rank r reads batches r, r + size, r + 2 * size, ... of a Sequence\n"
+            f"    (disjoint shares of len(sequence) // size batches on every rank).\"\"\"\n"
+            f"\n"
+            f"    def __init__(self, sequence):\n"
+            f"        super().__init__()\n"
+            f"        self.sequence = sequence\n"
+            f"\n"
+            f"    def __len__(self):\n"
+            f"        return len(self.sequence) // {{hvd}}.size()\n"
+            f"\n"
+            f"    def __getitem__(self, index):\n"
+            f"        return self.sequence[index * {{hvd}}.size() + {{hvd}}.rank()]\n"
+            f"\n"
+            f"    def on_epoch_end(self):\n"
+            f"        self.sequence.on_epoch_end()\n"
+        )
+
+    def seed_per_rank(self, seed: str) -> str:
+        return f"{seed} + {{hvd}}.rank()"

@@ -36,6 +36,9 @@ CHECKPOINT = "checkpoint"
 SAVER = "tf1 Saver"
 CONFIG_PROTO = "ConfigProto"
 MODULE = "tf.Module"
+# An instance of a class defined in the user's code (its methods and self
+# attributes are followed).
+INSTANCE = "instance"
 
 # Framework base classes -> the kind their subclasses have.
 _ROOT_KINDS: Dict[str, str] = {}
@@ -315,6 +318,12 @@ class Analysis:
             return out
         if isinstance(expr, cst.IfExp):
             return self.types(expr.body, depth + 1) | self.types(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            out = set()
+            for cd in self.instance_classes(expr.value, depth):
+                for value in self.attribute_values(cd, expr.attr.value):
+                    out |= self.types(value, depth + 1)
+            return out
         return set()
 
     def _infer_call(self, call: cst.Call, depth: int) -> Set[Type]:
@@ -328,7 +337,16 @@ class Analysis:
         fact = self.class_of(call.func)
         if fact is not None and fact.kinds:
             return {Type(k, fact.name, call) for k in fact.kinds}
+        if fact is not None and fact.node is not None and fact.name in self.classes:
+            return {Type(INSTANCE, fact.name, call)}
         func = call.func
+        if isinstance(func, cst.Attribute):
+            out_m: Set[Type] = set()
+            for fdef in self.methods_called(call, depth):
+                for ret in _returns(fdef):
+                    out_m |= self.types(ret, depth + 1)
+            if out_m:
+                return out_m
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in apis.DATASET_METHODS and any(t.kind == DATASET for t in self.types(func.value, depth + 1)):
@@ -365,6 +383,20 @@ class Analysis:
         index = params.index(param)
         name = param.name.value
         out: Set[Type] = set()
+        owner = self.method_owner(fdef)
+        if owner is not None:
+            if index == 0:  # self
+                return set()
+            for call in self.calls:
+                if fdef.name.value == "__init__":
+                    fact = self.class_of(call.func)
+                    if fact is None or fact.node is None or not self._is_subclass_or_same(fact.node, owner):
+                        continue
+                elif not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fdef.name.value
+                          and fdef in self.methods_called(call, depth + 1)):
+                    continue
+                out |= self.types(self._argument(call, index - 1, name), depth + 1)
+            return out
         for call in self.calls:
             if not (isinstance(call.func, cst.Name) and call.func.value == fdef.name.value):
                 continue
@@ -384,6 +416,116 @@ class Analysis:
 
     def is_kind(self, expr: Optional[cst.BaseExpression], kind: str) -> bool:
         return kind in self.kinds(expr)
+
+    @staticmethod
+    def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
+        for i, arg in enumerate(call.args):
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg.value
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        if any(arg.star for arg in call.args):
+            return None
+        return positional[index].value if index < len(positional) else None
+
+    # ------------------------------------------------- user classes, methods
+    def method_owner(self, fdef: cst.FunctionDef) -> Optional[cst.ClassDef]:
+        """The class a function is a method of (defined directly in its body)."""
+        block = self.parent(fdef)
+        owner = self.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        return owner if isinstance(owner, cst.ClassDef) else None
+
+    def self_class(self, name: cst.Name) -> Optional[cst.ClassDef]:
+        """The class whose instance ``name`` is, when name is a method's first parameter."""
+        bound = self.assigned_values(name)
+        if len(bound) != 1 or not isinstance(bound[0][0], cst.Param):
+            return None
+        param = bound[0][0]
+        fdef = next((x for x in self.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
+        if fdef is None or not fdef.params.params or fdef.params.params[0] is not param:
+            return None
+        if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in fdef.decorators):
+            return None
+        return self.method_owner(fdef)
+
+    def instance_classes(self, expr: cst.BaseExpression, depth: int = 0) -> List[cst.ClassDef]:
+        """User classes of this module whose instance expr is."""
+        if isinstance(expr, cst.Name):
+            cd = self.self_class(expr)
+            if cd is not None:
+                return [cd]
+        out = []
+        for t in self.types(expr, depth + 1):
+            if t.kind == INSTANCE or t.name in self.classes:
+                fact = self.classes.get(t.name)
+                if fact is not None and fact.node is not None and fact.node not in out:
+                    out.append(fact.node)
+        return out
+
+    def _lineage(self, cd: cst.ClassDef) -> List[cst.ClassDef]:
+        """The class and its base classes defined in this module, nearest first."""
+        out = [cd]
+        i = 0
+        while i < len(out):
+            for base in out[i].bases:
+                fact = self.class_of(base.value) if base.keyword is None else None
+                if fact is not None and fact.node is not None and fact.node not in out:
+                    out.append(fact.node)
+            i += 1
+        return out
+
+    def _is_subclass_or_same(self, cd: cst.ClassDef, base: cst.ClassDef) -> bool:
+        return base in self._lineage(cd)
+
+    def class_methods(self, cd: cst.ClassDef, name: str) -> List[cst.FunctionDef]:
+        """The method ``name`` resolves to on an instance of cd (first in the lineage)."""
+        for klass in self._lineage(cd):
+            found = [s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+            if found:
+                return found
+        return []
+
+    def methods_called(self, call: cst.Call, depth: int = 0) -> List[cst.FunctionDef]:
+        """The user methods a call ``obj.m(...)`` runs, obj an instance of a user class."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or depth > 8:
+            return []
+        out = []
+        for cd in self.instance_classes(func.value, depth):
+            for f in self.class_methods(cd, func.attr.value):
+                if f not in out:
+                    out.append(f)
+        return out
+
+    def attribute_values(self, cd: cst.ClassDef, attr: str) -> List[cst.BaseExpression]:
+        """Values assigned to ``self.attr`` in the methods of cd and its bases
+        (``self.opt = Adam()``, ``self.model, self.opt = model, Adam()``)."""
+        key = (id(cd), attr)
+        cache = self.__dict__.setdefault("_attr_cache", {})
+        if key in cache:
+            return cache[key]
+        cache[key] = []
+        out: List[cst.BaseExpression] = []
+        for klass in self._lineage(cd):
+            for assign in self.assigns:
+                fdef = self.enclosing_function(assign)
+                if fdef is None or self.method_owner(fdef) is not klass:
+                    continue
+                for target in assign.targets:
+                    out += self._self_attr_values(target.target, assign.value, attr, klass)
+        cache[key] = out
+        return out
+
+    def _self_attr_values(self, target, value, attr: str, klass: cst.ClassDef) -> List[cst.BaseExpression]:
+        if isinstance(target, cst.Attribute) and target.attr.value == attr and isinstance(target.value, cst.Name) \
+                and self.self_class(target.value) is klass:
+            return [value]
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+                and len(target.elements) == len(value.elements):
+            out = []
+            for t, v in zip(target.elements, value.elements):
+                out += self._self_attr_values(t.value, v.value, attr, klass)
+            return out
+        return []
 
     # ---------------------------------------------------------------- data
     def dataset_sources(self, expr: cst.BaseExpression, _seen: Optional[Set[int]] = None) -> List[cst.Call]:

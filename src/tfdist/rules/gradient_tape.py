@@ -15,6 +15,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from ..engine.findings import Evidence
 from . import data_division, lr_scaling
 from .common import find_arg, method_name, mentions, receiver
@@ -42,6 +43,18 @@ def gradient_calls(a: A.Analysis, w: cst.With, tape: str) -> List[cst.Call]:
     scope = _scope(a, w)
     return [c for c in a.calls if method_name(c) == "gradient" and isinstance(receiver(c), cst.Name)
             and receiver(c).value == tape and _scope(a, c) is scope and a.line(c) >= a.line(w)]
+
+
+def optimizer_identity(a: A.Analysis, expr) -> object:
+    """What an optimizer expression is bound to: the construction(s) its
+    value comes from (``self.opt`` of two classes are two optimizers). Its
+    text, scoped by the class it is read in, only when nothing is known."""
+    calls = sorted({id(t.call): t.call for t in a.types(expr) if t.kind == A.KERAS_OPTIMIZER and t.call is not None}.items())
+    if calls:
+        return tuple(k for k, _ in calls)
+    f = a.enclosing_function(expr)
+    owner = a.method_owner(f) if f is not None else None
+    return (a.code(expr), id(owner) if owner is not None else None)
 
 
 def apply_calls(a: A.Analysis) -> List[cst.Call]:
@@ -152,16 +165,19 @@ def apply(ctx) -> None:
     found = training_tapes(a)
     for w, item, name, calls in found:
         _wrap_tape(ctx, w, item, name, calls)
-    per_optimizer: Dict[str, List[cst.Call]] = {}
+    per_optimizer: Dict[object, List[cst.Call]] = {}
     for p in apply_calls(a):
         if in_keras_train_step(a, p):
             continue
-        per_optimizer.setdefault(a.code(receiver(p)), []).append(p)
+        per_optimizer.setdefault(optimizer_identity(a, receiver(p)), []).append(p)
     grad_calls = [c for *_, cs in found for c in cs]
-    for opt, calls in per_optimizer.items():
+    for calls in per_optimizer.values():
         _broadcast(ctx, calls[0], grad_calls)
         if len(calls) > 1:
-            ctx.warn(calls[1], RULE, f"{opt}.apply_gradients is called more than once per step: only the variables of the first call are broadcast")
+            lines = ", ".join(str(a.line(c)) for c in calls)
+            ctx.warn(calls[1], RULE, f"the optimizer of {a.code(receiver(calls[0]))} applies gradients at lines {lines}: "
+                                     "only the variables of the first call are broadcast from rank 0; broadcast the "
+                                     "others after their first step by hand")
         _scale(ctx, receiver(calls[0]))
     _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs})
 
@@ -257,18 +273,7 @@ def _scale(ctx, opt_expr) -> None:
 def _reachable(a: A.Analysis, node, found, seen=None) -> bool:
     """Does ``found(node)`` hold for node, or for a local function it calls
     (transitively)?"""
-    from .common import calls_in
-    seen = seen if seen is not None else set()
-    if found(node):
-        return True
-    for c in calls_in(node):
-        if isinstance(c.func, cst.Name):
-            for f in a._local_functions(c.func):
-                if id(f) not in seen:
-                    seen.add(id(f))
-                    if _reachable(a, f.body, found, seen):
-                        return True
-    return False
+    return dataflow.reaches(a, node, found, seen)
 
 
 def _trains(a: A.Analysis, node, applies: Set[int]) -> bool:

@@ -5,6 +5,18 @@ under ``if hvd.rank() == 0:``; summary writers are no-op writers on other
 ranks. Only statements that cannot run a collective operation are guarded
 (a guarded collective deadlocks): a print whose arguments call anything
 but pure built-ins, for instance, is left alone.
+
+Every other file a training run writes is written by rank 0 only too: the
+module functions of ``apis.FILE_WRITE_FUNCTIONS`` (NumPy, pickle, JSON,
+pyplot savefig/show, tf.io.write_file, OpenCV, imageio...), the writing
+methods of objects whose kind is known from what built them
+(``apis.WRITER_OBJECT_METHODS``: a PIL image's ``save``, a Figure's
+``savefig``, a DataFrame's ``to_csv``), and ``with open(path, "w")``
+statements, guarded whole when their body is collective-free and sets no
+name used after it. A ``save`` on an object of unknown type is never
+guarded. A write tfdist cannot guard safely (inside a statement that also
+trains, an ``open`` for writing kept in a variable) gets a warning with
+the edit to make by hand.
 """
 from __future__ import annotations
 
@@ -12,7 +24,8 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from .common import calls_in, method_name, receiver, source
+from ..engine.scopes import walk
+from .common import calls_in, find_arg, method_name, receiver, source
 
 RULE = "rank0-io"
 
@@ -31,6 +44,12 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
         return True
     m = method_name(c)
     if m in apis.PURE_METHODS:
+        return True
+    # Methods of plotting/image/table/file objects (fig.savefig, img.save,
+    # writer.writerow, f.write) only touch that object and its file.
+    if m in apis.COLLECTIVE_FREE_METHODS or (m is not None and _object_kind(a, receiver(c)) is not None):
+        return True
+    if _is_io_call(a, c):
         return True
     # Keras evaluate/predict and forward passes run no collective: the
     # distributed optimizer only acts in training steps.
@@ -53,6 +72,14 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
                 return False
         return True
     return _is_harmless_library_call(a, c)
+
+
+def _is_io_call(a: A.Analysis, c: cst.Call) -> bool:
+    """Built-ins, file writes and plotting/image/table libraries: never a collective."""
+    names = a.names(c)
+    return bool(names) and all(
+        n in apis.COLLECTIVE_FREE_BUILTINS or n in apis.FILE_WRITE_FUNCTIONS or n in apis.FILE_OPEN_FUNCTIONS
+        or n.startswith(apis.COLLECTIVE_FREE_MODULES) for n in names)
 
 
 def _is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
@@ -83,7 +110,10 @@ def _guard(ctx, call: cst.Call, what: str) -> None:
 def apply(ctx) -> None:
     a = ctx.a
     tf = None
+    _with_open_statements(ctx)
     for call in a.calls:
+        if _in_guarded_statement(ctx, call):
+            continue  # already on rank 0 only (a guarded ``with open(...)``)
         m = method_name(call)
         recv = receiver(call)
         names = a.names(call)
@@ -109,6 +139,8 @@ def apply(ctx) -> None:
             ctx.change(call, RULE, "summaries written on rank 0 only (a no-op writer elsewhere)")
         elif apis.TF1_FILE_WRITER in names:
             _tf1_writer(ctx, call)
+        else:
+            _file_write(ctx, call, names)
 
 
 def _summary_prefix(ctx, call: cst.Call) -> str:
@@ -136,3 +168,236 @@ def _tf1_writer(ctx, call: cst.Call) -> None:
                     ctx.change(c, RULE, f"{a.code(c.func)}() on rank 0 only")
             else:
                 ctx.warn(c, RULE, f"{name} exists on rank 0 only: guard this use with hvd.rank() == 0")
+
+
+# ------------------------------------------------------------------ other files
+def _chief_text(ctx) -> str:
+    """The backend's rank-0 test as the user will read it (``hvd.rank() == 0``)."""
+    return ctx.fill(ctx.backend.is_chief())
+
+
+def _in_guarded_statement(ctx, node: cst.CSTNode) -> bool:
+    guards = ctx.plan.guards
+    if not guards:
+        return False
+    return any(p in guards for p in ctx.a.ancestors(node))
+
+
+def _object_kind(a: A.Analysis, expr, depth: int = 0):
+    """The kind (apis.PIL_IMAGE, MPL_FIGURE, ...) of a file-writing object, or
+    None when what built it is not known. A name has a kind only when every
+    value assigned to it has that same kind."""
+    if expr is None or depth > 8:
+        return None
+    if isinstance(expr, cst.Call):
+        name = a.is_name(expr, apis.WRITER_OBJECT_CONSTRUCTORS)
+        if name is not None:
+            return apis.WRITER_OBJECT_CONSTRUCTORS[name]
+        if _open_mode(a, expr) is True:
+            return apis.OPEN_FILE
+        m = method_name(expr)
+        if m is not None:
+            kind = _object_kind(a, receiver(expr), depth + 1)
+            if kind is not None and m in apis.WRITER_OBJECT_CHAINS.get(kind, ()):
+                return kind
+        return None
+    if isinstance(expr, cst.Name):
+        bindings = a.assigned_values(expr)
+        kinds = set()
+        for origin, value in bindings:
+            kind = _object_kind(a, value, depth + 1) if value is not None else _tuple_kind(a, origin)
+            if kind is None:
+                return None
+            kinds.add(kind)
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def _tuple_kind(a: A.Analysis, target):
+    """``fig`` in ``fig, ax = plt.subplots()``: its kind from the table of tuple factories."""
+    if not isinstance(target, cst.Name):
+        return None
+    element = a.parent(target)
+    seq = a.parent(element)
+    assign_target = a.parent(seq)
+    assign = a.parent(assign_target)
+    if not (isinstance(element, cst.Element) and isinstance(seq, (cst.Tuple, cst.List))
+            and isinstance(assign_target, cst.AssignTarget) and isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)):
+        return None
+    name = a.is_name(assign.value, apis.WRITER_OBJECT_TUPLES)
+    if name is None or any(isinstance(e, cst.StarredElement) for e in seq.elements):
+        return None
+    return apis.WRITER_OBJECT_TUPLES[name].get(list(seq.elements).index(element))
+
+
+def _open_mode(a: A.Analysis, call: cst.Call):
+    """True: a call opening a file for writing; False: for reading or not an
+    open call; None: an open call whose mode is not a literal."""
+    name = a.is_name(call, apis.FILE_OPEN_FUNCTIONS)
+    if name is None:
+        return False
+    index, keyword, default = apis.FILE_OPEN_FUNCTIONS[name]
+    if any(arg.star for arg in call.args):
+        return None
+    arg = find_arg(call, keyword, index)
+    if arg is None:
+        return None if default is None else bool(set(default) & apis.FILE_WRITE_MODE_LETTERS)
+    if not isinstance(arg.value, cst.SimpleString):
+        return None
+    mode = arg.value.evaluated_value
+    if not isinstance(mode, str):
+        return None
+    return bool(set(mode) & apis.FILE_WRITE_MODE_LETTERS)
+
+
+def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
+    """How the change message calls this write, or None if it writes no file."""
+    for n in sorted(names):
+        if n in apis.FILE_WRITE_FUNCTIONS:
+            return apis.FILE_WRITE_FUNCTIONS[n]
+    m = method_name(call)
+    if m is None or m not in _WRITING_METHODS:
+        return None
+    kind = _object_kind(a, receiver(call))
+    return apis.WRITER_OBJECT_METHODS.get(kind, {}).get(m) if kind is not None else None
+
+
+_WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
+
+
+def _free(a: A.Analysis, c: cst.Call) -> bool:
+    return _collective_free(a, c, set())
+
+
+def _first_collective(a: A.Analysis, node: cst.CSTNode):
+    """The first call in node that may run a collective operation, or None."""
+    for c in calls_in(node):
+        if not _free(a, c):
+            return c
+    return None
+
+
+def _file_write(ctx, call: cst.Call, names) -> None:
+    a = ctx.a
+    what = _write_what(a, call, names)
+    if what is not None:
+        _guard_write(ctx, call, what)
+        return
+    if not names & apis.FILE_OPEN_FUNCTIONS.keys():
+        return
+    mode = _open_mode(a, call)
+    if mode is False or isinstance(a.parent(call), cst.WithItem):
+        return  # not a write; a ``with open(...)`` is handled with its body
+    stmt = a.statement_of(call)
+    if stmt is not None and any(_write_what(a, c, a.names(c)) for c in calls_in(stmt)):
+        return  # open(...) passed to a write: guarded (or warned about) with it
+    if mode is None:
+        ctx.warn(call, RULE, f"{a.code(call.func)}() with a mode tfdist cannot read: if it writes, "
+                             f"run it on rank 0 only: wrap the code writing this file in `if {_chief_text(ctx)}:`")
+        return
+    _guard_write(ctx, call, f"file {_file_name(a, call)} write", kept=(
+        f"file {_file_name(a, call)} opened for writing outside a with-statement: open, write and close it on "
+        f"rank 0 only: wrap that code in `if {_chief_text(ctx)}:` (or write it in a `with` block tfdist can guard)"))
+
+
+def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> None:
+    """Guard the statement holding a write when all of it is collective-free."""
+    a = ctx.a
+    stmt = a.statement_of(call)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    chief = _chief_text(ctx)
+    blocker = _first_collective(a, stmt) if stmt is not None else call
+    if isinstance(small, cst.Expr) and blocker is None:
+        if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
+            ctx.change(stmt, RULE, f"{what} on rank 0 only")
+    elif blocker is not None:
+        ctx.warn(call, RULE, f"{what} in the same statement as {a.code(blocker.func)}(), which may run a "
+                             f"collective operation: compute that on every rank first, then run this write "
+                             f"on rank 0 only: wrap it in `if {chief}:`")
+    elif kept is not None:
+        ctx.warn(call, RULE, kept)
+    elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        ctx.warn(call, RULE, f"{what} whose result is kept: run this write on rank 0 only: wrap it in "
+                             f"`if {chief}:` and give the result a value on the other ranks")
+    else:
+        ctx.warn(call, RULE, f"{what} inside a larger statement: run this write on rank 0 only: "
+                             f"wrap it in `if {chief}:`")
+
+
+def _with_open_statements(ctx) -> None:
+    """``with open(path, "w") as f: ...``: the whole statement on rank 0 only."""
+    a = ctx.a
+    for w in a.withs:
+        modes = [_open_mode(a, item.item) if isinstance(item.item, cst.Call) else False for item in w.items]
+        if True not in modes:
+            if None in modes:
+                call = w.items[modes.index(None)].item
+                ctx.warn(call, RULE, f"{a.code(call.func)}() with a mode tfdist cannot read: if it writes, "
+                                     f"run this with-statement on rank 0 only: wrap it in `if {_chief_text(ctx)}:`")
+            continue
+        if _in_guarded_statement(ctx, w) or a.statement_of(w) is not w:
+            continue
+        opener = w.items[modes.index(True)].item
+        reason = _unguardable_body(a, w)
+        if reason is None:
+            if ctx.plan.guard(w, ctx.expr(ctx.backend.is_chief())):
+                ctx.change(w, RULE, f"file {_file_name(a, opener)} written on rank 0 only")
+        else:
+            ctx.warn(opener, RULE, f"file {_file_name(a, opener)} is opened for writing on every rank by a "
+                                   f"with-statement that {reason}: open and write this file on rank 0 only: "
+                                   f"wrap the open and each write in `if {_chief_text(ctx)}:`")
+
+
+def _file_name(a: A.Analysis, opener: cst.Call) -> str:
+    path = find_arg(opener, ("file", "name"), 0)
+    return a.code(path.value) if path is not None else "(unknown)"
+
+
+_EXITS = (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Await, cst.Global, cst.Nonlocal)
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.Lambda)
+
+
+def _unguardable_body(a: A.Analysis, w: cst.With):
+    """Why ``w`` cannot run on rank 0 only (a phrase), or None when it can."""
+    blocker = _first_collective(a, w)
+    if blocker is not None:
+        return f"also runs {a.code(blocker.func)}(), which may run a collective operation"
+    for node in walk(w):
+        if isinstance(node, _EXITS):
+            return "leaves it early or yields"
+        if isinstance(node, _DEFINITIONS):
+            return "defines or imports names"
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+            while targets:
+                target = targets.pop()
+                if isinstance(target, (cst.Tuple, cst.List)):
+                    targets += [e.value for e in target.elements]
+                elif not isinstance(target, cst.Name):
+                    return f"changes {a.code(target)}"
+        if isinstance(node, cst.Name) and any(b.node is node for b in a.scopes.lookup(node)):
+            outside = [r for r in a.scopes.references(node) if not _within(a, r, w) and not _rebound_around(a, r, w)]
+            if outside:
+                return f"sets {node.value}, which is used after it (line {a.line(outside[0])})"
+    return None
+
+
+def _within(a: A.Analysis, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    return node is outer or any(p is outer for p in a.ancestors(node))
+
+
+def _rebound_around(a: A.Analysis, use: cst.Name, w: cst.With) -> bool:
+    """``use`` is in the body of a later with/for statement (not holding w)
+    that binds the same name: there it means that statement's value."""
+    for p in a.ancestors(use):
+        if p is w:
+            return False
+        if isinstance(p, cst.With) and not _within(a, w, p):
+            if any(item.asname is not None and isinstance(item.asname.name, cst.Name)
+                   and item.asname.name.value == use.value for item in p.items) and _within(a, use, p.body):
+                return True
+        if isinstance(p, cst.For) and not _within(a, w, p):
+            if isinstance(p.target, cst.Name) and p.target.value == use.value and _within(a, use, p.body):
+                return True
+    return False

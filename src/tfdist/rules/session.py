@@ -130,9 +130,9 @@ def apply(ctx) -> None:
         tf1_common.pin_config(ctx, s, 2)
     sharded = tf1_common.shard_input(ctx)
     train_ops = tf1_common.train_op_names(a)
-    fed_arrays = set() if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
+    fed_arrays = None if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
     train_runs = tf1_common.divide_step_loops(ctx, sharded, fed_arrays)
-    if not sharded and not fed_arrays:
+    if not sharded and fed_arrays is None:
         fed = [r for r in train_runs if tf1_common.feeds(r, train_ops)]
         if fed:
             ctx.warn(fed[0], data_division.RULE,

@@ -1,14 +1,15 @@
 """Pieces shared by the TF1 rules (Session and MonitoredSession)."""
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, lr_scaling
+from . import data_division, lr_scaling, step_loops
 from .common import append_arg, calls_in, find_arg, kwarg, mentions, method_name, positional, receiver
 
 # TF1 parameter-server distribution: such a script is distributed already.
@@ -210,54 +211,42 @@ def _until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
                for n in walk(loop))
 
 
-def divide_step_loops(ctx, sharded: bool, data_names: Set[str] = frozenset()) -> List[cst.Call]:
+def _runs_train_op_through_calls(a: A.Analysis, node, train_ops: Set[str]) -> bool:
+    """node runs the train op, directly or through the functions it calls."""
+    return dataflow.reaches(a, node, lambda n: bool(train_runs(a, n, train_ops)))
+
+
+def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = None) -> List[cst.Call]:
     """Divide the innermost loop running the train op: each rank runs 1/size of the steps.
 
     A ``while`` loop that stops on its own (``should_stop()``, or the end of
-    a sharded tf.data input) is left alone, and so is a ``range`` counted
-    from arrays already sharded (``data_names``). Returns the train-op runs.
+    a sharded tf.data input) is left alone, and so is a count computed from
+    arrays already divided (``sliced``). The train op may be run by a
+    function the loop calls. Returns the train-op runs.
     """
     a = ctx.a
     train_ops = train_op_names(a)
     loops = sorted(a.for_loops + a.while_loops, key=lambda n: (a.line(n), a.col(n)))
-    training = [l for l in loops if runs_train_op(a, l.body, train_ops)]
+    training = [l for l in loops if _runs_train_op_through_calls(a, l.body, train_ops)]
     innermost = [l for l in training
                  if not any(o is not l and any(x is l for x in a.ancestors(o)) for o in training)]
+    # A loop whose body only calls a function holding the real step loop is an epoch loop.
+    innermost = [l for l in innermost if not any(
+        o is not l and dataflow.reaches(a, l.body, lambda n, o=o: n is o or any(x is n for x in a.ancestors(o)))
+        for o in innermost)]
     for loop in innermost:
-        if isinstance(loop, cst.For):
-            it = loop.iter
-            if (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"
-                    and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star):
-                if not (data_names and _depends_on(a, it.args[0].value, data_names)):
-                    data_division.divide(ctx, it.args[0].value, "training steps")
-            else:
-                ctx.warn(loop, data_division.RULE, "cannot divide this training loop: make each rank run 1/size of its steps")
-        elif _should_stop_loop(loop) or (sharded and _until_out_of_range(a, loop)):
+        if isinstance(loop, cst.While) and (_should_stop_loop(loop) or (sharded and _until_out_of_range(a, loop))):
             continue
-        else:
-            ctx.warn(loop, data_division.RULE, "cannot divide this training loop: make each rank run 1/size of its steps")
+        if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
+            ctx.warn(loop, data_division.RULE, "cannot see how many steps this training loop runs: make each rank "
+                                               "run 1/size of its steps (e.g. divide its step count by hvd.size())")
     runs = train_runs(a, a.module, train_ops)
     if runs and not training:
         ctx.warn(runs[0], data_division.RULE, "training loop not found: make each rank run 1/size of the training steps")
     return runs
 
 
-def _depends_on(a: A.Analysis, expr, names: Set[str], depth: int = 0) -> bool:
-    """expr mentions one of names, directly or through the values of the names it uses."""
-    if depth > 8:
-        return False
-    if mentions(expr, names):
-        return True
-    used = [n for n in walk(expr) if isinstance(n, cst.Name)]
-    for n in used:
-        for _, value in a.assigned_values(n):
-            if value is not None and _depends_on(a, value, names, depth + 1):
-                return True
-    return False
-
-
-def _feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[List[cst.BaseExpression]]:
-    """The values of the feed_dict of a run call (a dict literal, maybe through one name)."""
+def _feed_dict_node(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[cst.BaseExpression]:
     arg = find_arg(run, "feed_dict")
     if arg is None:
         pos = positional(run)
@@ -265,9 +254,14 @@ def _feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[
         op_run = (isinstance(recv, cst.Name) and recv.value in train_ops) or isinstance(recv, cst.Call)
         index = 0 if op_run else 1
         arg = pos[index] if index < len(pos) else None
-    if arg is None:
+    return arg.value if arg is not None else None
+
+
+def _feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[List[cst.BaseExpression]]:
+    """The values of the feed_dict of a run call (a dict literal, maybe through one name)."""
+    value = _feed_dict_node(a, run, train_ops)
+    if value is None:
         return None
-    value = arg.value
     if isinstance(value, cst.Name):
         bound = a.assigned_values(value)
         value = bound[0][1] if len(bound) == 1 else None
@@ -276,60 +270,142 @@ def _feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[
     return [e.value for e in value.elements]
 
 
-def _root_array(expr) -> Optional[cst.Name]:
-    """``x_train`` in ``x_train``, ``x_train[a:b]``, ``x_train[idx]``."""
+def _is_constant(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """A literal (``0.5``, ``True``), or a name only ever bound to literals:
+    a hyper-parameter fed each step (dropout keep probability, a training
+    flag), not data."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_constant(a, expr.expression, depth)
+    if isinstance(expr, cst.Name):
+        if expr.value in ("True", "False", "None"):
+            return True
+        bound = a.assigned_values(expr)
+        return depth < 4 and bool(bound) and all(v is not None and _is_constant(a, v, depth + 1) for _, v in bound)
+    return False
+
+
+def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], depth: int = 0) -> bool:
+    """Collect the arrays bound outside the training loop that a fed value
+    reads rows of: ``data`` in ``data[off:off + B]``, in ``xb`` with
+    ``xb = data[idx]`` bound in the loop. False if the value is anything
+    else (a sampler call, a computation tfdist cannot follow)."""
+    if depth > 6:
+        return False
     while isinstance(expr, cst.Subscript):
         expr = expr.value
-    return expr if isinstance(expr, cst.Name) else None
+    if not isinstance(expr, cst.Name):
+        return False
+    bound = a.assigned_values(expr)
+    if not bound:
+        return False
+    inside = [(o, v) for o, v in bound if dataflow.is_inside(a, o, loop)]
+    if inside:
+        if len(inside) != len(bound):
+            return False
+        return all(v is not None and isinstance(v, (cst.Subscript, cst.Name))
+                   and _array_roots(a, v, loop, out, depth + 1) for _, v in inside)
+    out.setdefault(expr.value, expr)
+    return True
 
 
-def _binding_statement(a: A.Analysis, name: cst.Name):
-    """The one plain assignment statement (``x = ...``, ``x, y = ...``) binding name, else None."""
-    bound = a.assigned_values(name)
-    if len(bound) != 1:
-        return None
-    origin = bound[0][0]
-    node = origin
-    while node is not None and not isinstance(node, cst.BaseSmallStatement):
-        if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
-            return None
-        node = a.parent(node)
-    if not isinstance(node, cst.Assign):
-        return None
-    stmt = a.statement_of(node)
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-        return None
-    return stmt
-
-
-def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Set[str]:
-    """Arrays fed through feed_dict, bound once before the training loop,
-    are sharded right where they are bound. Returns their names, or an
-    empty set (nothing changed) when that cannot be done for every feed."""
-    a = ctx.a
-    train_ops = train_op_names(a)
+def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Optional[Dict[str, cst.Name]]:
+    """The arrays fed row by row to the train op (name -> a use of it), or
+    None when a fed value is not rows of an array bound before the loop."""
+    roots: Dict[str, cst.Name] = {}
     fed = [r for r in runs if feeds(r, train_ops)]
     if not fed:
-        return set()
-    arrays = {}  # name -> binding statement
+        return None
     for run in fed:
         loops = [x for x in a.ancestors(run) if isinstance(x, (cst.For, cst.While))]
         if not loops:
-            return set()
+            return None
         values = _feed_values(a, run, train_ops)
         if values is None:
-            return set()
+            return None
         for v in values:
-            root = _root_array(v)
-            stmt = _binding_statement(a, root) if root is not None else None
-            if stmt is None or any(x is loops[-1] for x in a.ancestors(stmt)):
-                return set()  # per-step data (bound in the loop), a parameter, ...
-            arrays.setdefault(root.value, stmt)
-    by_stmt = {}
-    for name, stmt in arrays.items():
-        by_stmt.setdefault(stmt, []).append(name)
-    for stmt, names in by_stmt.items():
-        lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
-        ctx.plan.insert_after(stmt, ctx.stmts(lines, comment="Horovod: each rank trains on its own equal share of the samples."))
-        ctx.change(stmt, data_division.RULE, f"{', '.join(names)} (fed through feed_dict) sliced by rank, equal share per rank")
-    return set(arrays)
+            if not _is_constant(a, v) and not _array_roots(a, v, loops[0], roots):
+                return None
+    return roots or None
+
+
+def _full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
+    """Names bound between the first binding of the fed arrays and the
+    slicing point from those arrays (so from the full data), read after the
+    slicing point other than as a loop's step count: (name, line bound, use)."""
+    out = []
+    body = list(block_body)
+    for stmt in body[body.index(first):body.index(point)]:
+        value = dataflow.value_of_statement(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if value is None or not dataflow.depends_on(a, value, roots):
+            continue
+        small = stmt.body[0]
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        for target in targets:
+            for name in walk(target):
+                if not isinstance(name, cst.Name) or name.value in roots:
+                    continue
+                for use in a.scopes.references(name):
+                    if dataflow.after(a, use, point) and not _in_step_count(a, use):
+                        out.append((name.value, a.line(stmt), use))
+    return out
+
+
+def _in_step_count(a: A.Analysis, node) -> bool:
+    """node is part of a loop's step count (range(...) arguments, a while test, a break test)."""
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.Call) and a.is_name(anc, apis.RANGE_FUNCTIONS):
+            return True
+        if isinstance(anc, cst.While) or isinstance(anc, cst.If):
+            return node is not None and any(x is anc.test for x in [node, *a.ancestors(node)])
+        if isinstance(anc, cst.BaseStatement):
+            return False
+    return False
+
+
+def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[step_loops.Sliced]:
+    """Slice the arrays fed through feed_dict by rank where they and every
+    array derived from them are final: right after the last statement
+    binding one of them. Slicing each at its own assignment would slice a
+    derived array twice (``labels = f(data)`` after ``data`` was sliced)
+    and pair samples with labels that are not theirs. Returns what was
+    sliced, or None (nothing changed) when that cannot be done safely."""
+    a = ctx.a
+    train_ops = train_op_names(a)
+    roots = fed_array_roots(a, runs, train_ops)
+    if roots is None:
+        return None
+    bindings = {}
+    for name, node in roots.items():
+        stmts = dataflow.all_binding_statements(a, node)
+        if stmts is None:
+            return None
+        bindings[name] = stmts
+    every = [s for stmts in bindings.values() for s in stmts]
+    if len({id(a.parent(s)) for s in every}) != 1:
+        lines = ", ".join(str(a.line(s)) for s in sorted(every, key=a.line))
+        ctx.warn(every[-1], data_division.RULE,
+                 f"the arrays fed to the training step ({', '.join(sorted(roots))}) are bound in different blocks "
+                 f"(lines {lines}): slice them by rank where they are final, all at the same point, with "
+                 f"x = x[hvd.rank()::hvd.size()][:len(x) // hvd.size()]")
+        return None
+    order = sorted(every, key=lambda s: (a.line(s), a.col(s)))
+    first, point = order[0], order[-1]
+    fed = [r for r in runs if feeds(r, train_ops)]
+    if not all(dataflow.after(a, r, point) for r in fed):
+        return None
+    for name, line, use in _full_size_uses(a, a.parent(point).body, first, point, set(roots)):
+        ctx.warn(use, data_division.RULE,
+                 f"{name} (line {line}) is computed from the full data, which tfdist slices by rank after line "
+                 f"{a.line(point)}, and is used here: compute {name} after line {a.line(point)} so it describes "
+                 f"this rank's share")
+    names = sorted(roots, key=lambda n: (a.line(bindings[n][0]), n))
+    lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
+    ctx.plan.insert_after(point, ctx.stmts(lines, comment="Horovod: each rank trains on its own equal share of the samples."))
+    derived = [n for n in names if bindings[n][0] is not first and dataflow.depends_on(
+        a, dataflow.value_of_statement(bindings[n][-1]) or cst.Name("_"), set(roots) - {n})]
+    note = f" (after {', '.join(derived)} {'is' if len(derived) == 1 else 'are'} derived, so pairs stay intact)" if derived else ""
+    ctx.change(point, data_division.RULE,
+               f"{', '.join(names)} (fed through feed_dict) sliced by rank, equal share per rank{note}")
+    return step_loops.Sliced(set(roots), point)

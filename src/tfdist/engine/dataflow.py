@@ -1,0 +1,188 @@
+"""Def-use facts over the analysis: where a name is bound, what a value is
+derived from, and whether it was bound before or after a given statement.
+
+Rules use these to divide the work along the data flow (slice arrays where
+they and everything derived from them are final; divide a step count only
+when it was not computed from already-divided data) instead of looking at
+single statements. Everything here is about bindings found by the scope
+walk; nothing compares source text.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from .analysis import Analysis
+from .scopes import walk
+
+# Nodes a plain binding statement must not sit under for its value to be the
+# name's value everywhere after it (a loop or branch may run zero or many times).
+_CONDITIONAL = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.Match) if hasattr(cst, "Match") else (
+    cst.For, cst.While, cst.If, cst.Try, cst.With)
+
+
+def names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
+    """Names *read* in expr (attribute names and keyword names excluded)."""
+    for n in walk(expr):
+        if isinstance(n, cst.Name):
+            yield n
+
+
+def binding_statements(a: Analysis, name: cst.Name) -> Optional[List[Tuple[cst.BaseStatement, cst.BaseExpression]]]:
+    """(statement, assigned value) for every binding of name, in source order;
+    None when one binding is not a plain assignment statement (a parameter,
+    a loop target, a ``with ... as``, an import, an augmented assignment)."""
+    out = []
+    for origin, value in a.assigned_values(name):
+        if value is None or not isinstance(origin, (cst.Assign, cst.AnnAssign)):
+            return None
+        stmt = a.statement_of(origin)
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        out.append((stmt, value))
+    # tuple targets: ``x, y = load()`` -- assigned_values reports them as the Name itself
+    return out or None
+
+
+def tuple_binding_statement(a: Analysis, name: cst.Name) -> Optional[cst.BaseStatement]:
+    """The statement of a single binding of name, whatever its target shape
+    (``x = ...`` or ``x, y = ...``); None if name has several bindings or one
+    that is not an assignment statement."""
+    bound = a.assigned_values(name)
+    if len(bound) != 1:
+        return None
+    node = bound[0][0]
+    while node is not None and not isinstance(node, cst.BaseSmallStatement):
+        if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
+            return None
+        node = a.parent(node)
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)):
+        return None
+    stmt = a.statement_of(node)
+    return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
+
+
+def all_binding_statements(a: Analysis, name: cst.Name) -> Optional[List[cst.BaseStatement]]:
+    """Every statement binding name (plain or tuple assignments), source
+    order; None when a binding is anything else."""
+    out = []
+    for origin, _ in a.assigned_values(name):
+        node = origin
+        while node is not None and not isinstance(node, cst.BaseSmallStatement):
+            if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
+                return None
+            node = a.parent(node)
+        if not isinstance(node, (cst.Assign, cst.AnnAssign)):
+            return None
+        stmt = a.statement_of(node)
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        if stmt not in out:
+            out.append(stmt)
+    out.sort(key=lambda s: (a.line(s), a.col(s)))
+    return out or None
+
+
+def value_of_statement(stmt: cst.SimpleStatementLine) -> Optional[cst.BaseExpression]:
+    small = stmt.body[0] if len(stmt.body) == 1 else None
+    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+        return small.value
+    return None
+
+
+def is_conditional(a: Analysis, stmt: cst.CSTNode, within: Optional[cst.CSTNode] = None) -> bool:
+    """Is stmt under a loop, branch, try or with (below ``within``)?"""
+    for anc in a.ancestors(stmt):
+        if anc is within:
+            return False
+        if isinstance(anc, _CONDITIONAL) or isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return isinstance(anc, _CONDITIONAL)
+    return False
+
+
+def is_inside(a: Analysis, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(x is container for x in a.ancestors(node))
+
+
+def depends_on(a: Analysis, expr: cst.CSTNode, targets: Set[str], depth: int = 0,
+               seen: Optional[Set[int]] = None) -> bool:
+    """expr reads one of targets, directly or through the values bound to the names it reads."""
+    seen = seen if seen is not None else set()
+    if depth > 10:
+        return False
+    for n in names_in(expr):
+        if n.value in targets:
+            return True
+        for _, value in a.assigned_values(n):
+            if value is not None and id(value) not in seen:
+                seen.add(id(value))
+                if depends_on(a, value, targets, depth + 1, seen):
+                    return True
+    return False
+
+
+def after(a: Analysis, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
+    """node starts after stmt ends (source order)."""
+    return (a.line(node), a.col(node)) > (a.end_line(stmt), 10 ** 9) or a.line(node) > a.end_line(stmt)
+
+
+def sized_after(a: Analysis, expr: cst.CSTNode, targets: Set[str], point: cst.CSTNode,
+                depth: int = 0, seen: Optional[Set[int]] = None) -> Tuple[bool, bool]:
+    """(reaches a target as bound after point, reaches one as bound at or before point).
+
+    Tells a count derived from arrays *after* they were divided (it is
+    already a per-rank count) from one derived from the full arrays
+    (``n = len(data)`` computed before the slicing point).
+    """
+    seen = seen if seen is not None else set()
+    late = early = False
+    if depth > 10:
+        return late, early
+    for n in names_in(expr):
+        if n.value in targets:
+            if after(a, n, point):
+                late = True
+            else:
+                early = True
+            continue
+        for origin, value in a.assigned_values(n):
+            if value is None or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if not depends_on(a, value, targets):
+                continue
+            if after(a, origin, point):
+                l2, e2 = sized_after(a, value, targets, point, depth + 1, seen)
+                late |= l2
+                early |= e2
+            else:
+                early = True
+    return late, early
+
+
+def callees(a: Analysis, call: cst.Call) -> List[cst.FunctionDef]:
+    """The functions of this module a call runs: a local function by name,
+    or a method of a user class (``self.step()``, ``trainer.step()``)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return a._local_functions(func)
+    methods = getattr(a, "methods_called", None)
+    return methods(call) if methods is not None else []
+
+
+def reaches(a: Analysis, node: cst.CSTNode, found, seen: Optional[Set[int]] = None) -> bool:
+    """Does ``found(node)`` hold for node, or for the body of a function of
+    this module that node calls (transitively)?"""
+    seen = seen if seen is not None else set()
+    if found(node):
+        return True
+    for c in walk(node):
+        if not isinstance(c, cst.Call):
+            continue
+        for f in callees(a, c):
+            if id(f) not in seen:
+                seen.add(id(f))
+                if reaches(a, f.body, found, seen):
+                    return True
+    return False

@@ -1,0 +1,188 @@
+"""Step loops: find the number of training steps a loop runs, in every form
+real scripts write it, so the data-division rule can make each rank run
+1/size of them.
+
+Forms: ``for s in range(n)``, ``range(a, b)``, ``range(1, n + 1)``, the
+``six.moves``/``xrange`` spellings, ``while step < n`` (or ``<=``) with
+``step += 1`` in the body, ``while True`` and ``for s in itertools.count()``
+ended by ``if step >= n: break``. A count derived from arrays that were
+already divided (see ``engine.dataflow.sized_after``) is per-rank already
+and left alone. Anything else is reported, never guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from .. import apis
+from ..engine import dataflow
+from ..engine.scopes import walk
+from . import data_division
+from .common import source
+
+DIVIDED = "divided"
+PER_RANK = "per-rank"  # computed from divided data: already a per-rank count
+UNKNOWN = "unknown"
+
+
+@dataclass
+class Sliced:
+    """Arrays divided by rank right after ``point``: a count computed from
+    them after that statement is per-rank already."""
+    names: Set[str]
+    point: cst.CSTNode
+
+
+@dataclass
+class StepCount:
+    count: cst.BaseExpression  # the expression to divide
+    rewrite: str  # "count" (divide it), "range-span" (range(a, b): divide b - a)
+    start: Optional[cst.BaseExpression] = None  # a of range(a, b)
+
+
+def _is_range(a, call) -> bool:
+    return isinstance(call, cst.Call) and a.is_name(call, apis.RANGE_FUNCTIONS) is not None
+
+
+def _plain_args(call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    if any(arg.keyword is not None or arg.star for arg in call.args):
+        return None
+    return [arg.value for arg in call.args]
+
+
+def _same_literal(x, y) -> bool:
+    return isinstance(x, cst.Integer) and isinstance(y, cst.Integer) and x.evaluated_value == y.evaluated_value
+
+
+def _range_count(a, call: cst.Call) -> Optional[StepCount]:
+    args = _plain_args(call)
+    if args is None or not 1 <= len(args) <= 2:
+        return None
+    if len(args) == 1:
+        return StepCount(args[0], "count")
+    start, stop = args
+    if isinstance(start, cst.Integer) and start.evaluated_value == 0:
+        return StepCount(stop, "count")
+    # range(1, n + 1): n steps numbered from 1
+    if isinstance(stop, cst.BinaryOperation) and isinstance(stop.operator, cst.Add):
+        if _same_literal(stop.right, start):
+            return StepCount(stop.left, "count")
+        if _same_literal(stop.left, start):
+            return StepCount(stop.right, "count")
+    return StepCount(stop, "range-span", start)
+
+
+def _counter_var(a, loop) -> Optional[str]:
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name):
+        return loop.target.value
+    return None
+
+
+def _incremented(loop, var: str) -> bool:
+    """``var += 1`` (or ``var = var + 1``) somewhere in the loop body."""
+    for n in walk(loop.body):
+        if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name) and n.target.value == var \
+                and isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer) and n.value.evaluated_value == 1:
+            return True
+        if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and n.targets[0].target.value == var and isinstance(n.value, cst.BinaryOperation) \
+                and isinstance(n.value.operator, cst.Add) and isinstance(n.value.left, cst.Name) \
+                and n.value.left.value == var and isinstance(n.value.right, cst.Integer) and n.value.right.evaluated_value == 1:
+            return True
+    return False
+
+
+def _bound_of(test, var: str, operators) -> Optional[cst.BaseExpression]:
+    """N in ``var OP N`` (or ``N OP' var``)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comp = test.comparisons[0]
+    flipped = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual,
+               cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual, cst.Equal: cst.Equal}
+    if isinstance(test.left, cst.Name) and test.left.value == var and isinstance(comp.operator, operators):
+        return comp.comparator
+    if isinstance(comp.comparator, cst.Name) and comp.comparator.value == var:
+        op = flipped.get(type(comp.operator))
+        if op is not None and issubclass(op, operators):
+            return test.left
+    return None
+
+
+def _break_bound(loop, var: str) -> Optional[cst.BaseExpression]:
+    """N of the one ``if var >= N: break`` (``>``, ``==``) directly ending the loop."""
+    found = []
+    for n in walk(loop.body):
+        if isinstance(n, (cst.For, cst.While)) and n is not loop:
+            continue
+        if isinstance(n, cst.If) and isinstance(n.body, cst.IndentedBlock) and any(
+                isinstance(s, cst.SimpleStatementLine) and any(isinstance(x, cst.Break) for x in s.body)
+                for s in n.body.body):
+            bound = _bound_of(n.test, var, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal))
+            if bound is not None:
+                found.append(bound)
+    return found[0] if len(found) == 1 else None
+
+
+def step_count(a, loop) -> Optional[StepCount]:
+    """The step count of a training loop, or None when tfdist cannot see it."""
+    if isinstance(loop, cst.For):
+        it = loop.iter
+        if _is_range(a, it):
+            return _range_count(a, it)
+        if isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS):
+            var = _counter_var(a, loop)
+            bound = _break_bound(loop, var) if var else None
+            return StepCount(bound, "count") if bound is not None else None
+        return None
+    if isinstance(loop, cst.While):
+        test = loop.test
+        if isinstance(test, cst.Name) and test.value == "True":
+            for var in {n.target.value for n in walk(loop.body)
+                        if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name)}:
+                bound = _break_bound(loop, var)
+                if bound is not None and _incremented(loop, var):
+                    return StepCount(bound, "count")
+            return None
+        if isinstance(test, cst.Comparison) and isinstance(test.left, (cst.Name,)) or (
+                isinstance(test, cst.Comparison) and test.comparisons and isinstance(test.comparisons[0].comparator, cst.Name)):
+            names = [n.value for n in (test.left, test.comparisons[0].comparator) if isinstance(n, cst.Name)]
+            for var in names:
+                bound = _bound_of(test, var, (cst.LessThan, cst.LessThanEqual))
+                if bound is not None and _incremented(loop, var):
+                    return StepCount(bound, "count")
+    return None
+
+
+def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None) -> str:
+    """Make the loop run 1/size of its steps. Returns DIVIDED, PER_RANK
+    (nothing to do: the count is computed from divided data) or UNKNOWN
+    (nothing done; the caller warns)."""
+    a = ctx.a
+    sc = step_count(a, loop)
+    if sc is None:
+        return UNKNOWN
+    exprs = [sc.count] + ([sc.start] if sc.start is not None else [])
+    if sliced is not None:
+        late = early = False
+        for e in exprs:
+            l2, e2 = dataflow.sized_after(a, e, sliced.names, sliced.point)
+            late |= l2
+            early |= e2
+        if late and early:
+            ctx.warn(loop, data_division.RULE,
+                     f"the step count {a.code(sc.count)} mixes sizes of the data before and after it is divided "
+                     f"by rank (line {a.line(sliced.point)}): make it 1/size of the single-process steps by hand")
+            return PER_RANK
+        if late:
+            return PER_RANK
+    if sc.rewrite == "count":
+        data_division.divide(ctx, sc.count, what)
+    else:
+        start = source(a.module, sc.start)
+        span = ctx.backend.divide_count(f"({a.code(sc.count)} - {start})")
+        new = ctx.expr(f"{start} + {span}")
+        ctx.plan.replace(sc.count, lambda old, new=new: new)
+        ctx.change(sc.count, data_division.RULE, f"{what}: range({a.code(sc.start)}, {a.code(sc.count)}) runs 1/size of its steps")
+    return DIVIDED

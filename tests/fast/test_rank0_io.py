@@ -1,0 +1,217 @@
+"""Files a training run writes: rank 0 only (rules/rank0_io.py).
+
+A rule table run through ``tfdist.api.convert_source``: every snippet is
+appended to the same small Keras ``fit`` script. INVALID snippets write a
+file (or block on a window) and must come out under the rank-0 guard, with
+the exact text given; VALID snippets must come out exactly as written, with
+no rank0-io change reported on them; WARN snippets cannot be guarded safely
+and must leave the write where it is with a warning naming the edit.
+"""
+import pytest
+
+from tfdist.api import convert_source
+
+PRELUDE = '''import csv
+import json
+import pickle
+
+import cv2
+import imageio
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import scipy.misc
+import tensorflow as tf
+from PIL import Image
+
+x = np.random.rand(64, 4).astype("float32")
+y = np.random.rand(64, 1).astype("float32")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+history = model.fit(x, y, epochs=2)
+'''
+MARK = "# --- case\n"
+RULE = "rank0-io"
+
+
+def _convert(snippet: str):
+    result = convert_source(PRELUDE + MARK + snippet, "case.py")
+    assert result.status == "converted", (result.status, result.error)
+    return result
+
+
+def _case_line() -> int:
+    return (PRELUDE + MARK).count("\n") + 1
+
+
+def _rank0_changes_in_case(result):
+    return [c for c in result.changes if c.rule == RULE and c.line >= _case_line()]
+
+
+def _rank0_warnings_in_case(result):
+    return [w for w in result.warnings if w.rule == RULE and w.line >= _case_line()]
+
+
+# (snippet, exact output text of the snippet, message of its change)
+INVALID = [
+    ('Image.fromarray((x * 255).astype("uint8")).save("x.png")\n',
+     'if hvd.rank() == 0:\n    Image.fromarray((x * 255).astype("uint8")).save("x.png")\n',
+     "PIL image save on rank 0 only"),
+    ('picture = Image.open("in.png")\npicture = picture.convert("L")\npicture.save("out.png")\n',
+     'picture = Image.open("in.png")\npicture = picture.convert("L")\nif hvd.rank() == 0:\n    picture.save("out.png")\n',
+     "PIL image save on rank 0 only"),
+    ('Image.new("RGB", (4, 4)).save("blank.png")\n',
+     'if hvd.rank() == 0:\n    Image.new("RGB", (4, 4)).save("blank.png")\n',
+     "PIL image save on rank 0 only"),
+    ('plt.plot(history.history["loss"])\nplt.savefig("loss.png")\n',
+     'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
+     "matplotlib savefig on rank 0 only"),
+    ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    ('fig = plt.figure()\nfig.savefig("f.png")\n',
+     'fig = plt.figure()\nif hvd.rank() == 0:\n    fig.savefig("f.png")\n',
+     "matplotlib figure savefig on rank 0 only"),
+    ('fig, axes = plt.subplots(2, 2)\naxes[0, 0].plot(x[:, 0])\nfig.savefig("grid.png", dpi=50)\n',
+     'fig, axes = plt.subplots(2, 2)\naxes[0, 0].plot(x[:, 0])\nif hvd.rank() == 0:\n    fig.savefig("grid.png", dpi=50)\n',
+     "matplotlib figure savefig on rank 0 only"),
+    ('np.save("x.npy", x)\n', 'if hvd.rank() == 0:\n    np.save("x.npy", x)\n', "NumPy save on rank 0 only"),
+    ('np.savez("xy.npz", x=x, y=y)\n', 'if hvd.rank() == 0:\n    np.savez("xy.npz", x=x, y=y)\n',
+     "NumPy savez on rank 0 only"),
+    ('np.savez_compressed("xy.npz", x, y)\n', 'if hvd.rank() == 0:\n    np.savez_compressed("xy.npz", x, y)\n',
+     "NumPy savez_compressed on rank 0 only"),
+    ('np.savetxt("y.txt", y, fmt="%.3f")\n', 'if hvd.rank() == 0:\n    np.savetxt("y.txt", y, fmt="%.3f")\n',
+     "NumPy savetxt on rank 0 only"),
+    # A forward pass and NumPy work are collective-free: the statement moves whole.
+    ('np.save("predictions.npy", model(x, training=False).numpy())\n',
+     'if hvd.rank() == 0:\n    np.save("predictions.npy", model(x, training=False).numpy())\n',
+     "NumPy save on rank 0 only"),
+    ('pickle.dump(history.history, open("history.pkl", "wb"))\n',
+     'if hvd.rank() == 0:\n    pickle.dump(history.history, open("history.pkl", "wb"))\n',
+     "pickle dump on rank 0 only"),
+    ('with open("history.json", "w") as f:\n    json.dump(history.history, f)\n',
+     'if hvd.rank() == 0:\n    with open("history.json", "w") as f:\n        json.dump(history.history, f)\n',
+     'file "history.json" written on rank 0 only'),
+    ('with open("log.txt", mode="a") as log:\n    print("done", file=log)\n',
+     'if hvd.rank() == 0:\n    with open("log.txt", mode="a") as log:\n        print("done", file=log)\n',
+     'file "log.txt" written on rank 0 only'),
+    ('with open("h.csv", "w", newline="") as f:\n    rows = csv.writer(f)\n'
+     '    for key, values in history.history.items():\n        rows.writerow([key] + values)\n',
+     'if hvd.rank() == 0:\n    with open("h.csv", "w", newline="") as f:\n        rows = csv.writer(f)\n'
+     '        for key, values in history.history.items():\n            rows.writerow([key] + values)\n',
+     'file "h.csv" written on rank 0 only'),
+    ('open("done.txt", "w").write("ok")\n', 'if hvd.rank() == 0:\n    open("done.txt", "w").write("ok")\n',
+     'file "done.txt" write on rank 0 only'),
+    ('model.save_weights("weights.h5")\n', 'if hvd.rank() == 0:\n    model.save_weights("weights.h5")\n',
+     "model.save_weights() on rank 0 only"),
+    ('tf.io.write_file("note.txt", "trained")\n', 'if hvd.rank() == 0:\n    tf.io.write_file("note.txt", "trained")\n',
+     "tf.io.write_file on rank 0 only"),
+    ('cv2.imwrite("x.png", (x * 255).astype(np.uint8))\n',
+     'if hvd.rank() == 0:\n    cv2.imwrite("x.png", (x * 255).astype(np.uint8))\n', "OpenCV imwrite on rank 0 only"),
+    ('pd.DataFrame(history.history).to_csv("h.csv")\n', 'if hvd.rank() == 0:\n    pd.DataFrame(history.history).to_csv("h.csv")\n',
+     "DataFrame.to_csv on rank 0 only"),
+    ('frame = pd.DataFrame(history.history)\nframe.to_json("h.json")\nframe.to_pickle("h.pkl")\n',
+     'frame = pd.DataFrame(history.history)\nif hvd.rank() == 0:\n    frame.to_json("h.json")\n    frame.to_pickle("h.pkl")\n',
+     "DataFrame.to_json on rank 0 only"),
+    ('scipy.misc.imsave("x.png", x)\n', 'if hvd.rank() == 0:\n    scipy.misc.imsave("x.png", x)\n',
+     "scipy.misc.imsave on rank 0 only"),
+    ('scipy.misc.toimage(x).save("x.png")\n', 'if hvd.rank() == 0:\n    scipy.misc.toimage(x).save("x.png")\n',
+     "PIL image save on rank 0 only"),
+    ('imageio.imwrite("x.png", x)\n', 'if hvd.rank() == 0:\n    imageio.imwrite("x.png", x)\n',
+     "imageio imwrite on rank 0 only"),
+    # The DCGAN tutorial's helper: the writes inside it are guarded one by
+    # one, the forward pass and the plotting stay on every rank.
+    ('def generate_and_save_images(model, epoch, test_input):\n'
+     '    predictions = model(test_input, training=False)\n'
+     '    fig = plt.figure(figsize=(4, 4))\n'
+     '    for i in range(predictions.shape[0]):\n'
+     '        plt.subplot(4, 4, i + 1)\n'
+     '        plt.imshow(predictions[i, :, :, 0] * 127.5 + 127.5, cmap="gray")\n'
+     '        plt.axis("off")\n'
+     '    plt.savefig("image_at_epoch_{:04d}.png".format(epoch))\n'
+     '    plt.show()\n'
+     'seed = tf.random.normal([16, 4])\n'
+     'generate_and_save_images(model, 1, seed)\n',
+     'def generate_and_save_images(model, epoch, test_input):\n'
+     '    predictions = model(test_input, training=False)\n'
+     '    fig = plt.figure(figsize=(4, 4))\n'
+     '    for i in range(predictions.shape[0]):\n'
+     '        plt.subplot(4, 4, i + 1)\n'
+     '        plt.imshow(predictions[i, :, :, 0] * 127.5 + 127.5, cmap="gray")\n'
+     '        plt.axis("off")\n'
+     '    if hvd.rank() == 0:\n'
+     '        plt.savefig("image_at_epoch_{:04d}.png".format(epoch))\n'
+     '        plt.show()\n'
+     'seed = tf.random.normal([16, 4])\n'
+     'generate_and_save_images(model, 1, seed)\n',
+     "matplotlib savefig on rank 0 only"),
+]
+
+
+@pytest.mark.parametrize("snippet,expected,message", INVALID, ids=[c[0].splitlines()[-1][:60] for c in INVALID])
+def test_write_is_guarded(snippet, expected, message):
+    result = _convert(snippet)
+    assert result.code.endswith(MARK + expected), result.code[result.code.index(MARK):]
+    assert message in [c.message for c in _rank0_changes_in_case(result)]
+    assert _rank0_warnings_in_case(result) == []
+
+
+VALID = [
+    # save() on an object of unknown type: never guarded.
+    'def make_archive():\n    return object()\narchive = make_archive()\narchive.save("a")\n',
+    # A name that is a PIL image on one path and unknown on another.
+    'picture = Image.open("in.png") if x.any() else make_thing()\npicture.save("out.png")\n',
+    # Reading files: every rank reads.
+    'with open("config.json") as f:\n    config = json.load(f)\n',
+    'with open("data.bin", "rb") as f:\n    blob = f.read()\n',
+    'text = open("notes.txt", mode="r").read()\n',
+    'weights = np.load("weights.npy")\n',
+    # Plotting without writing anything stays on every rank.
+    'fig = plt.figure()\nplt.plot(x[:, 0])\nplt.close(fig)\n',
+    # A user function named open is not the built-in.
+    'def open(path, mode):\n    return path\nopen("x.txt", "w")\n',
+]
+
+
+@pytest.mark.parametrize("snippet", VALID, ids=[c.splitlines()[-1][:60] for c in VALID])
+def test_non_write_stays_unguarded(snippet):
+    result = _convert(snippet)
+    assert result.code.endswith(MARK + snippet), result.code[result.code.index(MARK):]
+    assert _rank0_changes_in_case(result) == []
+
+
+# (snippet, substring of the warning, line of the warning within the snippet)
+WARN = [
+    # A write in the same statement as training: the statement stays whole.
+    ('np.save("history.npy", model.fit(x, y, epochs=1).history)\n',
+     "NumPy save in the same statement as model.fit(), which may run a collective operation: compute that on "
+     "every rank first, then run this write on rank 0 only: wrap it in `if hvd.rank() == 0:`", 1),
+    # A with-statement whose body trains.
+    ('with open("epochs.txt", "w") as log:\n    for epoch in range(2):\n'
+     '        model.fit(x, y, epochs=1, verbose=0)\n        log.write(str(epoch))\n',
+     'file "epochs.txt" is opened for writing on every rank by a with-statement that also runs model.fit()', 1),
+    # A with-statement whose body sets a name used after it.
+    ('with open("n.txt", "w") as f:\n    count = f.write("abc")\ntotal = count + 1\n',
+     "sets count, which is used after it (line", 1),
+    # A with-statement that returns from its function.
+    ('def dump(values):\n    with open("v.txt", "w") as f:\n        f.write(str(values))\n        return len(values)\n'
+     'dump([1, 2])\n', "leaves it early", 2),
+    # A file kept open in a variable.
+    ('log = open("log.txt", "a")\nlog.write("x")\nlog.close()\n',
+     'file "log.txt" opened for writing outside a with-statement: open, write and close it on rank 0 only: '
+     'wrap that code in `if hvd.rank() == 0:`', 1),
+    # A mode tfdist cannot read.
+    ('mode = "w"\nwith open("m.txt", mode) as f:\n    f.write("x")\n', "with a mode tfdist cannot read", 2),
+    # A write whose result is kept.
+    ('ok = cv2.imwrite("x.png", x)\n', "OpenCV imwrite whose result is kept", 1),
+]
+
+
+@pytest.mark.parametrize("snippet,warning,line", WARN, ids=[c[0].splitlines()[0][:60] for c in WARN])
+def test_unsafe_write_is_warned_not_guarded(snippet, warning, line):
+    result = _convert(snippet)
+    warnings = _rank0_warnings_in_case(result)
+    assert any(warning in w.message and w.line == _case_line() + line - 1 for w in warnings), \
+        [(w.line, w.message) for w in warnings]
+    out = result.code[result.code.index(MARK) + len(MARK):]
+    # Nothing in the case moved under a guard (other rules may edit fit() calls).
+    assert "if hvd.rank() == 0:\n" not in out, out
+    assert _rank0_changes_in_case(result) == []
