@@ -39,6 +39,7 @@ MODULE = "tf.Module"
 # An instance of a class defined in the user's code (its methods and self
 # attributes are followed).
 INSTANCE = "instance"
+TUTORIAL_DATASETS = "tf1 tutorial data sets"  # read_data_sets(): .train/.test with next_batch()
 
 # Framework base classes -> the kind their subclasses have.
 _ROOT_KINDS: Dict[str, str] = {}
@@ -70,6 +71,7 @@ _CALL_KINDS[apis.TF2_CHECKPOINT] = CHECKPOINT
 _CALL_KINDS[apis.TF2_CHECKPOINT_MANAGER] = CHECKPOINT
 _CALL_KINDS[apis.TF1_SAVER] = SAVER
 _CALL_KINDS[apis.TF1_CONFIG_PROTO] = CONFIG_PROTO
+_CALL_KINDS.update({n: TUTORIAL_DATASETS for n in apis.TF1_TUTORIAL_DATASETS})
 
 
 @dataclass(frozen=True, eq=True)
@@ -370,23 +372,28 @@ class Analysis:
 
     def _param_types(self, param: cst.Param, depth: int) -> Set[Type]:
         """A parameter's type: the types passed at this module's call sites."""
-        fdef = None
-        for a in self.ancestors(param):
-            if isinstance(a, cst.FunctionDef):
-                fdef = a
-                break
+        out: Set[Type] = set()
+        for _call, arg in self.argument_values(param, depth):
+            out |= self.types(arg, depth + 1)
+        return out
+
+    def argument_values(self, param: cst.Param, depth: int = 0) -> List[Tuple[cst.Call, cst.BaseExpression]]:
+        """(call, argument) for each call of this module that binds param:
+        calls of a local function by name, ``Class(...)`` for ``__init__``,
+        ``obj.method(...)`` / ``self.method(...)`` for methods."""
+        fdef = next((x for x in self.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
         if fdef is None or depth > 6:
-            return set()
+            return []
         params = list(fdef.params.params)
         if param not in params:
-            return set()
+            return []
         index = params.index(param)
         name = param.name.value
-        out: Set[Type] = set()
+        out: List[Tuple[cst.Call, cst.BaseExpression]] = []
         owner = self.method_owner(fdef)
         if owner is not None:
             if index == 0:  # self
-                return set()
+                return []
             for call in self.calls:
                 if fdef.name.value == "__init__":
                     fact = self.class_of(call.func)
@@ -395,20 +402,18 @@ class Analysis:
                 elif not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fdef.name.value
                           and fdef in self.methods_called(call, depth + 1)):
                     continue
-                out |= self.types(self._argument(call, index - 1, name), depth + 1)
+                arg = self._argument(call, index - 1, name)
+                if arg is not None:
+                    out.append((call, arg))
             return out
         for call in self.calls:
             if not (isinstance(call.func, cst.Name) and call.func.value == fdef.name.value):
                 continue
             if fdef not in self._local_functions(call.func):
                 continue
-            arg = None
-            for i, a in enumerate(call.args):
-                if a.keyword is not None and a.keyword.value == name:
-                    arg = a.value
-                elif a.keyword is None and a.star == "" and i == index:
-                    arg = a.value
-            out |= self.types(arg, depth + 1)
+            arg = self._argument(call, index, name)
+            if arg is not None:
+                out.append((call, arg))
         return out
 
     def kinds(self, expr: Optional[cst.BaseExpression]) -> Set[str]:
@@ -451,8 +456,10 @@ class Analysis:
         """User classes of this module whose instance expr is."""
         if isinstance(expr, cst.Name):
             cd = self.self_class(expr)
-            if cd is not None:
-                return [cd]
+            if cd is not None:  # the class or any subclass of it in this module
+                return [cd] + [other.node for other in self.classes.values()
+                               if other.node is not None and other.node is not cd
+                               and cd in self._lineage(other.node)]
         out = []
         for t in self.types(expr, depth + 1):
             if t.kind == INSTANCE or t.name in self.classes:
@@ -549,9 +556,12 @@ class Analysis:
             return []
         if isinstance(expr, cst.Name):
             out = []
-            for _, value in self.assigned_values(expr):
+            for origin, value in self.assigned_values(expr):
                 if value is not None:
                     out += self.dataset_sources(value, seen)
+                elif isinstance(origin, cst.Param):  # passed in: where the callers built it
+                    for _call, arg in self.argument_values(origin):
+                        out += self.dataset_sources(arg, seen)
             return out
         return []
 

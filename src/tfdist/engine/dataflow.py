@@ -186,3 +186,21 @@ def reaches(a: Analysis, node: cst.CSTNode, found, seen: Optional[Set[int]] = No
                 if reaches(a, f.body, found, seen):
                     return True
     return False
+
+
+def element_value(a: Analysis, target: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value a name gets in a tuple assignment with a tuple value:
+    ``features[order]`` for ``x`` in ``x, y = features[order], targets[order]``."""
+    element = a.parent(target)
+    tup = a.parent(element) if isinstance(element, cst.Element) else None
+    assign_target = a.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
+    assign = a.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    value = assign.value
+    if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(tup.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*tup.elements, *value.elements)):
+        return None
+    index = next(i for i, e in enumerate(tup.elements) if e is element)
+    return value.elements[index].value

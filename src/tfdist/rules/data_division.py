@@ -8,21 +8,38 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
 from .. import apis
-from .common import source
+from ..engine import analysis as A
+from ..engine.analysis import _returns
+from ..engine.scopes import walk
+from .common import find_arg, has_star_args, method_name, source
 
 RULE = "data-division"
 
 
+def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> None:
+    """Replace node by template (made with ``{inner}`` for the dataset),
+    filled with node's *updated* form, so edits inside it (a seed) survive."""
+    def rewrite(upd):
+        return ctx.expr(template, inner=source(ctx.module, upd))
+    ctx.plan.replace(node, rewrite)
+
+
 def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     """Shard every tf.data source ``dataset`` is built from. False if none found."""
-    sources = ctx.a.dataset_sources(dataset)
+    a = ctx.a
+    shared = _shared_helpers(a, dataset)
+    if shared:
+        for call in shared:
+            _shard_local_helper(ctx, call, what)
+        return True
+    sources = a.dataset_sources(dataset)
     if not sources:
-        return False
+        return _shard_unresolved(ctx, dataset, what)
     for src in sources:
         if src in ctx.sharded:
             continue
@@ -32,17 +49,26 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             ctx.warn(src, RULE, "the dataset is already sharded: check it is sharded by Horovod rank")
             continue
         if ctx.a.is_name(src, apis.FILE_LEVEL_SOURCES):
-            new = ctx.expr(ctx.backend.shard_files(source(ctx.module, src)))
-            ctx.plan.replace(src, lambda old, new=new: new)
-            ctx.change(src, RULE, f"{what}: files sharded by rank")
-            ctx.warn(src, RULE, "sharded by file: each rank must get the same number of records, or a rank will wait in an allreduce (shard records instead if the files differ in size)")
+            _shard_records(ctx, dataset, src, what)
             continue
-        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES):
-            template = ctx.backend.shard_dataset_known_size(source(ctx.module, src))
+        if ctx.a.is_name(src, apis.TFDS_LOAD):
+            if _tfds_shape(src) != ("single", False):
+                ctx.warn(src, RULE, "this tfds.load(...) returns several datasets: shard the one used for training with .shard(hvd.size(), hvd.rank()).take(len // hvd.size())")
+                continue
+            _tfds_fixed_file_order(ctx, src)
+        _share_seed(ctx, src)
+        later = _later_point(ctx, dataset, src)
+        if later is not None:
+            # The source's own dataset is used elsewhere too (a
+            # TextVectorization.adapt, ...): every rank must see all of it there.
+            _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}"))
+            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) is also used whole elsewhere), equal share per rank")
+            continue
+        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_DIRECTORY_DATASETS):
+            template = ctx.backend.shard_dataset_known_size("{inner}")
         else:
-            template = ctx.backend.shard_dataset(source(ctx.module, src))
-        new = ctx.expr(template)
-        ctx.plan.replace(src, lambda old, new=new: new)
+            template = ctx.backend.shard_dataset("{inner}")
+        _wrap_node(ctx, src, template)
         ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
     return True
 
@@ -64,3 +90,663 @@ def divide(ctx, value: cst.BaseExpression, what: str) -> None:
     new = ctx.expr(ctx.backend.divide_count(source(ctx.module, value)))
     ctx.plan.replace(value, lambda old: new)
     ctx.change(value, RULE, f"{what} divided by the number of processes")
+
+
+# ---------------------------------------------------------------------------
+# Sources beyond tf.data constructors: tensorflow_datasets.load, Keras
+# directory readers, list_files pipelines, helpers (here or in another
+# module), ImageDataGenerator flows, keras.utils.Sequence subclasses.
+
+# The seed tfdist writes where a source would otherwise pick a random one per
+# process (list_files, image_dataset_from_directory, tfds shuffle_files): the
+# ranks must shuffle identically, or the shards taken after it overlap.
+SHARED_SEED = "1234"
+
+
+def _literal_false(node) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
+
+
+def _literal_true(node) -> bool:
+    return node is not None and not _literal_false(node) and not (
+        isinstance(node, cst.Integer) and node.value == "0")
+
+
+def _add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
+    from .common import append_arg, kwarg
+    new = ctx.expr(value)
+    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(name, new)))
+
+
+def _share_seed(ctx, src: cst.Call) -> None:
+    """Sources shuffling with a per-process random seed get one shared seed."""
+    a = ctx.a
+    name = a.is_name(src, apis.SEEDED_SHUFFLE_SOURCES)
+    if name is None or (src, "seed") in ctx.sharded:
+        return
+    ctx.sharded.add((src, "seed"))
+    switch, seed_pos = apis.SEEDED_SHUFFLE_SOURCES[name]
+    shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
+    if shuffle is not None and _literal_false(shuffle.value):
+        return
+    if find_arg(src, "seed", seed_pos) is not None or has_star_args(src) or any(
+            arg.keyword is None for arg in src.args[3:]):
+        return  # the user's seed is the same on every rank
+    _add_kwarg(ctx, src, "seed", SHARED_SEED)
+    ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
+
+
+def _later_point(ctx, dataset, src: cst.Call):
+    """For a batched reader of known size (directory readers) bound to a name
+    that other code also uses: the value bound to the training dataset's
+    name, when sharding there is equivalent (known size, no shuffle between)."""
+    a = ctx.a
+    if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
+        return None
+    assign = a.parent(src)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    uses = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
+            and n is not assign.targets[0].target and any(v is src for _, v in a.assigned_values(n))]
+    if len(uses) <= 1 or not isinstance(dataset, cst.Name):
+        return None
+    bound = a.assigned_values(dataset)
+    if len(bound) != 1 or bound[0][1] is None or bound[0][1] is src:
+        return None
+    value = bound[0][1]
+    path = _path_to(a, value, src)
+    if path is None or not _size_known(a, value) or any(method_name(c) == "shuffle" for c in path):
+        return None
+    return value
+
+
+# --- tensorflow_datasets.load ------------------------------------------------
+def _tfds_shape(call: cst.Call) -> Tuple[str, bool]:
+    """('single' | 'list' | 'dict', with_info) of what tfds.load returns."""
+    split = find_arg(call, "split", apis.TFDS_LOAD_POS["split"])
+    info = find_arg(call, "with_info")
+    with_info = info is not None and _literal_true(info.value)
+    if split is None or (isinstance(split.value, cst.Name) and split.value.value == "None"):
+        return "dict", with_info
+    if isinstance(split.value, (cst.List, cst.Tuple)):
+        return "list", with_info
+    return "single", with_info
+
+
+def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
+    """shuffle_files=True shuffles the files with a random seed per process:
+    give every rank the same file order, so record shards stay disjoint."""
+    a = ctx.a
+    if (src, "seed") in ctx.sharded:
+        return
+    ctx.sharded.add((src, "seed"))
+    sf = find_arg(src, "shuffle_files", apis.TFDS_LOAD_POS["shuffle_files"])
+    if sf is None or not _literal_true(sf.value):
+        return
+    rc = find_arg(src, "read_config")
+    module = a.code(src.func.value) if isinstance(src.func, cst.Attribute) else None
+    if rc is None and module is not None:
+        _add_kwarg(ctx, src, "read_config", f"{module}.ReadConfig(shuffle_seed={SHARED_SEED})")
+        ctx.change(src, RULE, "shuffle_files: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
+        return
+    if rc is not None and isinstance(rc.value, cst.Call) and a.is_name(rc.value, {apis.TFDS_READ_CONFIG}):
+        if find_arg(rc.value, "shuffle_seed") is None:
+            _add_kwarg(ctx, rc.value, "shuffle_seed", SHARED_SEED)
+            ctx.change(rc.value, RULE, "ReadConfig: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
+        return
+    ctx.warn(sf.value, RULE, f"shuffle_files: the file order must be the same on every rank for the shards to be disjoint: pass read_config=tfds.ReadConfig(shuffle_seed=<same seed on every rank>)")
+
+
+def _unpacked(a, name_node: cst.Name):
+    """(assign, index path) when name_node is bound by ``a, (b, c) = value``."""
+    path: List[int] = []
+    cur = name_node
+    par = a.parent(cur)
+    while isinstance(par, cst.Element):
+        seq = a.parent(par)
+        if not isinstance(seq, (cst.Tuple, cst.List)):
+            return None
+        path.insert(0, list(seq.elements).index(par))
+        cur = seq
+        par = a.parent(seq)
+    if not path or not isinstance(par, cst.AssignTarget):
+        return None
+    assign = a.parent(par)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    return assign, path
+
+
+def _tuple_source_element(a, value, path: List[int]):
+    """What the element at ``path`` of a tuple-returning source is:
+    'dataset', 'dict' (of datasets, by split) or None (info, unknown)."""
+    if not isinstance(value, cst.Call):
+        return None, None
+    if a.is_name(value, apis.TFDS_LOAD):
+        shape, with_info = _tfds_shape(value)
+        rest = list(path)
+        if with_info:
+            if rest[:1] != [0]:
+                return None, None
+            rest = rest[1:]
+        if shape == "single" and not rest:
+            return "dataset", value
+        if shape == "list" and len(rest) == 1:
+            return "dataset", value
+        if shape == "dict" and not rest:
+            return "dict", value
+        return None, None
+    if a.is_name(value, apis.KERAS_DIRECTORY_DATASETS) and len(path) == 1 and path[0] in (0, 1):
+        return "dataset", value  # subset="both": (training, validation)
+    return None, None
+
+
+def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -> None:
+    key = (assign, name)
+    if key in ctx.sharded:
+        return
+    ctx.sharded.add(key)
+    stmt = ctx.a.statement_of(assign)
+    template = ctx.backend.shard_dataset_known_size(name)
+    ctx.plan.insert_after(stmt, ctx.stmts(f"{name} = {template}", comment="Horovod: an equal, disjoint share of the dataset per rank."))
+    ctx.change(assign, RULE, f"{what}: {name} (from {ctx.a.code(src.func)}) sharded by rank, equal share per rank")
+
+
+def _prepare_source(ctx, src: cst.Call) -> None:
+    if ctx.a.is_name(src, apis.TFDS_LOAD):
+        _tfds_fixed_file_order(ctx, src)
+    else:
+        _share_seed(ctx, src)
+
+
+def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
+    """Datasets the type inference does not follow: names unpacked from
+    tfds.load(with_info=True / a list of splits) or from a directory reader
+    with subset="both", ``splits["train"]`` of tfds.load(split=None), and
+    datasets returned by a helper function of another project module."""
+    a = ctx.a
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return False
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return _shard_unresolved(ctx, f.value, what, seen)
+        return _shard_external_helper(ctx, expr, what)
+    if isinstance(expr, cst.Subscript):
+        if _dict_of_splits(ctx, expr.value):
+            if expr not in ctx.sharded:
+                ctx.sharded.add(expr)
+                _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
+                ctx.change(expr, RULE, f"{what}: split {a.code(expr)} sharded by rank, equal share per rank")
+            return True
+        return False
+    if isinstance(expr, cst.Name):
+        found = False
+        for origin, value in a.assigned_values(expr):
+            if value is not None:
+                found |= _shard_unresolved(ctx, value, what, seen)
+                continue
+            if not isinstance(origin, cst.Name):
+                continue
+            unpack = _unpacked(a, origin)
+            if unpack is None:
+                continue
+            assign, path = unpack
+            kind, src = _tuple_source_element(a, assign.value, path)
+            if kind == "dataset":
+                _prepare_source(ctx, src)
+                _shard_after(ctx, assign, origin.value, src, what)
+                found = True
+        return found
+    return False
+
+
+def _dict_of_splits(ctx, expr) -> bool:
+    """expr is the dict tfds.load(split=None) returns."""
+    a = ctx.a
+    if not isinstance(expr, cst.Name):
+        return False
+    for origin, value in a.assigned_values(expr):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and _tfds_shape(value) == ("dict", False):
+            _prepare_source(ctx, value)
+            return True
+        if value is None and isinstance(origin, cst.Name):
+            unpack = _unpacked(a, origin)
+            if unpack is not None:
+                kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+                if kind == "dict":
+                    _prepare_source(ctx, src)
+                    return True
+    return False
+
+
+# --- helpers -----------------------------------------------------------------
+def _size_known(a, expr, seen=None) -> bool:
+    """Does TensorFlow know this dataset's number of elements (cardinality)?"""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return True
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_DIRECTORY_DATASETS):
+            return True
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return False
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return f.attr.value in apis.SIZE_KEEPING_DATASET_METHODS and _size_known(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            rets = [r for fdef in a._local_functions(f) for r in _returns(fdef)]
+            return bool(rets) and all(_size_known(a, r, seen) for r in rets)
+        return False
+    if isinstance(expr, cst.Name):
+        values = [v for _, v in a.assigned_values(expr)]
+        return bool(values) and all(v is not None and _size_known(a, v, seen) for v in values)
+    return False
+
+
+def _chain_methods(a, expr, seen=None) -> List[str]:
+    """Dataset methods applied along the way from the sources to expr."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    out: List[str] = []
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return [f.attr.value] + _chain_methods(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            for fdef in a._local_functions(f):
+                for r in _returns(fdef):
+                    out += _chain_methods(a, r, seen)
+    elif isinstance(expr, cst.Name):
+        for _, v in a.assigned_values(expr):
+            if v is not None:
+                out += _chain_methods(a, v, seen)
+    return out
+
+
+def _helper_calls(a, expr, seen=None) -> List[cst.Call]:
+    """Calls of this module's functions that build the dataset expr is made of."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return []
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return _helper_calls(a, f.value, seen)
+        if isinstance(f, cst.Name) and any(a.dataset_sources(r) for fdef in a._local_functions(f) for r in _returns(fdef)):
+            return [expr]
+        return []
+    if isinstance(expr, cst.Name):
+        return [c for _, v in a.assigned_values(expr) if v is not None for c in _helper_calls(a, v, seen)]
+    return []
+
+
+def _call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
+    return [c for c in a.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
+            and fdef in a._local_functions(c.func)]
+
+
+EVAL_METHODS = {"evaluate", "predict", "test_on_batch", "predict_on_batch"}
+
+
+def _trains(a, node, depth=0) -> bool:
+    """Does node run an optimizer step (directly or through local functions)?"""
+    from .common import calls_in
+    if depth > 4:
+        return False
+    for c in calls_in(node):
+        if method_name(c) in ("apply_gradients", "minimize", "fit", "train_on_batch"):
+            return True
+        if isinstance(c.func, cst.Name):
+            if any(_trains(a, f.body, depth + 1) for f in a._local_functions(c.func)):
+                return True
+    return False
+
+
+def _evaluation_use(a, call: cst.Call) -> bool:
+    """Is what this call returns used for evaluation (evaluate/predict, or a
+    loop that runs no training step), rather than for training?"""
+    exprs = [call]
+    cur = call
+    while True:  # the chain built on it: call.batch(...).prefetch(...)
+        par = a.parent(cur)
+        if isinstance(par, cst.Attribute) and par.value is cur and isinstance(a.parent(par), cst.Call):
+            cur = a.parent(par)
+            exprs.append(cur)
+            continue
+        break
+    names = set()
+    par = a.parent(cur)
+    if isinstance(par, cst.AssignTarget) or isinstance(par, cst.Assign):
+        assign = par if isinstance(par, cst.Assign) else a.parent(par)
+        for t in assign.targets:
+            if isinstance(t.target, cst.Name):
+                names.add(t.target.value)
+    for c in a.calls:
+        if method_name(c) in EVAL_METHODS:
+            for arg in c.args:
+                if arg.value in exprs or (isinstance(arg.value, cst.Name) and arg.value.value in names):
+                    return True
+    for loop in a.for_loops:
+        it = loop.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+            it = it.args[0].value
+        if (it in exprs or (isinstance(it, cst.Name) and it.value in names)) and not _trains(a, loop.body):
+            return True
+    return False
+
+
+def _shared_helpers(a, expr) -> List[cst.Call]:
+    """Helper calls whose function has callers using the data for
+    evaluation: sharding inside it would change what those callers get, so
+    the training call site is sharded instead."""
+    out = []
+    for call in _helper_calls(a, expr):
+        fdefs = a._local_functions(call.func)
+        if any(_evaluation_use(a, site) for fdef in fdefs for site in _call_sites(a, fdef) if site is not call):
+            out.append(call)
+    return out
+
+
+def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: bool, shuffled: bool,
+                     what: str, why: str) -> bool:
+    if call in ctx.sharded:
+        return True
+    ctx.sharded.add(call)
+    if known:
+        template = ctx.backend.shard_dataset_known_size("{inner}")
+    elif not batched:
+        template = ctx.backend.shard_dataset("{inner}")
+    else:
+        ctx.warn(call, RULE, f"{helper}() returns batches of a dataset of unknown size ({why}): shard it inside {helper}() before .batch(...), e.g. .shard(hvd.size(), hvd.rank()) right after the source, with every rank getting the same number of elements")
+        return True
+    _wrap_node(ctx, call, template)
+    ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
+    if shuffled:
+        ctx.warn(call, RULE, f"{helper}() shuffles before this shard: each rank takes 1/size of its own shuffled stream (equal step counts, but shares may overlap); for disjoint shares, shard inside {helper}() before .shuffle(...)")
+    return True
+
+
+def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
+    a = ctx.a
+    methods = _chain_methods(a, call)
+    return _shard_call_site(ctx, call, call.func.value, _size_known(a, call),
+                            any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
+                            what, "its callers that evaluate keep the whole dataset")
+
+
+def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
+    """``make_dataset(...)`` imported from another module of the project."""
+    found = _external_function(ctx, call)
+    if found is None:
+        return False
+    other, fdef = found
+    rets = _returns(fdef)
+    if not any(other.dataset_sources(r) for r in rets):
+        return False
+    known = all(_size_known(other, r) for r in rets)
+    methods = [m for r in rets for m in _chain_methods(other, r)]
+    name = ctx.a.code(call.func)
+    return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
+                            "shuffle" in methods, what, "it is defined in another module")
+
+
+def _external_function(ctx, call: cst.Call):
+    """(analysis of its module, FunctionDef) of a function imported from a
+    sibling module of the project, or None."""
+    import os
+    from ..engine.analysis import Analysis, ProjectContext
+    a = ctx.a
+    if not isinstance(call.func, (cst.Name, cst.Attribute)) or not ctx.path or not os.path.isfile(ctx.path):
+        return None
+    try:
+        from ..project.index import import_root
+    except ImportError:  # pragma: no cover
+        return None
+    roots = []
+    for r in (import_root(ctx.path), os.path.dirname(os.path.abspath(ctx.path))):
+        if r not in roots:
+            roots.append(r)
+    for qual in sorted(a.qualified(call.func)):
+        parts = qual.split(".")
+        if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+            continue
+        module_parts, func = parts[:-1], parts[-1]
+        for root in roots:
+            for cand in (os.path.join(root, *module_parts) + ".py", os.path.join(root, *module_parts, "__init__.py")):
+                if not os.path.isfile(cand) or os.path.samefile(cand, ctx.path):
+                    continue
+                try:
+                    with open(cand, "rb") as fh:
+                        module = cst.parse_module(fh.read())
+                except (OSError, cst.ParserSyntaxError, UnicodeDecodeError):
+                    continue
+                other = Analysis(module, ProjectContext(".".join(module_parts)))
+                for stmt in module.body:
+                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
+                        return other, stmt
+    return None
+
+
+# --- list_files pipelines: shard records, not files -------------------------
+def _path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
+    """The dataset method calls from expr down to the source call target."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return None
+    seen.add(id(expr))
+    if expr is target:
+        return []
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            rest = _path_to(a, f.value, target, seen)
+            return None if rest is None else [expr] + rest
+        if isinstance(f, cst.Name):
+            for fdef in a._local_functions(f):
+                for r in _returns(fdef):
+                    rest = _path_to(a, r, target, seen)
+                    if rest is not None:
+                        return rest
+        return None
+    if isinstance(expr, cst.Name):
+        for _, v in a.assigned_values(expr):
+            if v is not None:
+                rest = _path_to(a, v, target, seen)
+                if rest is not None:
+                    return rest
+    return None
+
+
+def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
+    """A dataset of file names: shard the records right after they are read
+    (interleave / flat_map), with the equal-count cut; by file only when each
+    file is one element."""
+    a = ctx.a
+    _share_seed(ctx, src)
+    path = _path_to(a, dataset, src) or []
+    point = None
+    for call in reversed(path):  # from the source towards the consumer
+        if method_name(call) in apis.RECORD_READING_METHODS:
+            point = call
+            break
+        if method_name(call) == "shuffle" and find_arg(call, "seed", 1) is None:
+            ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
+    if point is None:
+        point = src
+    elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and _literal_false(arg.value)
+             for arg in point.args):
+        ctx.warn(point, RULE, "deterministic=False: records arrive in a different order on every rank, so the record shards may overlap; drop deterministic=False")
+    if point in ctx.sharded:
+        return
+    ctx.sharded.add(point)
+    _wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}"))
+    if point is src:
+        ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")
+    else:
+        ctx.change(point, RULE, f"{what}: records sharded by rank right after {method_name(point)}(), equal count per rank")
+
+
+# --- Keras inputs that are not tf.data ---------------------------------------
+def _constructed(a, expr, table) -> Optional[cst.Call]:
+    """The call building expr (through names bound once) when it is in table."""
+    for _ in range(8):
+        if isinstance(expr, cst.Call):
+            return expr if a.is_name(expr, table) else None
+        if isinstance(expr, cst.Name):
+            bound = a.assigned_values(expr)
+            if len(bound) != 1 or bound[0][1] is None:
+                return None
+            expr = bound[0][1]
+            continue
+        return None
+    return None
+
+
+def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
+    """('array' | 'files', flow call) when expr is an ImageDataGenerator flow."""
+    call = expr
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+            return None, None
+        call = bound[0][1]
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return None, None
+    if _constructed(a, call.func.value, apis.KERAS_IMAGE_DATA_GENERATORS) is None:
+        return None, None
+    m = call.func.attr.value
+    if m in apis.IMAGE_GENERATOR_ARRAY_FLOWS:
+        return "array", call
+    if m in apis.IMAGE_GENERATOR_FILE_FLOWS:
+        return "files", call
+    return None, None
+
+
+def shard_image_flow(ctx, expr, what: str) -> Optional[str]:
+    """Divide an ImageDataGenerator flow. Returns 'sliced' (arrays sliced by
+    rank: disjoint shares), 'streams' (one shuffled stream per rank: the
+    caller must divide the steps) or None (not a flow)."""
+    a = ctx.a
+    kind, call = image_flow(a, expr)
+    if kind is None:
+        return None
+    if call in ctx.sharded:
+        return "sliced" if kind == "array" else "streams"
+    ctx.sharded.add(call)
+    if kind == "array":
+        pos = apis.IMAGE_GENERATOR_ARRAY_FLOWS[call.func.attr.value]
+        values = [arg.value for key in ("x", "y", "sample_weight")
+                  for arg in [find_arg(call, key, pos[key])] if arg is not None
+                  and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")]
+        if values and all(isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)) for v in values):
+            shard_arrays(ctx, values, what)
+            return "sliced"
+        # Arrays built inline: one random stream per rank, the steps divided.
+        kind = "files"
+    seed = find_arg(call, "seed")
+    if seed is not None:
+        new = ctx.expr(ctx.backend.seed_per_rank(source(ctx.module, seed.value)))
+        ctx.plan.replace(seed.value, lambda old, new=new: new)
+        ctx.change(seed.value, RULE, f"{what}: a different shuffle seed per rank (the same seed would give every rank the same batches)")
+    return "streams"
+
+
+def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
+    """A keras.utils.Sequence given to fit(): rank r reads its batches r,
+    r + size, ... through a wrapper class written once into the module."""
+    a = ctx.a
+    if expr in ctx.wrapped:
+        return True
+    ctx.wrapped.add(expr)
+    name = getattr(ctx, "_rank_sequence_class", None)
+    if name is None:
+        keras_base = "{keras}.utils.Sequence" if ctx.keras_flavor == "keras" else "{tf}.keras.utils.Sequence"
+        name = ctx.imports.free_name("RankShardedSequence")
+        ctx._rank_sequence_class = name
+        anchor = _module_statement(a, fit_call)
+        classes = [c for c in a.classdefs if A.SEQUENCE in a.classes.get(
+            next(iter(a.qualified(c.name)), c.name.value), A.ClassFact("", set(), [])).kinds]
+        top = [c for c in classes if a.parent(c) is a.module]
+        body = ctx.stmts(ctx.backend.rank_strided_sequence(name, keras_base),
+                         comment="Horovod: every rank reads a disjoint, equal share of a Sequence's batches.")
+        blank = [cst.EmptyLine(), cst.EmptyLine()]
+        body[0] = body[0].with_changes(leading_lines=[*blank, *body[0].leading_lines])
+        if top:
+            ctx.plan.insert_after(top[-1], body)
+        else:
+            ctx.plan.insert_before(anchor, body)
+    ctx.plan.replace(expr, lambda upd: ctx.expr(f"{name}({{inner}})", inner=ctx.module.code_for_node(upd)))
+    ctx.change(expr, RULE, f"{what}: {a.code(expr)} read through {name}: rank r gets batches r, r + size, ... (disjoint, len // size per rank)")
+    for c in a.classdefs:
+        fact = a.classes.get(next(iter(a.qualified(c.name)), c.name.value))
+        if fact and A.SEQUENCE in fact.kinds and any(t.name == fact.name for t in a.types(expr)):
+            if any(isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end" for s in c.body.body):
+                ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches: the ranks' shares are disjoint only if it orders them identically on every rank (seed its random generator with the same value on every rank)")
+    return True
+
+
+def _module_statement(a, node):
+    stmt = a.statement_of(node)
+    while stmt is not None and a.parent(stmt) is not a.module:
+        stmt = a.statement_of(a.parent(stmt))
+    return stmt
+
+
+def counts_sharded_data(ctx, steps, data_names) -> bool:
+    """steps counts (len / cardinality) a dataset or flow already sharded
+    upstream of one of data_names: it is per rank already."""
+    a = ctx.a
+    seen = set()
+    todo = [steps]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for n in walk(node):
+            if isinstance(n, cst.Call):
+                target = None
+                if a.is_name(n, apis.COUNT_FUNCTIONS) or (isinstance(n.func, cst.Name) and n.func.value == "len"):
+                    target = n.args[0].value if n.args else None
+                elif method_name(n) in apis.COUNT_METHODS:
+                    target = n.func.value
+                if isinstance(target, cst.Name) and target.value in data_names:
+                    return True
+            elif isinstance(n, cst.Name) and n is not node:
+                bound = a.assigned_values(n)
+                if len(bound) == 1 and bound[0][1] is not None:
+                    todo.append(bound[0][1])
+        if isinstance(node, cst.Name):
+            bound = a.assigned_values(node)
+            if len(bound) == 1 and bound[0][1] is not None:
+                todo.append(bound[0][1])
+    return False
+
+
+def data_names(a, expr) -> set:
+    """Names the data given to fit() is reached through (x itself, and the
+    names of the dataset chain down to its source)."""
+    out = set()
+    seen = set()
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, cst.Name):
+            out.add(e.value)
+            todo += [v for _, v in a.assigned_values(e) if v is not None]
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in apis.DATASET_METHODS:
+            todo.append(e.func.value)
+    return out

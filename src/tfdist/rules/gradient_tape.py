@@ -17,7 +17,8 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling
+from . import data_division, lr_scaling, samplers, step_loops, tf1_common
+from ..engine.scopes import walk
 from .common import find_arg, method_name, mentions, receiver
 
 PATTERN = "GradientTape"
@@ -305,15 +306,69 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
             ctx.warn(loop.iter, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
         if take is not None and take.args:
             data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
-    for loop in training_loops:
-        if loop in dataset_loops or _reaches(a, loop.body, dataset_loops):
-            continue  # an epoch loop: the dataset loop inside it is the step loop
-        it = loop.iter
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1:
-            data_division.divide(ctx, it.args[0].value, "training steps")
+    candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
+                  if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)]
+    # Only the innermost loop is the step loop; one around it (directly or
+    # through a function it calls) is an epoch loop and keeps its count.
+    step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]
+    for loop in step_loops_found:
+        sliced = _slice_rows_read(ctx, loop, applies)
+        found = samplers.in_loop(a, loop)
+        if found:
+            samplers.draw_per_rank(ctx, found)
+        if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
+            ctx.warn(loop, data_division.RULE, "cannot see how many steps this training loop runs: make each rank "
+                                               "run 1/size of its steps (e.g. divide its step count by hvd.size())")
+        if isinstance(loop, cst.For):
             _shard_iterators(ctx, loop)
-        else:
-            ctx.warn(loop, data_division.RULE, "cannot tell how this training loop reads its data: give each rank 1/size of it")
+
+
+def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Name], List[cst.CSTNode]]:
+    """Arrays whose rows the training step reads, followed back through the
+    loops around it to where they are bound (``x_train`` in ``xb =
+    x_train[i * B:(i + 1) * B]`` when ``xb`` goes into the tape block or into
+    a call that trains), and the nodes that read them."""
+    from .common import calls_in
+    spots: List[cst.CSTNode] = [w.body for w, _, _ in tapes(a) if dataflow.is_inside(a, w, loop)]
+    spots += [arg for c in calls_in(loop.body) if _trains(a, c, applies) for arg in c.args]
+    outer = tf1_common._outermost_loop(a, loop) or loop
+    roots: Dict[str, cst.Name] = {}
+    readers: List[cst.CSTNode] = []
+    candidates: List[cst.Name] = []
+    for spot in spots:
+        for n in walk(spot):
+            if isinstance(n, cst.Subscript):
+                base = n.value
+                while isinstance(base, cst.Subscript):
+                    base = base.value
+                if isinstance(base, cst.Name):
+                    candidates.append(base)
+            elif isinstance(n, cst.Name):
+                if any(isinstance(v, cst.Subscript) and dataflow.is_inside(a, o, loop) for o, v in a.assigned_values(n)):
+                    candidates.append(n)
+    for name in candidates:
+        if a.kinds(name) or any(isinstance(o, cst.Param) for o, _ in a.assigned_values(name)):
+            continue  # a model, a dataset, ... or an argument of the step function itself
+        found: Dict[str, cst.Name] = {}
+        if tf1_common._array_roots(a, name, outer, found, readers, loop):
+            for k, v in found.items():
+                if not a.kinds(v):
+                    roots.setdefault(k, v)
+    return roots, readers
+
+
+def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced]:
+    a = ctx.a
+    roots, readers = _rows_read(a, loop, applies)
+    if not roots:
+        return None
+    sliced = tf1_common.slice_where_final(ctx, roots, readers or [loop], "read by the training loop")
+    if sliced is None:
+        ctx.warn(loop, data_division.RULE,
+                 f"the training loop reads rows of {', '.join(sorted(roots))}, which tfdist cannot slice where they "
+                 f"are final: give each rank its own equal share, e.g. x = x[hvd.rank()::hvd.size()]"
+                 f"[:len(x) // hvd.size()] for each of them, all after the last one is computed")
+    return sliced
 
 
 def _shard_iterators(ctx, loop: cst.For) -> None:

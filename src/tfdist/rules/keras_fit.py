@@ -151,35 +151,76 @@ def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
     _callbacks(ctx, call)
     _rank0_verbose(ctx, call, FIT_POS["verbose"], default="1")
-    for key in ("steps_per_epoch", "validation_steps"):
-        arg = find_arg(call, key, FIT_POS[key])
-        if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
-            data_division.divide(ctx, arg.value, key)
     x = find_arg(call, "x", FIT_POS["x"])
     y = find_arg(call, "y", FIT_POS["y"])
     steps = find_arg(call, "steps_per_epoch", FIT_POS["steps_per_epoch"])
+    val = find_arg(call, "validation_data", FIT_POS["validation_data"])
+    # Each flow is divided exactly once: its data is sharded (a steps count
+    # taken from the sharded data is per rank already), or -- for inputs that
+    # cannot be split -- every rank reads its own stream and the steps are
+    # divided. A count computed from the full data set is always divided.
+    per_rank = {}  # "steps_per_epoch"/"validation_steps" -> names of sharded data
     if x is None:
         ctx.warn(call, data_division.RULE, "fit() without input data: divide the input across ranks by hand")
-    elif a.is_kind(x.value, A.DATASET):
-        if not data_division.shard_dataset(ctx, x.value, "training data"):
-            ctx.warn(x.value, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
-    elif y is not None:
-        values = [x.value, y.value]
-        sw = find_arg(call, "sample_weight", FIT_POS["sample_weight"])
-        if sw is not None:
-            values.append(sw.value)
-        data_division.shard_arrays(ctx, values, "training data")
-    elif a.is_kind(x.value, A.SEQUENCE) or steps is not None:
-        ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
     else:
-        ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is: divide the input across ranks by hand")
-    val = find_arg(call, "validation_data", FIT_POS["validation_data"])
+        flow = data_division.shard_image_flow(ctx, x.value, "training data")
+        if flow == "sliced":
+            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+        elif flow == "streams":
+            if steps is None:
+                _add_steps(ctx, call, x.value, "steps_per_epoch")
+        elif a.is_kind(x.value, A.DATASET):
+            if not data_division.shard_dataset(ctx, x.value, "training data"):
+                ctx.warn(x.value, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
+            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+        elif y is None and a.is_kind(x.value, A.SEQUENCE):
+            data_division.wrap_sequence(ctx, call, x.value, "training data")
+        elif y is not None:
+            values = [x.value, y.value]
+            sw = find_arg(call, "sample_weight", FIT_POS["sample_weight"])
+            if sw is not None:
+                values.append(sw.value)
+            data_division.shard_arrays(ctx, values, "training data")
+        elif data_division.shard_dataset(ctx, x.value, "training data"):
+            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+        elif steps is not None:
+            ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
+        else:
+            ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is: divide the input across ranks by hand")
     if val is not None:
         v = val.value
-        if a.is_kind(v, A.DATASET):
+        flow = data_division.shard_image_flow(ctx, v, "validation data")
+        if flow == "sliced":
+            per_rank["validation_steps"] = data_division.data_names(a, v)
+        elif flow == "streams":
+            if find_arg(call, "validation_steps", FIT_POS["validation_steps"]) is None:
+                _add_steps(ctx, call, v, "validation_steps")
+        elif a.is_kind(v, A.DATASET):
             data_division.shard_dataset(ctx, v, "validation data")
+            per_rank["validation_steps"] = data_division.data_names(a, v)
         elif isinstance(v, cst.Tuple) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in v.elements):
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
+        elif a.is_kind(v, A.SEQUENCE):
+            data_division.wrap_sequence(ctx, call, v, "validation data")
+        elif data_division.shard_dataset(ctx, v, "validation data"):
+            per_rank["validation_steps"] = data_division.data_names(a, v)
+    for key in ("steps_per_epoch", "validation_steps"):
+        arg = find_arg(call, key, FIT_POS[key])
+        if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            if key in per_rank and data_division.counts_sharded_data(ctx, arg.value, per_rank[key]):
+                continue  # counted on the sharded data: already per rank
+            data_division.divide(ctx, arg.value, key)
+
+
+def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:
+    """A file-reading flow (one shuffled stream per rank) with no step count:
+    every rank runs len(flow) // size steps."""
+    if not isinstance(flow, cst.Name):
+        ctx.warn(flow, data_division.RULE, f"each rank reads its own shuffled stream from this flow: pass {key}=len(flow) // hvd.size() (bind the flow to a name first)")
+        return
+    new = ctx.expr(ctx.backend.divide_count(f"len({flow.value})"))
+    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(key, new)))
+    ctx.change(call, data_division.RULE, f"{key}=len({flow.value}) // size: each rank reads its own shuffled stream from {flow.value}, 1/size of its batches")
 
 
 def _rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:

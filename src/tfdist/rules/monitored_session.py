@@ -75,11 +75,7 @@ def apply(ctx) -> None:
                 data_division.divide(ctx, arg.value, f"StopAtStepHook {what}")
     _file_writing_hooks(ctx, chief_only)
     sharded = tf1_common.shard_input(ctx)
-    train_ops = tf1_common.train_op_names(a)
-    fed_arrays = None if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
-    tf1_common.divide_step_loops(ctx, sharded, fed_arrays)
-    if not sharded and fed_arrays is None:
-        ctx.warn(monitored(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples (e.g. shard the input by hvd.rank())")
+    tf1_common.divide_fed_data(ctx, sharded, monitored(a)[0])
 
 
 def _list_of(a: A.Analysis, value) -> Set[cst.CSTNode]:

@@ -129,15 +129,4 @@ def apply(ctx) -> None:
     for s in sessions(a):
         tf1_common.pin_config(ctx, s, 2)
     sharded = tf1_common.shard_input(ctx)
-    train_ops = tf1_common.train_op_names(a)
-    fed_arrays = None if sharded else tf1_common.shard_fed_arrays(ctx, tf1_common.train_runs(a, a.module, train_ops))
-    train_runs = tf1_common.divide_step_loops(ctx, sharded, fed_arrays)
-    if not sharded and fed_arrays is None:
-        fed = [r for r in train_runs if tf1_common.feeds(r, train_ops)]
-        if fed:
-            ctx.warn(fed[0], data_division.RULE,
-                     "the data fed through feed_dict is built where tfdist cannot shard it: each rank now runs "
-                     "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
-                     "arrays sliced with [hvd.rank()::hvd.size()], or seed the sampler with hvd.rank())")
-        else:
-            ctx.warn(sessions(a)[0], data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different samples (e.g. shard the input by hvd.rank())")
+    tf1_common.divide_fed_data(ctx, sharded, sessions(a)[0])

@@ -9,7 +9,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, lr_scaling, step_loops
+from . import data_division, lr_scaling, samplers, step_loops
 from .common import append_arg, calls_in, find_arg, kwarg, mentions, method_name, positional, receiver
 
 # TF1 parameter-server distribution: such a script is distributed already.
@@ -286,11 +286,15 @@ def _is_constant(a: A.Analysis, expr, depth: int = 0) -> bool:
     return False
 
 
-def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], depth: int = 0) -> bool:
+def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
+                 reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
     reads rows of: ``data`` in ``data[off:off + B]``, in ``xb`` with
-    ``xb = data[idx]`` bound in the loop. False if the value is anything
-    else (a sampler call, a computation tfdist cannot follow)."""
+    ``xb = data[idx]`` bound in the loop, in ``x`` of ``for x, y in
+    zip(data, labels)``; a function parameter is followed to the arguments
+    of the function's one call site (which then reads the arrays). False if
+    the value is anything else (a sampler call, a computation tfdist cannot
+    follow)."""
     if depth > 6:
         return False
     while isinstance(expr, cst.Subscript):
@@ -300,34 +304,93 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], depth: int
     bound = a.assigned_values(expr)
     if not bound:
         return False
-    inside = [(o, v) for o, v in bound if dataflow.is_inside(a, o, loop)]
+    if len(bound) == 1 and isinstance(bound[0][0], cst.Name) and isinstance(a.parent(bound[0][0]), cst.Element):
+        zipped = _zip_loop_source(a, bound[0][0], loop)
+        if zipped is not None:
+            return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in zipped)
+    inside = [(o, v if v is not None or not isinstance(o, cst.Name) else dataflow.element_value(a, o))
+              for o, v in bound if dataflow.is_inside(a, o, loop)]
     if inside:
         if len(inside) != len(bound):
             return False
         return all(v is not None and isinstance(v, (cst.Subscript, cst.Name))
-                   and _array_roots(a, v, loop, out, depth + 1) for _, v in inside)
+                   and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
+    if len(bound) == 1 and isinstance(bound[0][0], cst.Param):
+        calls = a.argument_values(bound[0][0])
+        if len(calls) != 1:
+            return False
+        call, arg = calls[0]
+        return _array_roots(a, arg, call, out, readers, call, depth + 1)
     out.setdefault(expr.value, expr)
+    if all(r is not reader for r in readers):
+        readers.append(reader)
     return True
 
 
-def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Optional[Dict[str, cst.Name]]:
-    """The arrays fed row by row to the train op (name -> a use of it), or
-    None when a fed value is not rows of an array bound before the loop."""
+def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst.BaseExpression]]:
+    """``[data, labels]`` for ``x`` in ``for x, y in zip(data, labels):`` (the loop itself)."""
+    if not isinstance(loop, cst.For) or not any(n is target for n in walk(loop.target)):
+        return None
+    it = loop.iter
+    if not (isinstance(it, cst.Call) and a.is_name(it, {"builtins.zip"}) and isinstance(loop.target, cst.Tuple)
+            and len(loop.target.elements) == len(it.args) and not any(x.star or x.keyword for x in it.args)):
+        return None
+    for element, arg in zip(loop.target.elements, it.args):
+        if element.value is target:
+            return [arg.value]
+    return None
+
+
+def _is_noise(a: A.Analysis, expr, loop) -> bool:
+    """A value drawn fresh each step from NumPy's random functions
+    (``mask = np.random.binomial(...)``): noise, not data to divide."""
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        return bool(bound) and all(v is not None and dataflow.is_inside(a, o, loop) and _is_noise(a, v, loop)
+                                   for o, v in bound)
+    if isinstance(expr, cst.Call):
+        return any(n.startswith("numpy.random.") for n in a.names(expr)) and not any(
+            isinstance(n, cst.Name) and n.value not in ("True", "False", "None") and a.assigned_values(n)
+            and not _is_constant(a, n) for arg in expr.args for n in walk(arg.value)
+            if isinstance(n, cst.Name) and any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)))
+    return False
+
+
+def _outermost_loop(a: A.Analysis, node):
+    """The outermost loop around node in its function: arrays bound inside
+    it (a per-epoch shuffle of the data) are followed to the arrays they are
+    drawn from, so the slicing happens once, at the source."""
+    found = None
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            found = anc
+    return found
+
+
+def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
+    """(arrays fed row by row to the train op: name -> a use of it, the
+    nodes that read them), or None when a fed value is not rows of an array
+    bound before the loop."""
     roots: Dict[str, cst.Name] = {}
+    readers: List[cst.CSTNode] = []
     fed = [r for r in runs if feeds(r, train_ops)]
     if not fed:
         return None
     for run in fed:
-        loops = [x for x in a.ancestors(run) if isinstance(x, (cst.For, cst.While))]
-        if not loops:
+        loop = _outermost_loop(a, run)
+        if loop is None:
             return None
         values = _feed_values(a, run, train_ops)
         if values is None:
             return None
         for v in values:
-            if not _is_constant(a, v) and not _array_roots(a, v, loops[0], roots):
+            if _is_constant(a, v) or _is_noise(a, v, loop):
+                continue
+            if not _array_roots(a, v, loop, roots, readers, run):
                 return None
-    return roots or None
+    return (roots, readers) if roots else None
 
 
 def _full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
@@ -373,9 +436,18 @@ def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[step_loops.Sliced]:
     sliced, or None (nothing changed) when that cannot be done safely."""
     a = ctx.a
     train_ops = train_op_names(a)
-    roots = fed_array_roots(a, runs, train_ops)
-    if roots is None:
+    found = fed_array_roots(a, runs, train_ops)
+    if found is None:
         return None
+    roots, readers = found
+    return slice_where_final(ctx, roots, readers, "fed through feed_dict")
+
+
+def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode], what: str) -> Optional[step_loops.Sliced]:
+    """Slice arrays read row by row by the training step (``readers``) by
+    rank, all at one point: right after the last statement binding any of
+    them, where they and the arrays derived from them are final."""
+    a = ctx.a
     bindings = {}
     for name, node in roots.items():
         stmts = dataflow.all_binding_statements(a, node)
@@ -392,8 +464,7 @@ def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[step_loops.Sliced]:
         return None
     order = sorted(every, key=lambda s: (a.line(s), a.col(s)))
     first, point = order[0], order[-1]
-    fed = [r for r in runs if feeds(r, train_ops)]
-    if not all(dataflow.after(a, r, point) for r in fed):
+    if not all(dataflow.after(a, r, point) for r in readers):
         return None
     for name, line, use in _full_size_uses(a, a.parent(point).body, first, point, set(roots)):
         ctx.warn(use, data_division.RULE,
@@ -407,5 +478,50 @@ def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[step_loops.Sliced]:
         a, dataflow.value_of_statement(bindings[n][-1]) or cst.Name("_"), set(roots) - {n})]
     note = f" (after {', '.join(derived)} {'is' if len(derived) == 1 else 'are'} derived, so pairs stay intact)" if derived else ""
     ctx.change(point, data_division.RULE,
-               f"{', '.join(names)} (fed through feed_dict) sliced by rank, equal share per rank{note}")
+               f"{', '.join(names)} ({what}) sliced by rank, equal share per rank{note}")
     return step_loops.Sliced(set(roots), point)
+
+
+def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Optional[List[samplers.Sampler]]:
+    """The samplers every non-constant fed value comes from, or None."""
+    out: List[samplers.Sampler] = []
+    for run in [r for r in runs if feeds(r, train_ops)]:
+        loops = [x for x in a.ancestors(run) if isinstance(x, (cst.For, cst.While))]
+        values = _feed_values(a, run, train_ops)
+        if not loops or values is None:
+            return None
+        for v in values:
+            if _is_constant(a, v):
+                continue
+            found = samplers.fed_by_sampler(a, v, loops[0])
+            if not found:
+                return None
+            out += [s for s in found if all(s.call is not o.call for o in out)]
+    return out or None
+
+
+def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
+    """Divide the data a TF1 script trains on, once, along its flow: the
+    tf.data input was sharded (``sharded``); or the fed arrays are sliced
+    where they are final; or the samplers feeding the step draw one stream
+    per rank; then the step loop runs 1/size of its steps unless its count
+    comes from sliced arrays. Returns the train-op runs."""
+    a = ctx.a
+    train_ops = train_op_names(a)
+    runs = train_runs(a, a.module, train_ops)
+    sliced = None if sharded else shard_fed_arrays(ctx, runs)
+    fed_samplers = _fed_samplers(a, runs, train_ops) if not sharded and sliced is None else None
+    if fed_samplers:
+        samplers.draw_per_rank(ctx, fed_samplers)
+    runs = divide_step_loops(ctx, sharded, sliced)
+    if not sharded and sliced is None and not fed_samplers:
+        fed = [r for r in runs if feeds(r, train_ops)]
+        if fed:
+            ctx.warn(fed[0], data_division.RULE,
+                     "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
+                     "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
+                     "arrays sliced with [hvd.rank()::hvd.size()], or seed the sampler with hvd.rank())")
+        else:
+            ctx.warn(where, data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different "
+                                                "samples (e.g. shard the input by hvd.rank())")
+    return runs
