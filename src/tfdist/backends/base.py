@@ -91,3 +91,14 @@ class Backend(ABC):
     def seed_per_rank(self, seed: str) -> str:
         """A seed that differs on every rank (one random stream per rank)."""
         raise NotImplementedError
+
+    # --- samplers
+    def keep_own_draw(self, draw: str, batch: str) -> str:
+        """A loop drawing one batch per rank ({call}) and keeping this rank's in {target}."""
+        raise NotImplementedError
+
+    # --- endless inputs (rules/data_division.shard_repeated)
+    def shard_dataset_plain(self, dataset: str) -> str:
+        """Shard a finite dataset that is then repeated forever: every rank
+        runs the same (divided) steps_per_epoch, so shares need not be equal."""
+        raise NotImplementedError

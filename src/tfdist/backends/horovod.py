@@ -162,3 +162,15 @@ class HorovodBackend(Backend):
 
     def seed_per_rank(self, seed: str) -> str:
         return f"{seed} + {{hvd}}.rank()"
+
+    def keep_own_draw(self, draw: str, batch: str) -> str:
+        # Rank r keeps draws r, r + size, ... of the sampler's stream: the
+        # ranks' batches are disjoint and together are the stream one
+        # process would have drawn.
+        return (f"for {draw} in range({{hvd}}.size()):\n"
+                f"    {batch} = {{call}}\n"
+                f"    if {draw} == {{hvd}}.rank():\n"
+                f"        {{target}} = {batch}")
+
+    def shard_dataset_plain(self, dataset: str) -> str:
+        return f"{dataset}.shard({{hvd}}.size(), {{hvd}}.rank())"

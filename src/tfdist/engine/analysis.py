@@ -325,8 +325,34 @@ class Analysis:
             for cd in self.instance_classes(expr.value, depth):
                 for value in self.attribute_values(cd, expr.attr.value):
                     out |= self.types(value, depth + 1)
+            if not out:
+                for value in self.module_attribute_values(expr):
+                    out |= self.types(value, depth + 1)
             return out
         return set()
+
+    def module_attribute_values(self, expr: cst.Attribute) -> List[cst.BaseExpression]:
+        """Values this module assigns to an attribute of an imported module
+        (``tf.model = tf.keras.Sequential()``, read back as ``tf.model``)."""
+        base = self.qualified(expr.value)
+        if not base or not self._is_import_binding(expr.value):
+            return []
+        out = []
+        for assign in self.assigns:
+            for target in assign.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and t.attr.value == expr.attr.value \
+                        and self.qualified(t.value) == base:
+                    out.append(assign.value)
+        return out
+
+    def _is_import_binding(self, expr: cst.BaseExpression) -> bool:
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return False
+        refs = self.scopes.lookup(expr)
+        return bool(refs) and all(isinstance(r.node, (cst.Import, cst.ImportFrom)) or r.imported for r in refs)
 
     def _infer_call(self, call: cst.Call, depth: int) -> Set[Type]:
         for name in sorted(self.names(call)):

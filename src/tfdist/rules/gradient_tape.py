@@ -313,7 +313,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
     step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]
     for loop in step_loops_found:
         sliced = _slice_rows_read(ctx, loop, applies)
-        found = samplers.in_loop(a, loop)
+        found = _samplers_feeding(a, loop, applies)
         if found:
             samplers.draw_per_rank(ctx, found)
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
@@ -355,6 +355,49 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
                 if not a.kinds(v):
                     roots.setdefault(k, v)
     return roots, readers
+
+
+def _step_spots(a: A.Analysis, loop, applies: Set[int]) -> List[cst.CSTNode]:
+    """Where the step loop's data enters training: its tape blocks and the arguments of calls that train."""
+    from .common import calls_in
+    spots: List[cst.CSTNode] = [w.body for w, _, _ in tapes(a) if dataflow.is_inside(a, w, loop)]
+    spots += [arg for c in calls_in(loop.body) if _trains(a, c, applies) for arg in c.args]
+    return spots
+
+
+def _from_dataset_iterator(a: A.Analysis, call: cst.Call) -> bool:
+    """``next(it)`` with ``it = iter(dataset)``: divided by sharding the dataset."""
+    if not (a.is_name(call, {"builtins.next"}) and call.args and isinstance(call.args[0].value, cst.Name)):
+        return False
+    for _, value in a.assigned_values(call.args[0].value):
+        if isinstance(value, cst.Call) and a.is_name(value, {"builtins.iter"}) and value.args \
+                and a.is_kind(value.args[0].value, A.DATASET):
+            return True
+        if value is not None and a.is_kind(value, A.DATASET):
+            return True
+    return False
+
+
+def _samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.Sampler]:
+    """Batches the step loop draws from a sampler (``next_batch``, a function
+    of the user's, a generator) and hands to the training step."""
+    read = {n.value for spot in _step_spots(a, loop, applies) for n in walk(spot) if isinstance(n, cst.Name)}
+    out = []
+    for stmt in walk(loop.body):
+        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call) and len(stmt.targets) == 1):
+            continue
+        call = stmt.value
+        targets = {n.value for n in walk(stmt.targets[0].target) if isinstance(n, cst.Name)}
+        if not targets & read or _from_dataset_iterator(a, call) or _trains(a, call, applies):
+            continue
+        if dataflow.reaches(a, call, lambda n: any(isinstance(w, cst.With) and any(
+                isinstance(i.item, cst.Call) and a.is_name(i.item, {apis.GRADIENT_TAPE}) for i in w.items)
+                for w in walk(n))):
+            continue
+        found = samplers.classify(a, call)
+        if found is not None:
+            out.append(found)
+    return out
 
 
 def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced]:

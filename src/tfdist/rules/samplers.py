@@ -54,8 +54,23 @@ def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef) -> Optional[b
 
 
 def classify(a: A.Analysis, call: cst.Call) -> Optional[Sampler]:
-    """A ``next_batch`` call and where its randomness comes from, or None if it is no sampler."""
-    if method_name(call) not in apis.SAMPLER_METHODS:
+    """A call handing out a batch per step (``next_batch``, a function of
+    the user's, ``next(generator)``) and where its randomness comes from,
+    or None if it is no sampler."""
+    names = a.names(call)
+    if any(n.startswith(("tensorflow.", "keras.", "numpy.")) for n in names):
+        return None
+    if "builtins.next" in names:
+        return Sampler(call, UNKNOWN)
+    if isinstance(call.func, cst.Name):
+        functions = a._local_functions(call.func)
+        if not functions:
+            return None
+        kinds = {_draws_from_global_numpy(a, f) for f in functions}
+        if kinds == {True}:
+            return Sampler(call, GLOBAL_STREAM)
+        return Sampler(call, FIXED_ORDER if kinds == {False} else UNKNOWN)
+    if method_name(call) not in apis.SAMPLER_METHODS and not a.methods_called(call):
         return None
     recv = receiver(call)
     # mnist.train.next_batch(n): mnist from read_data_sets()
@@ -94,21 +109,21 @@ def _outermost_loop(a: A.Analysis, node):
 
 
 def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
-    """Give each rank its own stream for these samplers. False (and a
-    warning naming the edit) when one cannot be handled."""
+    """Give each rank its own share of these samplers' batches. False (and
+    a warning naming the edit) when one cannot be handled.
+
+    A sampler on NumPy's global generator gets one stream per rank. Any
+    other (a fixed order, or randomness tfdist cannot see) is drawn
+    ``size`` times per step, each rank keeping the batch at its rank: the
+    ranks split the single stream between them, disjointly, whatever the
+    sampler does -- at the cost of drawing ``size`` batches per step."""
     a = ctx.a
     ok = True
     seeded = set()
     for s in samplers:
         what = a.code(s.call.func)
         if s.stream != GLOBAL_STREAM:
-            reason = ("it reads its data in a fixed order, so every rank would get the same batches"
-                      if s.stream == FIXED_ORDER else "tfdist cannot see where its randomness comes from")
-            ctx.warn(s.call, data_division.RULE,
-                     f"{what}() hands out batches tfdist cannot divide ({reason}): give each rank a disjoint "
-                     f"share of its data (slice its arrays with [hvd.rank()::hvd.size()]) or a stream seeded "
-                     f"with hvd.rank()")
-            ok = False
+            ok &= split_stream(ctx, s.call, what)
             continue
         loop = _outermost_loop(a, s.call)
         stmt = a.statement_of(loop) if loop is not None else None
@@ -131,6 +146,34 @@ def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
     return ok
 
 
+def split_stream(ctx, call: cst.Call, what: str) -> bool:
+    """``bx, by = draw(...)`` in a step loop becomes: draw size batches,
+    keep the one at this rank's position."""
+    a = ctx.a
+    stmt = a.statement_of(call)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1):
+        ctx.warn(call, data_division.RULE,
+                 f"{what}() hands out batches tfdist cannot divide here: give each rank a disjoint share of its "
+                 f"data, e.g. draw hvd.size() batches per step and keep the one at index hvd.rank()")
+        return False
+    key = ("split-stream", id(stmt))
+    if key in ctx.__dict__.setdefault("_sampler_keys", set()):
+        return True
+    ctx._sampler_keys.add(key)
+    draw = ctx.imports.free_name("_draw")
+    batch = ctx.imports.free_name("_batch")
+    template = ctx.backend.keep_own_draw(draw, batch)
+    (loop,) = ctx.stmts(template, comment=(
+        "Horovod: the ranks split one stream of batches: each draws size of them per step and keeps its own."),
+        call=a.code(call), target=a.code(small.targets[0].target))
+    ctx.plan.replace(stmt, lambda old, loop=loop: _keep_comments(old, loop))
+    ctx.change(call, data_division.RULE,
+               f"{what}() batches split between the ranks (each draws size per step and keeps the one at its "
+               f"rank: disjoint shares of the same stream); each rank runs 1/size of the steps")
+    return True
+
+
 def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
     """The samplers a fed value comes from: ``batch_x`` with ``batch_x,
     batch_y = mnist.train.next_batch(n)`` (or ``batch[0]`` with ``batch =
@@ -141,6 +184,16 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
         return None
     bound = a.assigned_values(value)
     if not bound:
+        return None
+    if len(bound) == 1 and isinstance(bound[0][0], cst.Param):
+        # fed from a parameter (a method running the train op): follow it
+        # to its one call site, in the caller's step loop
+        calls = a.argument_values(bound[0][0])
+        if len(calls) != 1:
+            return None
+        call, arg = calls[0]
+        return fed_by_sampler(a, arg, _outermost_loop(a, call))
+    if loop is None:
         return None
     out = []
     for origin, v in bound:
@@ -156,3 +209,12 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
             return None
         out.append(s)
     return out
+
+
+def _keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:
+    """The replaced statement's comments: those above it stay above; its
+    trailing comment goes with the call, on the line that now draws."""
+    body = list(loop.body.body)
+    body[0] = body[0].with_changes(trailing_whitespace=old.trailing_whitespace)
+    return loop.with_changes(leading_lines=[*old.leading_lines, *loop.leading_lines],
+                             body=loop.body.with_changes(body=body))

@@ -162,6 +162,10 @@ def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None) -> str:
     a = ctx.a
     sc = step_count(a, loop)
     if sc is None:
+        if sliced is not None and isinstance(loop, cst.For):
+            late, early = dataflow.sized_after(a, loop.iter, sliced.names, sliced.point)
+            if late and not early:
+                return PER_RANK  # iterates over (ranges of) the divided data itself
         return UNKNOWN
     exprs = [sc.count] + ([sc.start] if sc.start is not None else [])
     if sliced is not None:

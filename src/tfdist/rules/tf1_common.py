@@ -171,7 +171,8 @@ def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
         if method_name(c) != "run":
             continue
         if c.args and c.args[0].keyword is None and (mentions(c.args[0].value, train_ops) or any(
-                method_name(x) == "minimize" for x in calls_in(c.args[0].value))):
+                method_name(x) == "minimize" for x in calls_in(c.args[0].value))
+                or _holds_train_op(a, c.args[0].value)):
             out.append(c)
             continue
         recv = receiver(c)
@@ -180,6 +181,21 @@ def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
         elif isinstance(recv, cst.Call) and method_name(recv) == "minimize":
             out.append(c)
     return out
+
+
+def _holds_train_op(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """A fetch that is (or lists) a train op held in an attribute of a
+    user object (``self.optimizer = opt.minimize(cost)``, run in a method)."""
+    if depth > 4:
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(_holds_train_op(a, e.value, depth + 1) for e in expr.elements)
+    if isinstance(expr, cst.Attribute):
+        for cd in a.instance_classes(expr.value):
+            for value in a.attribute_values(cd, expr.attr.value):
+                if isinstance(value, cst.Call) and method_name(value) in ("minimize", "apply_gradients"):
+                    return True
+    return False
 
 
 def runs_train_op(a: A.Analysis, node, train_ops: Set[str]) -> bool:
@@ -328,8 +344,9 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
 
 
 def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst.BaseExpression]]:
-    """``[data, labels]`` for ``x`` in ``for x, y in zip(data, labels):`` (the loop itself)."""
-    if not isinstance(loop, cst.For) or not any(n is target for n in walk(loop.target)):
+    """``[data]`` for ``x`` in ``for x, y in zip(data, labels):`` (a loop inside ``loop``)."""
+    loop = next((x for x in a.ancestors(target) if isinstance(x, cst.For)), None)
+    if loop is None or not any(n is target for n in walk(loop.target)):
         return None
     it = loop.iter
     if not (isinstance(it, cst.Call) and a.is_name(it, {"builtins.zip"}) and isinstance(loop.target, cst.Tuple)
@@ -415,6 +432,45 @@ def _full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) ->
     return out
 
 
+def _size_of(a: A.Analysis, expr, roots: Set[str]) -> bool:
+    """expr measures one of roots: ``len(x)``, ``x.shape[...]``, ``x.size``."""
+    for n in walk(expr):
+        if isinstance(n, cst.Call) and a.is_name(n, {"builtins.len"}) and n.args and isinstance(n.args[0].value, cst.Name) \
+                and n.args[0].value.value in roots:
+            return True
+        if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "size") and isinstance(n.value, cst.Name) \
+                and n.value.value in roots:
+            return True
+    return False
+
+
+def _per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
+    """Names bound after the slicing point to a size of the sliced arrays and
+    read in a statement that builds a TensorFlow expression (a loss
+    normaliser, say) rather than counting steps: per-rank now, which may not
+    be what the user meant."""
+    out = []
+    body = list(block_body)
+    for stmt in body[body.index(point) + 1:]:
+        value = dataflow.value_of_statement(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if value is None or not _size_of(a, value, roots):
+            continue
+        small = stmt.body[0]
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        for target in targets:
+            if not isinstance(target, cst.Name):
+                continue
+            for use in a.scopes.references(target):
+                use_stmt = a.statement_of(use)
+                if use_stmt is None or _in_step_count(a, use):
+                    continue
+                if any(isinstance(c, cst.Call) and any(q.startswith("tensorflow.") for q in a.names(c))
+                       for c in walk(use_stmt)):
+                    out.append((target.value, a.line(stmt), use))
+                    break
+    return out
+
+
 def _in_step_count(a: A.Analysis, node) -> bool:
     """node is part of a loop's step count (range(...) arguments, a while test, a break test)."""
     for anc in a.ancestors(node):
@@ -471,6 +527,11 @@ def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode
                  f"{name} (line {line}) is computed from the full data, which tfdist slices by rank after line "
                  f"{a.line(point)}, and is used here: compute {name} after line {a.line(point)} so it describes "
                  f"this rank's share")
+    for name, line, use in _per_rank_sizes_in_graph(a, a.parent(point).body, point, set(roots)):
+        ctx.warn(use, data_division.RULE,
+                 f"{name} (line {line}) is computed from the data after tfdist slices it by rank (line "
+                 f"{a.line(point)}), so it is this rank's count; it is used in a TensorFlow expression here: if it "
+                 f"should be the size of the whole data set (e.g. to normalise the loss), multiply it by hvd.size()")
     names = sorted(roots, key=lambda n: (a.line(bindings[n][0]), n))
     lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
     ctx.plan.insert_after(point, ctx.stmts(lines, comment="Horovod: each rank trains on its own equal share of the samples."))
@@ -486,14 +547,13 @@ def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> O
     """The samplers every non-constant fed value comes from, or None."""
     out: List[samplers.Sampler] = []
     for run in [r for r in runs if feeds(r, train_ops)]:
-        loops = [x for x in a.ancestors(run) if isinstance(x, (cst.For, cst.While))]
         values = _feed_values(a, run, train_ops)
-        if not loops or values is None:
+        if values is None:
             return None
         for v in values:
             if _is_constant(a, v):
                 continue
-            found = samplers.fed_by_sampler(a, v, loops[0])
+            found = samplers.fed_by_sampler(a, v, _outermost_loop(a, run))
             if not found:
                 return None
             out += [s for s in found if all(s.call is not o.call for o in out)]
