@@ -394,7 +394,7 @@ def _samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.S
                 isinstance(i.item, cst.Call) and a.is_name(i.item, {apis.GRADIENT_TAPE}) for i in w.items)
                 for w in walk(n))):
             continue
-        found = samplers.classify(a, call)
+        found = samplers.classify(a, call, tf1_common._outermost_loop(a, call) or loop)
         if found is not None:
             out.append(found)
     return out

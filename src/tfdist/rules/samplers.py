@@ -53,45 +53,97 @@ def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef) -> Optional[b
     return None if other else False
 
 
-def classify(a: A.Analysis, call: cst.Call) -> Optional[Sampler]:
+def _stateful(fdef: cst.FunctionDef) -> bool:
+    """The function keeps state across calls: it declares a global or
+    nonlocal, assigns an attribute or an item, or advances an iterator."""
+    for n in walk(fdef.body):
+        if isinstance(n, (cst.Global, cst.Nonlocal)):
+            return True
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(isinstance(t, (cst.Attribute, cst.Subscript)) and not _local_item(t, fdef) for t in targets):
+                return True
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "next":
+            return True
+    return False
+
+
+def _local_item(target, fdef: cst.FunctionDef) -> bool:
+    """``xs[i] = ...`` on an array the function made itself (not state)."""
+    base = target.value
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    return isinstance(target, cst.Subscript) and isinstance(base, cst.Name) and base.value != "self" and any(
+        isinstance(s, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == base.value
+                                          for t in s.targets)
+        for s in walk(fdef.body))
+
+
+def _varies_per_step(a: A.Analysis, call: cst.Call, loop) -> bool:
+    """An argument of the call reads a name bound inside the loop (its counter, a batch index...)."""
+    if loop is None:
+        return True
+    for arg in call.args:
+        for n in walk(arg.value):
+            if isinstance(n, cst.Name) and any(dataflow.is_inside(a, o, loop) or o is loop
+                                               for o, _ in a.assigned_values(n)):
+                return True
+    return False
+
+
+def _stream_of(a: A.Analysis, functions: List[cst.FunctionDef], call: cst.Call, loop) -> Optional[str]:
+    kinds = {_draws_from_global_numpy(a, f) for f in functions}
+    if kinds == {True}:
+        return GLOBAL_STREAM
+    if any(_stateful(f) for f in functions) or None in kinds:
+        return FIXED_ORDER if kinds == {False} else UNKNOWN
+    # A pure function of its arguments: the same batch for the same
+    # arguments; drawing it size times per step would give every rank the
+    # same batch. Only a call whose arguments never change is a stream.
+    return None if _varies_per_step(a, call, loop) else FIXED_ORDER
+
+
+def classify(a: A.Analysis, call: cst.Call, loop=None) -> Optional[Sampler]:
     """A call handing out a batch per step (``next_batch``, a function of
     the user's, ``next(generator)``) and where its randomness comes from,
-    or None if it is no sampler."""
+    or None if it is no sampler (or one tfdist cannot split safely)."""
     names = a.names(call)
     if any(n.startswith(("tensorflow.", "keras.", "numpy.")) for n in names):
         return None
     if "builtins.next" in names:
         return Sampler(call, UNKNOWN)
-    if isinstance(call.func, cst.Name):
-        functions = a._local_functions(call.func)
-        if not functions:
-            return None
-        kinds = {_draws_from_global_numpy(a, f) for f in functions}
-        if kinds == {True}:
-            return Sampler(call, GLOBAL_STREAM)
-        return Sampler(call, FIXED_ORDER if kinds == {False} else UNKNOWN)
-    if method_name(call) not in apis.SAMPLER_METHODS and not a.methods_called(call):
-        return None
     recv = receiver(call)
     # mnist.train.next_batch(n): mnist from read_data_sets()
     if isinstance(recv, cst.Attribute) and recv.attr.value in apis.TF1_TUTORIAL_SPLITS \
-            and a.is_kind(recv.value, A.TUTORIAL_DATASETS):
+            and a.is_kind(recv.value, A.TUTORIAL_DATASETS) and method_name(call) in apis.SAMPLER_METHODS:
         return Sampler(call, GLOBAL_STREAM)
+    if isinstance(call.func, cst.Name):
+        functions = a._local_functions(call.func)
+        if not functions:
+            if any(n.startswith("builtins.") for n in names):
+                return None
+            return None if _varies_per_step(a, call, loop) else Sampler(call, UNKNOWN)
+        stream = _stream_of(a, functions, call, loop)
+        return Sampler(call, stream) if stream is not None else None
+    if not isinstance(call.func, cst.Attribute):
+        return None
     methods = a.methods_called(call)
     if methods:
-        kinds = {_draws_from_global_numpy(a, f) for f in methods}
-        if kinds == {True}:
-            return Sampler(call, GLOBAL_STREAM)
-        if kinds == {False}:
-            return Sampler(call, FIXED_ORDER)
-    return Sampler(call, UNKNOWN)
+        stream = _stream_of(a, methods, call, loop)
+        return Sampler(call, stream) if stream is not None else None
+    if a.kinds(recv):
+        return None  # a model, a dataset, a session...: not a sampler
+    # A method of an object tfdist cannot see into (its class lives in a
+    # library or another module): a stream only if nothing it is given
+    # changes from step to step.
+    return None if _varies_per_step(a, call, loop) else Sampler(call, UNKNOWN)
 
 
 def in_loop(a: A.Analysis, loop) -> List[Sampler]:
     out = []
     for n in walk(loop.body):
         if isinstance(n, cst.Call):
-            s = classify(a, n)
+            s = classify(a, n, loop)
             if s is not None:
                 out.append(s)
     return out
@@ -204,7 +256,7 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
             v = dataflow.value_of_statement(stmt) if stmt is not None else None
         if not isinstance(v, cst.Call) or not dataflow.is_inside(a, node, loop):
             return None
-        s = classify(a, v)
+        s = classify(a, v, loop)
         if s is None:
             return None
         out.append(s)

@@ -1,0 +1,209 @@
+"""Dividing the work along the data flow, and objects followed by binding.
+
+Each case is a small whole script; the assertions name the exact lines the
+conversion must (or must not) contain, so a case can only pass when the
+decision is the right one.
+"""
+import textwrap
+
+from tfdist.api import convert_source
+
+TF1 = """import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+x = tf.compat.v1.placeholder(tf.float32, [None, 8])
+y = tf.compat.v1.placeholder(tf.int64, [None])
+loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(y, tf.compat.v1.layers.dense(x, 2))
+train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+"""
+
+
+def convert(src: str):
+    result = convert_source(textwrap.dedent(src).encode(), "case.py")
+    assert result.status == "converted", (result.error, result.error_line)
+    return result
+
+
+def warnings(result):
+    return [w for w in result.warnings if w.level == "WARNING"]
+
+
+SLICE_DATA = "data = data[hvd.rank()::hvd.size()][:len(data) // hvd.size()]"
+SLICE_LABELS = "labels = labels[hvd.rank()::hvd.size()][:len(labels) // hvd.size()]"
+
+
+def test_labels_derived_from_data_are_sliced_once_with_the_data():
+    # The bug of issue 8: slicing data at its assignment sliced the derived
+    # labels twice (pairs broken) and quartered n.
+    result = convert(TF1 + """
+rng = np.random.RandomState(0)
+data = rng.rand(1024, 8).astype(np.float32)
+labels = (data.sum(axis=1) > 4).astype(np.int64)
+n = labels.shape[0]
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(2 * n // 32):
+        off = (step * 32) % (n - 32)
+        sess.run(train_op, feed_dict={x: data[off:off + 32], y: labels[off:off + 32]})
+""")
+    lines = result.code.splitlines()
+    at = lines.index("labels = (data.sum(axis=1) > 4).astype(np.int64)")
+    assert lines[at + 1:at + 4] == ["# Horovod: each rank trains on its own equal share of the samples.",
+                                    SLICE_DATA, SLICE_LABELS]
+    assert result.code.count("data[hvd.rank()::") == 1 and result.code.count("labels[hvd.rank()::") == 1
+    # n is computed after the slicing: a per-rank count already, not divided again
+    assert "    for step in range(2 * n // 32):" in lines
+    assert not warnings(result)
+
+
+def test_a_count_computed_before_the_slicing_is_divided():
+    result = convert(TF1 + """
+data = np.random.rand(1024, 8).astype(np.float32)
+steps = len(data) // 32
+labels = (data[:, 0] > 0.5).astype(np.int64)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(steps):
+        idx = np.random.randint(0, len(data), 32)
+        sess.run(train_op, feed_dict={x: data[idx], y: labels[idx]})
+""")
+    assert "    for step in range(max(1, steps // hvd.size())):" in result.code.splitlines()
+    assert SLICE_DATA in result.code and SLICE_LABELS in result.code
+
+
+def test_a_full_size_count_used_for_offsets_is_reported():
+    result = convert(TF1 + """
+data = np.random.rand(1024, 8).astype(np.float32)
+n = len(data)
+labels = (data[:, 0] > 0.5).astype(np.int64)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(100):
+        off = (step * 32) % (n - 32)
+        sess.run(train_op, feed_dict={x: data[off:off + 32], y: labels[off:off + 32]})
+""")
+    assert any("n (line 11) is computed from the full data" in w.message and w.line == 16
+               for w in warnings(result)), result.warnings
+
+
+def test_a_pure_batch_function_of_the_step_is_not_split_between_ranks():
+    # Drawing get_batch(step) size times would give every rank the same batch.
+    result = convert(TF1 + """
+data = np.random.rand(1024, 8).astype(np.float32)
+
+
+def get_batch(step):
+    lo = (step * 32) % 992
+    return data[lo:lo + 32], (data[lo:lo + 32, 0] > 0.5).astype(np.int64)
+
+
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(100):
+        bx, by = get_batch(step)
+        sess.run(train_op, feed_dict={x: bx, y: by})
+""")
+    assert "_draw" not in result.code
+    assert any(w.rule == "data-division" and "feed_dict" in w.message for w in warnings(result))
+
+
+def test_a_stateful_generator_is_split_between_ranks():
+    result = convert(TF1 + """
+data = np.random.rand(1024, 8).astype(np.float32)
+
+
+def batches():
+    while True:
+        for lo in range(0, 1024, 32):
+            yield data[lo:lo + 32], (data[lo:lo + 32, 0] > 0.5).astype(np.int64)
+
+
+stream = batches()
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(100):
+        bx, by = next(stream)  # one batch
+        sess.run(train_op, feed_dict={x: bx, y: by})
+""")
+    assert textwrap.dedent("""\
+        for _draw in range(hvd.size()):
+            _batch = next(stream)  # one batch
+            if _draw == hvd.rank():
+                bx, by = _batch""") in textwrap.dedent("\n".join(
+        line[8:] for line in result.code.splitlines() if line.startswith("        ")))
+    assert "for step in range(max(1, 100 // hvd.size())):" in result.code
+    assert not warnings(result)
+
+
+def test_a_shadowed_range_is_not_the_built_in():
+    result = convert(TF1 + """
+def range(n):
+    return [0] * n
+
+
+data = np.random.rand(64, 8).astype(np.float32)
+labels = (data[:, 0] > 0.5).astype(np.int64)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(100):
+        sess.run(train_op, feed_dict={x: data, y: labels})
+""")
+    assert "    for step in range(100):" in result.code.splitlines()
+    assert any("cannot see how many steps" in w.message for w in warnings(result))
+
+
+TAPE_CLASSES = """import numpy as np
+import tensorflow as tf
+
+
+class Trainer:
+    def __init__(self, model, lr):
+        self.model, self.opt = model, tf.keras.optimizers.Adam(lr)
+
+    def step(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(self.model(x))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+
+
+class Critic:
+    def __init__(self, model):
+        self.model, self.opt = model, tf.keras.optimizers.SGD(0.1)
+
+    def step(self, x):
+        with tf.GradientTape() as tape:
+            loss = -tf.reduce_mean(self.model(x))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))
+
+
+data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
+trainer = Trainer(tf.keras.Sequential([tf.keras.layers.Dense(1)]), 0.001)
+critic = Critic(tf.keras.Sequential([tf.keras.layers.Dense(1)]))
+for x in data:
+    trainer.step(x)
+    critic.step(x)
+"""
+
+
+def test_two_classes_with_the_same_attribute_names_are_two_optimizers():
+    result = convert(TAPE_CLASSES)
+    code = result.code
+    assert "self.model, self.opt = model, tf.keras.optimizers.Adam(lr * hvd.size())" in code
+    assert "self.model, self.opt = model, tf.keras.optimizers.SGD(0.1 * hvd.size())" in code
+    # each class broadcasts its own model and optimizer after its first step
+    assert code.count("if self.opt.iterations == 1:") == 2
+    assert code.count("hvd.broadcast_variables(self.model.variables, root_rank=0)") == 2
+    # the loop that trains through the methods reads a dataset: it is sharded
+    assert "from_tensor_slices(np.zeros((64, 4), \"float32\")).apply(lambda ds: ds.shard(" in code
+    assert not warnings(result), result.warnings
+
+
+def test_an_optimizer_applied_twice_in_one_class_is_reported_with_both_lines():
+    src = TAPE_CLASSES.replace("        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n\n\nclass Critic",
+                               "        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n"
+                               "        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n\n\nclass Critic")
+    result = convert(src)
+    assert any(w.rule == "gradient-tape" and "lines 13, 14" in w.message for w in warnings(result)), result.warnings
