@@ -44,7 +44,13 @@ wrote.  It prints PASS only when
   * all ranks hold bitwise-identical final trainable variables,
   * each rank took ~1/N of the original's optimizer steps
     (within +/-20% or +/-1 step, whichever is larger),
-  * only rank 0 wrote checkpoint / summary / model files.
+  * only rank 0 wrote checkpoint / summary / model files,
+  * when the runs recorded the samples they trained on (TF1 feed_dict of a
+    train step, eager tf.data iteration, Model.fit on NumPy arrays): every
+    sample a rank fed carries the labels the original fed it with, and the
+    ranks did not all consume the identical sequence of samples.  Also shown:
+    distinct samples per rank, samples shared between ranks within the first
+    epoch, and how much of the original's samples the ranks covered.
 
 Otherwise it prints FAIL with the reason(s)."""
 

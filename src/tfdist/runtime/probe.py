@@ -17,7 +17,8 @@ Keras / h5py.  They watch from outside the user's code:
   legacy), ``Session.run`` calls that execute an op returned by a TF1
   ``Optimizer.apply_gradients``/``minimize``, and the TF1 global step;
 * checkpoint / summary / model files written, through TensorFlow's Python
-  entry points plus an audit hook on Python ``open()``.
+  entry points plus an audit hook on Python ``open()``;
+* the samples consumed, as per-row hashes (see "Samples" below).
 
 At exit each process writes ``rank-<R>.json`` into ``$TFDIST_PROBE_DIR``
 (rank from HOROVOD_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, else
@@ -32,6 +33,34 @@ Optional ``TFDIST_PROBE_MAX_STEPS=K``: stop Keras ``Model.fit`` gracefully
 (``model.stop_training``) once K optimizer steps ran in this process; the
 steps ``fit`` had planned are recorded as ``planned_steps``.  Other training
 loops are not capped (``steps_cap.applied`` stays false).
+
+Samples (``record["samples"]``): each batch lists its rows as
+``"<sample hash>:<label hash>:..."`` strings; every row is hashed with :func:`row_hashes`
+(blake2b, 8 bytes, over ``<dtype><row shape>;`` + the row's bytes), so that
+``tfdist verify`` can check that each rank fed every sample with its own
+labels and that the ranks read different samples.  Three sources:
+
+* ``tf1-feed``: a ``Session.run`` that runs a train op with a ``feed_dict``:
+  the fed values with a leading batch dimension, aligned row by row; the
+  first one (feed_dict order) is the sample, the others (same leading
+  dimension) its labels.  One batch per training step.
+* ``iterator``: eager iteration of a ``tf.data`` dataset (``OwnedIterator
+  .__next__``) yielding a tuple/dict of tensors with a common leading
+  dimension (first = sample, others = labels).  Every batch is recorded with
+  the optimizer-step counter when it was fetched; a batch counts as
+  ``trained`` when that counter moved before the next batch was fetched
+  (evaluation loops do not move it).
+* ``keras-fit``: ``Model.fit`` given NumPy arrays / eager tensors: the rows of
+  x (with y's rows as labels) once per call, with the number of epochs (the
+  rows within an epoch are listed in the order given, not in fit's shuffled
+  order).  ``fit`` over a dataset or generator is NOT recorded: it iterates
+  inside a tf.function, and reading the dataset a second time could change
+  what it yields (shuffle seeds, generators).
+
+At most TFDIST_PROBE_SAMPLE_ROWS rows (default 200,000) are kept; further
+rows set ``capped``.  TFDIST_PROBE_SAMPLE_VALUES=K also keeps the values of
+up to K distinct rows (``values``: hash -> dtype/shape/base64), for tests
+that recompute a label from its sample.
 """
 from __future__ import annotations
 
@@ -143,7 +172,17 @@ PATH_KIND_PATTERNS = (
 #: Temporary files TF writes before renaming them (ignored).
 TEMP_FILE_PATTERNS = (re.compile(r"\.tmp[0-9a-f]{32}$"), re.compile(r"_temp(_[0-9a-f]+)?/part-\d+"))
 
+#: Eager tf.data iteration and eager tensors (sample recording).
+TF_DATA_ITERATOR_CLASS = ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator")
+TF_EAGER_TENSOR_CLASS = ("tensorflow.python.framework.ops", "EagerTensor")
+#: Model.fit arguments read for the keras-fit sample source.
+KERAS_FIT_SAMPLE_ARGS = ("x", "y", "epochs", "initial_epoch", "validation_split", "steps_per_epoch", "batch_size")
+
 PROBE_DIR_ENV = "TFDIST_PROBE_DIR"
+SAMPLE_ROWS_ENV = "TFDIST_PROBE_SAMPLE_ROWS"
+SAMPLE_VALUES_ENV = "TFDIST_PROBE_SAMPLE_VALUES"
+DEFAULT_SAMPLE_ROWS = 200_000
+SAMPLE_HASH = "blake2b-8(<dtype><row shape>;<row bytes>)"
 MAX_STEPS_ENV = "TFDIST_PROBE_MAX_STEPS"
 #: tfdist's own PYTHONPATH entry / the user's original PYTHONPATH, restored
 #: before the script runs so the script sees its usual environment.
@@ -181,6 +220,49 @@ def digest_arrays(values) -> tuple[str, float, list[str]]:
     return total.hexdigest(), fsum, items
 
 
+def _row_bytes_object(row) -> bytes:
+    parts = []
+    for item in row.reshape(-1):
+        if isinstance(item, bytes):
+            parts.append(item)
+        elif isinstance(item, str):
+            parts.append(item.encode("utf-8"))
+        else:
+            parts.append(repr(item).encode("utf-8"))
+    return b"\x00".join(parts)
+
+
+def row_hashes(value) -> list[str] | None:
+    """16-hex blake2b digests of each row (leading dimension) of ``value``,
+    or None when it has no leading dimension.  Rows are hashed with their
+    dtype and row shape: ``<dtype.str><row shape>;`` then the C-order bytes
+    (strings: UTF-8 joined by NUL)."""
+    import numpy as np
+
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return None
+    head = f"{arr.dtype.str}{tuple(arr.shape[1:])};".encode()
+    n = arr.shape[0]
+    out = []
+    if arr.dtype == object:
+        for i in range(n):
+            out.append(hashlib.blake2b(head + _row_bytes_object(np.asarray(arr[i], dtype=object)),
+                                       digest_size=8).hexdigest())
+        return out
+    arr = np.ascontiguousarray(arr)
+    for i in range(n):
+        out.append(hashlib.blake2b(head + arr[i].tobytes(), digest_size=8).hexdigest())
+    return out
+
+
+def combine_row_hashes(columns: list[list[str]]) -> list[str]:
+    """One hash per row for several aligned arrays (a multi-input sample)."""
+    if len(columns) == 1:
+        return columns[0]
+    return [hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest() for parts in zip(*columns)]
+
+
 # --------------------------------------------------------------------------
 # State
 # --------------------------------------------------------------------------
@@ -215,6 +297,16 @@ class _State:
         self.planned_steps = 0
         self.planned_unknown = False
         self.fit_calls = 0
+        self.sample_batches: list = []     # dicts, in consumption order
+        self.sample_rows = 0
+        self.sample_cap = DEFAULT_SAMPLE_ROWS
+        self.sample_capped = False
+        self.sample_values_cap = 0
+        self.sample_values: dict = {}      # hash -> {"dtype", "shape", "b64"}
+        self.iterators = 0
+        self.fit_samples_calls = 0
+        self.fetch_seq = 0
+        self.keras_fit_depth = 0
         self.exit_code = None
         self.exit_how = None
         self.exception = None
@@ -700,7 +792,14 @@ def _install_session_hooks():
                 try:
                     fetches = args[0] if args else kwargs.get("fetches")
                     if _runs_train_op(self.graph, fetches):
+                        step = STATE.tf1_train_runs
                         STATE.tf1_train_runs += 1
+                        feed = args[1] if len(args) > 1 else kwargs.get("feed_dict")
+                        if feed:
+                            try:
+                                _record_feed(feed, step)
+                            except Exception as exc:  # noqa: BLE001
+                                _note_error("session_run_samples", exc)
                 except Exception as exc:  # noqa: BLE001
                     _note_error("session_run", exc)
             return result
@@ -757,6 +856,241 @@ def _is_func_graph(graph) -> bool:
 
 
 # --------------------------------------------------------------------------
+# Samples
+# --------------------------------------------------------------------------
+
+def _keep_value(digest: str, row) -> None:
+    if len(STATE.sample_values) >= STATE.sample_values_cap or digest in STATE.sample_values:
+        return
+    import base64
+
+    import numpy as np
+
+    arr = np.array(row, copy=True, order="C")   # keeps 0-d rows 0-d (ascontiguousarray would not)
+    if arr.dtype == object:
+        return
+    STATE.sample_values[digest] = {"dtype": arr.dtype.str, "shape": list(arr.shape),
+                                   "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _columns(value):
+    """(row hashes, numpy array or None) of one element/feed value; nested
+    tuples/lists/dicts of arrays with one leading dimension are one column."""
+    if isinstance(value, dict):
+        parts = [_columns(v) for v in value.values()]
+    elif isinstance(value, (tuple, list)) and value and not _is_plain_list(value):
+        parts = [_columns(v) for v in value]
+    else:
+        arr = _as_array(value)
+        if arr is None or arr.ndim == 0:
+            return None
+        hashes = row_hashes(arr)
+        return (hashes, arr) if hashes is not None else None
+    if not parts or any(p is None for p in parts) or len({len(p[0]) for p in parts}) != 1:
+        return None
+    return combine_row_hashes([p[0] for p in parts]), (parts[0][1] if len(parts) == 1 else None)
+
+
+def _is_plain_list(value) -> bool:
+    """A Python list of numbers (a literal batch) rather than a structure of arrays."""
+    first = value[0]
+    return isinstance(first, (int, float, bool, str, bytes)) or (
+        isinstance(first, (list, tuple)) and first and isinstance(first[0], (int, float, bool)))
+
+
+def _as_array(value):
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (list, tuple, int, float, bool)):
+        try:
+            arr = np.asarray(value)
+        except Exception:  # noqa: BLE001
+            return None
+        return arr if arr.dtype != object else None
+    eager = _resolve(*TF_EAGER_TENSOR_CLASS)
+    if eager is not None and isinstance(value, eager[2]):
+        return value.numpy()
+    return None
+
+
+def _record_batch(source: str, items: list, **meta) -> dict | None:
+    """items: fed values / element components in order; the first with a
+    leading dimension is the sample, the others with the same leading
+    dimension its labels."""
+    if STATE.sample_rows >= STATE.sample_cap:
+        STATE.sample_capped = True
+        return None
+    cols = []
+    for item in items:
+        col = _columns(item)
+        if col is None:
+            continue
+        if cols and len(col[0]) != len(cols[0][0]):
+            continue
+        cols.append(col)
+    if not cols:
+        return
+    n = len(cols[0][0])
+    with STATE.lock:
+        room = STATE.sample_cap - STATE.sample_rows
+        if room <= 0:
+            STATE.sample_capped = True
+            return
+        if n > room:
+            STATE.sample_capped = True
+            n = room
+        rows = [":".join(c[0][i] for c in cols) for i in range(n)]
+        STATE.sample_rows += n
+        entry = {"source": source, **meta, "rows": rows}
+        STATE.sample_batches.append(entry)
+        if STATE.sample_values_cap:
+            for hashes, arr in cols:
+                if arr is None:
+                    continue
+                for i in range(n):
+                    _keep_value(hashes[i], arr[i])
+    return entry
+
+
+def _step_counter() -> int:
+    """Optimizer steps so far in this process (eager Keras optimizers' iterations
+    plus TF1 train runs / eager TF1 applies)."""
+    total = STATE.tf1_train_runs + STATE.tf1_eager_applies
+    with _ProbeBusy():
+        for opt in list(STATE.keras_optimizers):
+            it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
+            if it is None or _is_graph_variable(it):
+                continue
+            try:
+                total += int(it.numpy())
+            except Exception:  # noqa: BLE001
+                pass
+    return total
+
+
+def _record_feed(feed_dict, step: int) -> None:
+    if not isinstance(feed_dict, dict) or not feed_dict:
+        return
+    _record_batch("tf1-feed", list(feed_dict.values()), step=step)
+
+
+def _install_iterator_hook():
+    def make(orig):
+        def __next__(self):
+            element = orig(self)
+            if STATE.pid == os.getpid() and not _busy():
+                try:
+                    _record_element(self, element)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("iterator_next", exc)
+            return element
+        return __next__
+
+    mod, cls = TF_DATA_ITERATOR_CLASS
+    _patch(mod, cls + ".__next__", make)
+
+
+def _record_element(iterator, element) -> None:
+    from tensorflow.python.eager import context  # noqa: PLC0415
+
+    if not context.executing_eagerly():
+        return  # traced inside a tf.function (Keras fit): symbolic
+    if isinstance(element, dict):
+        items = list(element.values())
+    elif isinstance(element, (tuple, list)):
+        items = list(element)
+    else:
+        items = [element]
+    if STATE.sample_rows >= STATE.sample_cap:
+        STATE.sample_capped = True
+        return
+    key = getattr(iterator, "_tfdist_probe_iterator", None)
+    if key is None:
+        STATE.iterators += 1
+        key = STATE.iterators
+        try:
+            iterator._tfdist_probe_iterator = key
+        except Exception:  # noqa: BLE001
+            pass
+    STATE.fetch_seq += 1
+    _record_batch("iterator", items, iterator=key, seq=STATE.fetch_seq, steps_before=_step_counter(),
+                  in_fit=STATE.keras_fit_depth > 0)
+
+
+def _record_fit(bound) -> None:
+    args = bound.arguments
+    x, y = args.get("x"), args.get("y")
+    if x is None or _as_array_struct(x) is None:
+        return
+    items = [x] + ([y] if y is not None and _as_array_struct(y) is not None else [])
+    epochs = int(args.get("epochs", 1) or 1) - int(args.get("initial_epoch", 0) or 0)
+    split = float(args.get("validation_split", 0.0) or 0.0)
+    if split:
+        import math
+
+        n = len(_as_array_struct(x))
+        cut = int(math.floor(n * (1.0 - split)))
+        items = [_slice_struct(v, cut) for v in items]
+    STATE.fit_samples_calls += 1
+    _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, epochs=max(0, epochs),
+                  validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
+                  batch_size=args.get("batch_size"))
+
+
+def _as_array_struct(value):
+    """The first array of a NumPy/eager-tensor structure (None: a dataset, generator, ...)."""
+    if isinstance(value, dict):
+        vals = list(value.values())
+        return _as_array_struct(vals[0]) if vals and all(_as_array_struct(v) is not None for v in vals) else None
+    if isinstance(value, (list, tuple)):
+        return _as_array_struct(value[0]) if value and all(_as_array_struct(v) is not None for v in value) else None
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value if value.ndim else None
+    eager = _resolve(*TF_EAGER_TENSOR_CLASS)
+    if eager is not None and isinstance(value, eager[2]):
+        return value if len(value.shape) else None
+    return None
+
+
+def _slice_struct(value, cut):
+    if isinstance(value, dict):
+        return {k: _slice_struct(v, cut) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_slice_struct(v, cut) for v in value)
+    return value[:cut]
+
+
+def _finish_iterator_batches(final_counter: int) -> None:
+    """Mark each eager iterator batch ``trained``: the step counter moved
+    between its fetch and the next fetch (of any iterator) or the end."""
+    batches = [b for b in STATE.sample_batches if b.get("source") == "iterator"]
+    for cur, nxt in zip(batches, batches[1:] + [None]):
+        after = nxt["steps_before"] if nxt is not None else final_counter
+        cur["trained"] = after > cur["steps_before"]
+
+
+def _samples_record() -> dict:
+    try:
+        _finish_iterator_batches(_step_counter())
+    except Exception as exc:  # noqa: BLE001
+        _note_error("samples_finish", exc)
+    sources = sorted({b["source"] for b in STATE.sample_batches})
+    return {
+        "hash": SAMPLE_HASH,
+        "cap": STATE.sample_cap,
+        "rows": STATE.sample_rows,
+        "capped": STATE.sample_capped,
+        "sources": sources,
+        "batches": STATE.sample_batches,
+        "values": STATE.sample_values,
+    }
+
+
+# --------------------------------------------------------------------------
 # Keras
 # --------------------------------------------------------------------------
 
@@ -782,8 +1116,7 @@ def _install_keras_model(module, group):
     for method, spec in KERAS_SAVE_METHODS:
         _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
                _make_file_wrapper(f"Model.{method}", spec, "model"))
-    if STATE.max_steps is not None:
-        _install_fit_cap(module)
+    _install_fit(module)
 
 
 def _step_cap_callback(model_module_name):
@@ -833,7 +1166,9 @@ def _step_cap_callback(model_module_name):
 _CAP_CLASSES: dict = {}
 
 
-def _install_fit_cap(module):
+def _install_fit(module):
+    """Wrap Model.fit: record the NumPy samples it is given (keras-fit source)
+    and, with TFDIST_PROBE_MAX_STEPS, add the step-cap callback."""
     import inspect
 
     module_name = module.__name__
@@ -845,20 +1180,35 @@ def _install_fit_cap(module):
             sig = None
 
         def fit(*args, **kwargs):
+            bound = None
+            if STATE.pid == os.getpid() and not _busy():
+                try:
+                    if sig is None:
+                        raise RuntimeError("Model.fit has no signature")
+                    bound = sig.bind(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_bind", exc)
+            if bound is not None:
+                try:
+                    _record_fit(bound)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_samples", exc)
+            if bound is not None and STATE.max_steps is not None:
+                try:
+                    cap_cls = _step_cap_callback(module_name)
+                    cbs = bound.arguments.get("callbacks")
+                    cbs = list(cbs) if cbs else []
+                    cbs.append(cap_cls(bound.arguments.get("initial_epoch", 0)))
+                    bound.arguments["callbacks"] = cbs
+                    STATE.fit_calls += 1
+                    args, kwargs = bound.args, bound.kwargs
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_cap", exc)
+            STATE.keras_fit_depth += 1
             try:
-                if sig is None:
-                    raise RuntimeError("Model.fit has no signature")
-                bound = sig.bind(*args, **kwargs)
-                cap_cls = _step_cap_callback(module_name)
-                cbs = bound.arguments.get("callbacks")
-                cbs = list(cbs) if cbs else []
-                cbs.append(cap_cls(bound.arguments.get("initial_epoch", 0)))
-                bound.arguments["callbacks"] = cbs
-                STATE.fit_calls += 1
-                args, kwargs = bound.args, bound.kwargs
-            except Exception as exc:  # noqa: BLE001
-                _note_error("fit_cap", exc)
-            return orig(*args, **kwargs)
+                return orig(*args, **kwargs)
+            finally:
+                STATE.keras_fit_depth -= 1
         return fit
 
     _patch(module_name, KERAS_MODEL_CLASS + ".fit", make)
@@ -872,6 +1222,7 @@ def _install_h5py(module, group):
 def _install_tensorflow(module, group):
     _install_variable_tracking()
     _install_session_hooks()
+    _install_iterator_hook()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
         _patch(mod_name, qualname, _make_file_wrapper(qualname, spec, kind))
 
@@ -1108,6 +1459,11 @@ def build_record() -> dict:
         "fit_calls": STATE.fit_calls,
         "planned_steps": None if (STATE.planned_unknown or not STATE.fit_calls) else STATE.planned_steps,
     }
+    try:
+        record["samples"] = _samples_record()
+    except Exception as exc:  # noqa: BLE001
+        _note_error("samples", exc)
+        record["samples"] = None
     record["probe_errors"] = list(STATE.errors)
     return record
 
@@ -1191,6 +1547,12 @@ def install() -> None:
     cap = os.environ.get(MAX_STEPS_ENV, "").strip()
     if cap.isdigit() and int(cap) > 0:
         STATE.max_steps = int(cap)
+    rows = os.environ.get(SAMPLE_ROWS_ENV, "").strip()
+    if rows.isdigit():
+        STATE.sample_cap = int(rows)
+    values = os.environ.get(SAMPLE_VALUES_ENV, "").strip()
+    if values.isdigit():
+        STATE.sample_values_cap = int(values)
     STATE.ignore_prefixes = _compute_ignore_prefixes()
     sys.addaudithook(_audit_hook)
     _wrap_os_exit()

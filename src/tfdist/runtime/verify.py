@@ -68,6 +68,7 @@ class RankRecord:
     steps_cap: dict = field(default_factory=dict)
     probe_errors: list[str] = field(default_factory=list)
     elapsed_s: float | None = None
+    samples: dict = field(default_factory=dict)   # summary: source, rows, distinct, capped
     missing: bool = False          # no record: the process died before writing it
     raw: dict = field(default_factory=dict, repr=False)
 
@@ -93,8 +94,13 @@ class RankRecord:
             steps_cap=dict(data.get("steps_cap") or {}),
             probe_errors=list(data.get("probe_errors", [])),
             elapsed_s=data.get("elapsed_s"),
+            samples=_samples_summary(data.get("samples")),
             raw=data,
         )
+
+    def sample_stream(self) -> "SampleStream | None":
+        """The training samples this process consumed (see sample_stream())."""
+        return sample_stream(self.raw.get("samples"))
 
     @classmethod
     def missing_rank(cls, rank: int, size: int) -> "RankRecord":
@@ -166,7 +172,8 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
                     args: Sequence[str] = (), *, single: bool | None = None, as_file: str | os.PathLike | None = None,
                     steps_cap: int | None = None, probe_dir: str | os.PathLike | None = None,
                     log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
-                    env: dict | None = None, horovodrun: str | None = None, label: str | None = None) -> Observation:
+                    env: dict | None = None, horovodrun: str | None = None, label: str | None = None,
+                    pythonpath: Sequence[str | os.PathLike] = ()) -> Observation:
     """Run ``script`` under the probe and collect one RankRecord per rank.
 
     ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
@@ -174,6 +181,10 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     ``horovodrun -np N -H localhost:N --gloo python -m tfdist.runtime.probe``.
     ``cwd`` is created if needed and used as every process's working
     directory.  ``steps_cap`` sets TFDIST_PROBE_MAX_STEPS for each process.
+    ``env`` replaces os.environ as the base environment; ``pythonpath``
+    entries go first on the script's PYTHONPATH (and stay visible to it, unlike
+    tfdist's own entry): e.g. a directory whose sitecustomize.py installs
+    stand-in modules (tests/slow/support/mnist_standin).
     Raises launcher.RuntimeMissing when horovodrun is needed and not found.
     """
     script = os.path.abspath(os.fspath(script))
@@ -189,6 +200,11 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
         old.unlink()
 
     base_env = dict(os.environ if env is None else env)
+    if pythonpath:
+        entries = [os.path.abspath(os.fspath(p)) for p in pythonpath]
+        if base_env.get("PYTHONPATH"):
+            entries.append(base_env["PYTHONPATH"])
+        base_env["PYTHONPATH"] = os.pathsep.join(entries)
     src = launcher.tfdist_pythonpath()
     run_env = launcher.with_pythonpath(base_env, [src])
     run_env[ADDED_PATH_ENV] = src
@@ -227,6 +243,171 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
 
 
 # --------------------------------------------------------------------------
+# Samples
+# --------------------------------------------------------------------------
+
+#: Order in which the probe's sample sources are trusted as "what was trained
+#: on": TF1 feeds of train-op runs are training steps by construction; eager
+#: iterator batches count when an optimizer step followed them; Keras fit's
+#: NumPy rows are what fit was given (x epochs).
+SAMPLE_SOURCES = ("tf1-feed", "iterator", "keras-fit")
+
+
+@dataclass
+class SampleStream:
+    """Rows a process trained on, in order: (sample hash, label hashes)."""
+    source: str
+    rows: list[tuple[str, tuple[str, ...]]]
+    capped: bool = False
+
+    @property
+    def samples(self) -> list[str]:
+        return [s for s, _ in self.rows]
+
+    def distinct(self) -> set[str]:
+        return {s for s, _ in self.rows}
+
+
+def _split_row(row) -> tuple[str, tuple[str, ...]]:
+    parts = row.split(":") if isinstance(row, str) else list(row)
+    return parts[0], tuple(parts[1:])
+
+
+def sample_stream(samples: dict | None) -> SampleStream | None:
+    """The training stream of one probe record's ``samples``: the first
+    source in SAMPLE_SOURCES that recorded rows (iterator batches only when
+    an optimizer step followed them; keras-fit rows repeated per epoch)."""
+    if not samples:
+        return None
+    batches = samples.get("batches") or []
+    capped = bool(samples.get("capped"))
+    for source in SAMPLE_SOURCES:
+        chosen = [b for b in batches if b.get("source") == source]
+        if source == "iterator":
+            chosen = [b for b in chosen if b.get("trained")]
+        if not chosen:
+            continue
+        rows: list[tuple[str, tuple[str, ...]]] = []
+        for b in chosen:
+            batch_rows = [_split_row(r) for r in b.get("rows", [])]
+            repeat = int(b.get("epochs", 1) or 0) if source == "keras-fit" else 1
+            for _ in range(repeat):
+                rows.extend(batch_rows)
+        return SampleStream(source, rows, capped)
+    return None
+
+
+def _samples_summary(samples: dict | None) -> dict:
+    stream = sample_stream(samples)
+    if stream is None:
+        return {}
+    return {"source": stream.source, "rows": len(stream.rows), "distinct": len(stream.distinct()),
+            "capped": stream.capped}
+
+
+def check_samples(ref: "RankRecord", ranks: list["RankRecord"], np: int) -> dict:
+    """Sample checks, when the original and the ranks recorded samples.
+
+    * pairs intact: every (sample, labels) row a rank consumed, whose sample
+      the original also fed, carries labels the original fed with it;
+    * divided: the ranks did not all consume the identical sequence;
+      reported: distinct samples per rank, the overlap between ranks within
+      their first epoch (the first len(original's distinct samples)/N rows of
+      each), and how much of the original's samples the ranks covered.
+
+    Returns {"reasons", "checks", "warnings", "summary", "identical"}."""
+    out = {"reasons": [], "checks": [], "warnings": [], "summary": None, "identical": False}
+    ref_stream = None if ref.missing else ref.sample_stream()
+    streams = {r.rank: r.sample_stream() for r in ranks if not r.missing}
+    if ref_stream is None and not any(streams.values()):
+        return out
+    if ref_stream is None or not streams or not all(streams.values()):
+        have = (["the original"] if ref_stream else []) + [f"rank {k}" for k, v in sorted(streams.items()) if v]
+        out["warnings"].append("samples not checked: only " + (", ".join(have) or "no run")
+                               + " recorded the samples it trained on")
+        return out
+    sources = {ref_stream.source} | {st.source for st in streams.values()}
+    if len(sources) > 1:
+        out["warnings"].append("samples not checked: the runs recorded different sources ("
+                               + f"original: {ref_stream.source}; "
+                               + ", ".join(f"rank {k}: {v.source}" for k, v in sorted(streams.items())) + ")")
+        return out
+
+    ref_pairs: dict[str, set] = {}
+    for sample, labels in ref_stream.rows:
+        ref_pairs.setdefault(sample, set()).add(labels)
+    ref_distinct = set(ref_pairs)
+    has_labels = any(labels for _, labels in ref_stream.rows)
+    summary = {"source": ref_stream.source, "original": {"rows": len(ref_stream.rows), "distinct": len(ref_distinct),
+                                                          "capped": ref_stream.capped}, "ranks": {}}
+
+    # pairs intact
+    broken, unknown_only, per_rank_seen = [], [], []
+    for rank, st in sorted(streams.items()):
+        seen = st.distinct() & ref_distinct
+        bad = {s for s, labels in st.rows if s in ref_pairs and labels not in ref_pairs[s]}
+        unknown = len(st.distinct() - ref_distinct)
+        summary["ranks"][rank] = {"rows": len(st.rows), "distinct": len(st.distinct()), "known": len(seen),
+                                  "unknown": unknown, "mispaired": len(bad), "capped": st.capped}
+        per_rank_seen.append(f"rank {rank}: {len(seen)}")
+        if bad:
+            broken.append(f"rank {rank} fed {len(bad)} of {len(seen)} samples with labels that are not theirs")
+        if not seen:
+            unknown_only.append(rank)
+        elif unknown:
+            out["warnings"].append(f"rank {rank} fed {unknown} sample(s) the original never fed "
+                                   "(random augmentation? different data?)")
+    if unknown_only:
+        out["warnings"].append("samples of " + ", ".join(f"rank {r}" for r in unknown_only)
+                               + " never appeared in the original run: sample/label pairs not checked for them")
+    if broken:
+        out["reasons"].append("sample/label pairs broken: " + "; ".join(broken)
+                              + " (the original fed those samples with other labels: were the labels "
+                              "sliced or reordered differently from the samples?)")
+    elif has_labels and len(unknown_only) < len(streams):
+        out["checks"].append("sample/label pairs intact: every sample a rank fed carried the labels the "
+                             f"original fed it with ({', '.join(per_rank_seen)} samples checked)")
+
+    # divided
+    sequences = [st.samples for _, st in sorted(streams.items())]
+    if np > 1 and len(sequences) > 1 and sequences[0] and all(seq == sequences[0] for seq in sequences[1:]):
+        out["identical"] = True
+        out["reasons"].append(f"work not divided: every rank consumed the identical sequence of "
+                              f"{len(sequences[0])} samples (data not sharded by rank?)")
+    window = max(1, len(ref_distinct) // max(1, np))
+    firsts = {rank: set(st.samples[:window]) for rank, st in sorted(streams.items())}
+    counts: dict[str, int] = {}
+    for first in firsts.values():
+        for sample in first:
+            counts[sample] = counts.get(sample, 0) + 1
+    overlap = sum(1 for c in counts.values() if c > 1)
+    union: set[str] = set()
+    for st in streams.values():
+        union |= st.distinct()
+    covered = len(union & ref_distinct)
+    coverage = covered / len(ref_distinct) if ref_distinct else 0.0
+    summary.update({"first_epoch_window": window, "first_epoch_overlap": overlap,
+                    "covered": covered, "coverage": round(coverage, 4)})
+    per_rank = ", ".join(f"rank {r}: {len(st.distinct())}" for r, st in sorted(streams.items()))
+    text = (f"distinct samples per rank ({per_rank}); {overlap} sample(s) shared between ranks within the first "
+            f"epoch ({window} per rank); the ranks together covered {coverage:.1%} of the original's "
+            f"{len(ref_distinct)} samples")
+    if not out["identical"]:
+        out["checks"].append(f"work divided ({ref_stream.source}): " + text)
+        if np > 1 and overlap:
+            out["warnings"].append(f"{overlap} sample(s) were read by more than one rank within the first epoch "
+                                   "(each rank shuffles the whole dataset instead of reading its own shard?)")
+        if coverage < 0.9:
+            out["warnings"].append(f"the ranks together covered only {coverage:.1%} of the original's samples")
+    else:
+        out["reasons"][-1] += "; " + text
+    if ref_stream.capped or any(st.capped for st in streams.values()):
+        out["warnings"].append("sample recording was capped (TFDIST_PROBE_SAMPLE_ROWS): checks use the first rows only")
+    out["summary"] = summary
+    return out
+
+
+# --------------------------------------------------------------------------
 # Checks
 # --------------------------------------------------------------------------
 
@@ -244,6 +425,7 @@ class VerifyReport:
     conversion_status: str | None = None
     steps_cap: int | None = None
     workdir: str | None = None
+    samples: dict | None = None        # sample-check summary (check_samples)
 
     @property
     def exit_code(self) -> int:
@@ -254,7 +436,7 @@ class VerifyReport:
             "script": self.script, "np": self.np, "result": "PASS" if self.passed else "FAIL",
             "passed": self.passed, "reasons": self.reasons, "checks": self.checks, "warnings": self.warnings,
             "converted_path": self.converted_path, "conversion_status": self.conversion_status,
-            "steps_cap": self.steps_cap, "workdir": self.workdir,
+            "steps_cap": self.steps_cap, "workdir": self.workdir, "samples": self.samples,
             "reference": self.reference.to_dict() if self.reference else None,
             "distributed": self.distributed.to_dict() if self.distributed else None,
         }
@@ -290,9 +472,10 @@ def _short_list(items: list[str], limit: int = 4) -> str:
     return shown + (f", ... (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
-def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None
-          ) -> tuple[list[str], list[str], list[str]]:
-    """Return (failure reasons, established checks, warnings)."""
+def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
+          samples_out: dict | None = None) -> tuple[list[str], list[str], list[str]]:
+    """Return (failure reasons, established checks, warnings).  ``samples_out``
+    (a dict) receives the sample summary (see check_samples)."""
     reasons: list[str] = []
     checks: list[str] = []
     warnings: list[str] = []
@@ -358,6 +541,7 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
                             f"{sorted(counts)}")
 
     # 3. optimizer steps ~ reference / N --------------------------------
+    steps_not_sharded = None
     use_planned = bool(steps_cap) and (ref.cap_applied or any(r.cap_applied for r in present))
     if steps_cap and not use_planned:
         warnings.append(f"--steps {steps_cap} had no effect: no Keras Model.fit loop reached the cap, "
@@ -386,12 +570,26 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
                 hint = ""
                 if all(s >= ref_steps - tol for s in off.values()):
                     hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
+                    steps_not_sharded = len(reasons)
                 reasons.append(f"{what} per rank are not ~1/{np} of the original's {ref_steps} "
                                f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
             else:
                 checks.append(f"each rank took ~1/{np} of the original's {ref_steps} {what} ({per_rank})")
 
-    # 4. only rank 0 writes checkpoints / summaries / models ----------------
+    # 4. samples: pairs intact, work divided --------------------------------
+    sampled = check_samples(ref, present, np)
+    sample_reasons = list(sampled["reasons"])
+    if sampled["identical"] and steps_not_sharded is not None:
+        # Same cause as the steps reason: say so there instead of twice.
+        evidence = sample_reasons.pop()
+        reasons[steps_not_sharded] += "; the samples confirm it: " + evidence.split(": ", 1)[1]
+    reasons.extend(sample_reasons)
+    checks.extend(sampled["checks"])
+    warnings.extend(sampled["warnings"])
+    if samples_out is not None and sampled["summary"] is not None:
+        samples_out.update(sampled["summary"])
+
+    # 5. only rank 0 writes checkpoints / summaries / models ----------------
     offenders = []
     for r in present:
         if r.rank == 0:
@@ -462,7 +660,8 @@ def convert_to(script: Path, dest_dir: Path) -> tuple[Path, str]:
 def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = (), *, converted: bool = False,
                   steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, keep: bool = False,
                   workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
-                  horovodrun: str | None = None) -> VerifyReport:
+                  horovodrun: str | None = None, env: dict | None = None,
+                  pythonpath: Sequence[str | os.PathLike] = ()) -> VerifyReport:
     """Convert (unless ``converted``), run the original single-process and the
     converted script on ``np`` ranks, and check the result.
 
@@ -490,16 +689,18 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
         rank_cap = math.ceil(steps / np) if steps else None
         reference = run_and_observe(script, 1, base / "original", timeout, args, single=True, steps_cap=ref_cap,
                                     probe_dir=base / "probe-original", log_path=base / "original.log",
-                                    sink=sink, horovodrun=hvdrun, label="original, 1 process")
+                                    sink=sink, horovodrun=hvdrun, label="original, 1 process", env=env,
+                                    pythonpath=pythonpath)
         distributed = run_and_observe(dist_script, np, base / "distributed", timeout, args, single=False,
                                       as_file=as_file, steps_cap=rank_cap, probe_dir=base / "probe-distributed",
                                       log_path=base / "distributed.log", sink=sink, horovodrun=hvdrun,
-                                      label=f"converted, {np} ranks")
-        reasons, checks, warnings = check(reference, distributed, np, steps)
+                                      label=f"converted, {np} ranks", env=env, pythonpath=pythonpath)
+        samples: dict = {}
+        reasons, checks, warnings = check(reference, distributed, np, steps, samples_out=samples)
         report = VerifyReport(script=str(script), np=np, passed=not reasons, reasons=reasons, checks=checks,
                               warnings=warnings, reference=reference, distributed=distributed,
                               converted_path=None if converted else str(dist_script), conversion_status=status,
-                              steps_cap=steps, workdir=str(base) if keep else None)
+                              steps_cap=steps, workdir=str(base) if keep else None, samples=samples or None)
         return report
     finally:
         if not keep and not workdir:

@@ -11,6 +11,7 @@ hvd.init()
 rng = np.random.RandomState(0)
 X = rng.randn(64, 4).astype("float32")
 Y = X @ np.array([[1.0], [-2.0], [0.5], [3.0]], "float32")
+X, Y = X[hvd.rank()::hvd.size()], Y[hvd.rank()::hvd.size()]  # each rank its own share
 
 tf.set_random_seed(1 + hvd.rank())
 x = tf.placeholder(tf.float32, [None, 4])
@@ -26,6 +27,6 @@ with tf.train.MonitoredTrainingSession(checkpoint_dir="ckpt" if hvd.rank() == 0 
                                        hooks=hooks) as sess:
     i = 0
     while not sess.should_stop():
-        lo = (i * 8) % 64
+        lo = (i * 8) % len(X)
         sess.run(train_op, {x: X[lo:lo + 8], y: Y[lo:lo + 8]})
         i += 1

@@ -1,0 +1,1 @@
+"""tfdist stand-in for tensorflow.examples (see tfdist_mnist_standin)."""

@@ -1,0 +1,1 @@
+"""tfdist stand-in for tensorflow.examples.tutorials (see tfdist_mnist_standin)."""
