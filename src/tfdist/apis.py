@@ -228,6 +228,14 @@ NUMPY_GLOBAL_RANDOM = {
     "numpy.random.uniform", "numpy.random.normal",
 }
 NUMPY_RANDOM_STATE = "numpy.random.RandomState"
+# NumPy random functions that draw from the data given to them (not noise).
+NUMPY_DATA_DRAWS = {"numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle"}
+# NumPy constructors of arrays whose values are fixed by their arguments
+# (``np.ones([batch_size])`` as GAN targets): fed each step, they are not data.
+NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.concatenate", "numpy.array",
+                         "numpy.eye", "numpy.arange", "numpy.hstack", "numpy.vstack"}
+# Built-ins of Python 2 that a script may use without importing them.
+PYTHON2_RANGE = "xrange"
 
 # --- Files a training run writes: rank 0 only (rules/rank0_io.py) ----------------
 # Module functions that write a file (or, for pyplot.show, block on a window)
@@ -338,6 +346,7 @@ COLLECTIVE_FREE_METHODS = {
     "argmax", "argmin", "any", "all",
     "items", "keys", "values", "get",
     "split", "strip", "replace", "upper", "lower", "startswith", "endswith",
+    "zfill", "rjust", "ljust", "center", "rstrip", "lstrip", "title",
 }
 
 # --- Data sources beyond tf.data constructors -----------------------------------
@@ -379,3 +388,52 @@ KERAS_SEQUENCE = "keras.utils.Sequence"
 # Functions that count a dataset's or a Sequence's elements.
 COUNT_FUNCTIONS = {"len", "tensorflow.data.experimental.cardinality"}
 COUNT_METHODS = {"cardinality", "__len__"}
+
+# --- Already distributed: every spelling of TensorFlow's own distribution APIs ----
+# Canonical module names (a use of anything under them, an import of them or
+# from them): tf.distribute (also compat.v1 and TF1's contrib), DTensor, and
+# Keras' DTensor / Keras 3 distribution APIs. A file using them is left unchanged.
+DISTRIBUTED_TF_MODULES = (
+    "tensorflow.distribute",
+    "tensorflow.contrib.distribute",
+    "tensorflow.python.distribute",
+    "tensorflow.experimental.dtensor",
+    "tensorflow.dtensor",
+    "keras.dtensor",
+    "keras.distribution",
+)
+# Keras 2's in-process multi-GPU replication (one process, several GPUs).
+DISTRIBUTED_TF_FUNCTIONS = {"keras.utils.multi_gpu_model", "keras.utils.training_utils.multi_gpu_model"}
+
+# --- TF1 eager (tf.contrib.eager) gradient functions: not converted -------------
+# They return a function computing (gradient, variable) pairs of every
+# trainable variable a loss touches; Horovod has no wrapper for them.
+TF1_EAGER_IMPLICIT_GRADIENTS = {
+    "tensorflow.contrib.eager.implicit_gradients",
+    "tensorflow.contrib.eager.implicit_value_and_gradients",
+    "tensorflow.contrib.eager.python.backprop.implicit_grad",
+    "tensorflow.contrib.eager.python.backprop.implicit_val_and_grad",
+}
+
+# Keras 2's lowercase optimizer aliases (``keras.optimizers.rmsprop(lr=...)``):
+# the same classes as their capitalised names.
+ALIAS_EXACT.update({
+    "keras.optimizers.sgd": "keras.optimizers.SGD",
+    "keras.optimizers.rmsprop": "keras.optimizers.RMSprop",
+    "keras.optimizers.adagrad": "keras.optimizers.Adagrad",
+    "keras.optimizers.adadelta": "keras.optimizers.Adadelta",
+    "keras.optimizers.adam": "keras.optimizers.Adam",
+    "keras.optimizers.adamax": "keras.optimizers.Adamax",
+    "keras.optimizers.nadam": "keras.optimizers.Nadam",
+})
+
+# Dataset constructors combining a list of datasets -> positional index of the list.
+DATASET_COMBINERS = {
+    "tensorflow.data.Dataset.sample_from_datasets": 0,
+    "tensorflow.data.experimental.sample_from_datasets": 0,
+    "tensorflow.data.Dataset.choose_from_datasets": 0,
+    "tensorflow.data.experimental.choose_from_datasets": 0,
+}
+# Dataset methods that draw random numbers per process: a shard taken after
+# one of them is not disjoint from the other ranks' shards.
+RANDOM_DATASET_METHODS = {"shuffle"}

@@ -147,7 +147,7 @@ labels = (data[:, 0] > 0.5).astype(np.int64)
 with tf.compat.v1.Session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     for step in range(100):
-        sess.run(train_op, feed_dict={x: data, y: labels})
+        sess.run(train_op, feed_dict={x: data[:32], y: labels[:32]})
 """)
     assert "    for step in range(100):" in result.code.splitlines()
     assert any("cannot see how many steps" in w.message for w in warnings(result))
@@ -207,3 +207,45 @@ def test_an_optimizer_applied_twice_in_one_class_is_reported_with_both_lines():
                                "        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n\n\nclass Critic")
     result = convert(src)
     assert any(w.rule == "gradient-tape" and "lines 13, 14" in w.message for w in warnings(result)), result.warnings
+
+
+def test_full_batch_training_divides_the_data_once_and_keeps_steps_and_rate():
+    # Every step trains on the whole data set: each rank gets an equal share
+    # of it; the steps are not divided too (that would divide the work
+    # twice) and the global batch is unchanged, so the rate is not scaled.
+    result = convert(TF1 + """
+x_data = [[1.0] * 8, [2.0] * 8, [3.0] * 8, [4.0] * 8]
+y_data = [0, 1, 0, 1]
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(2001):
+        sess.run(train_op, feed_dict={x: x_data, y: y_data})
+""")
+    code = result.code
+    assert "x_data = x_data[hvd.rank()::hvd.size()][:len(x_data) // hvd.size()]" in code
+    assert "y_data = y_data[hvd.rank()::hvd.size()][:len(y_data) // hvd.size()]" in code
+    assert "    for step in range(2001):" in code.splitlines()
+    assert "hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))" in code
+    assert any(c.rule == "lr-scaling" and "learning rate kept" in c.message for c in result.changes)
+    assert not warnings(result), result.warnings
+
+
+def test_constant_arrays_and_noise_next_to_a_sampler_are_not_data():
+    result = convert(TF1 + """
+from tensorflow.examples.tutorials.mnist import input_data
+
+mnist = input_data.read_data_sets("/tmp/mnist")
+z = tf.compat.v1.placeholder(tf.float32, [None, 4])
+target = tf.compat.v1.placeholder(tf.float32, [None])
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for step in range(100):
+        bx, by = mnist.train.next_batch(32)
+        bx = np.reshape(bx, newshape=[-1, 8])
+        noise = np.random.uniform(-1.0, 1.0, size=[32, 4])
+        ones = np.concatenate([np.ones([32]), np.zeros([32])], axis=0)
+        sess.run(train_op, feed_dict={x: bx, y: by, z: noise, target: ones})
+""")
+    assert "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in result.code
+    assert "for step in range(max(1, 100 // hvd.size())):" in result.code
+    assert not warnings(result), result.warnings

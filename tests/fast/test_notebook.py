@@ -211,3 +211,55 @@ def test_notebook_uses_the_project_modules(tmp_path, capsysbinary):
         assert nb.cells[0].source.startswith("%load_ext autoreload\nimport tensorflow as tf\nimport horovod.tensorflow.keras as hvd\n")
         assert "hvd.callbacks.BroadcastGlobalVariablesCallback(0)" in nb.cells[1].source
     assert (tmp_path / "single.ipynb").read_bytes() == (tmp_path / "tree" / "nb.ipynb").read_bytes()
+
+
+def _nb_with(tmp_path, cells):
+    p = tmp_path / "cells.ipynb"
+    nbformat.write(make_nb(cells), str(p))
+    return p
+
+
+def test_cell_indented_as_a_whole_is_dedented_like_ipython(tmp_path):
+    """IPython strips the first line's indent from every line of a cell: a
+    cell written one space in is Python, converted, and gets its indent back."""
+    cells = [
+        ("code", "import tensorflow as tf\nimport numpy as np"),
+        ("code", " x = np.random.rand(64, 4).astype('float32')\n y = x.sum(1)\n\n total = 0.0\n for v in y[:3]:\n   total += v"),
+        ("code", " model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                 " model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\n"
+                 " model.fit(x, y, epochs=1)"),
+    ]
+    p = _nb_with(tmp_path, cells)
+    r = convert(p)
+    assert r.result.status == "converted", (r.result.error, r.result.error_line)
+    out = nbformat.reads(r.result.data.decode(), as_version=4)
+    assert out.cells[1].source == cells[1][1]  # untouched: byte for byte, indent kept
+    new = out.cells[2].source
+    assert [c for c, _, _ in r.changed] == [1, 3]
+    assert all(line.startswith(" ") for line in new.splitlines() if line.strip())
+    assert " model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n" in new
+    assert "hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01 * hvd.size()))" in new
+    compile("\n".join(line[1:] for line in new.splitlines()), "cell", "exec")
+
+
+def test_percent_continuation_inside_brackets_is_python(tmp_path):
+    """``%(a, b)`` continuing a string formatting inside open brackets is not a line magic."""
+    loop = ("for epoch in range(2):\n"
+            "    history = model.fit(x, y, epochs=1, verbose=0)\n"
+            "    print('epoch: %d, loss: %f'\n"
+            "          %(epoch, history.history['loss'][-1]))\n"
+            "    %time print('not in brackets: a magic')\n"
+            "    note = '''text\n"
+            "%not a magic inside a string\n"
+            "'''")
+    cells = [
+        ("code", "import tensorflow as tf\nimport numpy as np\nx = np.random.rand(64, 4)\ny = x.sum(1)"),
+        ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\nmodel.compile(optimizer='sgd', loss='mse')"),
+        ("code", loop),
+    ]
+    r = convert(_nb_with(tmp_path, cells))
+    assert r.result.status == "converted", (r.result.error, r.result.error_line)
+    new = nbformat.reads(r.result.data.decode(), as_version=4).cells[2].source
+    assert "          %(epoch, history.history['loss'][-1]))\n" in new
+    assert "    %time print('not in brackets: a magic')\n" in new
+    assert "%not a magic inside a string\n" in new

@@ -66,8 +66,10 @@ def _dotted_import_heads(module):
 
 
 def _nonlocal_names(module):
-    # LibCST leaves uses of nonlocal names unresolved; tfdist resolves them.
-    return {item.name.value for node in walk(module) if isinstance(node, cst.Nonlocal) for item in node.names}
+    # LibCST leaves uses of nonlocal (and, in a function, global-declared)
+    # names unresolved; tfdist resolves them to the binding they declare.
+    return {item.name.value for node in walk(module) if isinstance(node, (cst.Nonlocal, cst.Global))
+            for item in node.names}
 
 
 def test_qualified_names_equal_libcst_for_names_and_attribute_chains():

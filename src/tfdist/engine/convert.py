@@ -12,10 +12,20 @@ from . import findings as F
 from . import patterns as P
 from .analysis import Analysis, ProjectContext
 from .context import LITERAL_PLACEHOLDER, Context, Unsupported
+from .names import canonical
 from .source import BadInput, SourceFile, load
 
 
 NO_TRAINING_MESSAGE = "no training loop found (no Keras fit, GradientTape step, or TF1 session training): nothing converted"
+
+
+def _under(name: str, modules) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in modules)
+
+
+# Last parts of the distribution modules' names: an attribute ``x.distribute``
+# is resolved (and compared by qualified name) only when its name is one of them.
+_DISTRIBUTED_ATTRS = {m.rsplit(".", 1)[1] for m in apis.DISTRIBUTED_TF_MODULES}
 
 
 def _distribution_markers(a: Analysis) -> List[str]:
@@ -25,12 +35,29 @@ def _distribution_markers(a: Analysis) -> List[str]:
             for alias in node.names:
                 if a.code(alias.name).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
                     out.append(f"line {a.line(node)}: imports {a.code(alias.name)}")
+                elif _under(canonical(a.code(alias.name)), apis.DISTRIBUTED_TF_MODULES):
+                    out.append(f"line {a.line(node)}: imports {a.code(alias.name)}")
         elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
-            if a.code(node.module).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
-                out.append(f"line {a.line(node)}: imports from {a.code(node.module)}")
+            module = a.code(node.module)
+            if module.split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
+                out.append(f"line {a.line(node)}: imports from {module}")
+                continue
+            names = [module]
+            if not isinstance(node.names, cst.ImportStar):
+                names += [f"{module}.{a.code(alias.name)}" for alias in node.names]
+            if any(_under(canonical(n), apis.DISTRIBUTED_TF_MODULES) for n in names):
+                out.append(f"line {a.line(node)}: imports from {module}")
     for call in a.calls:
-        if any(n.startswith(apis.TF_DISTRIBUTE_PREFIX) for n in a.names(call)):
+        names = a.names(call)
+        if any(n.startswith(apis.TF_DISTRIBUTE_PREFIX) or _under(n, apis.DISTRIBUTED_TF_MODULES)
+               or n in apis.DISTRIBUTED_TF_FUNCTIONS for n in names):
             out.append(f"line {a.line(call)}: uses {a.code(call.func)}")
+    if not out:  # a distribution API used without a call (a class, an isinstance check...)
+        for node in a.scopes.by_type.get(cst.Attribute, ()):
+            if node.attr.value in _DISTRIBUTED_ATTRS and any(
+                    _under(n, apis.DISTRIBUTED_TF_MODULES) for n in a.names(node)):
+                out.append(f"line {a.line(node)}: uses {a.code(node)}")
+                break
     return out
 
 
@@ -60,6 +87,12 @@ def convert(src: SourceFile, backend: str = "horovod", project: Optional[Project
     estimator = [c for c in a.calls if any(n.startswith(apis.ESTIMATOR_PREFIX) for n in a.names(c))]
     if estimator:
         return _refuse(result, a.line(estimator[0]), "tf.estimator training is not supported (use Horovod's estimator recipe by hand)")
+    implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
+    if implicit:
+        return _refuse(result, a.line(implicit[0]),
+                       f"TF1 eager training with {a.code(implicit[0].func)}(...) is not supported: Horovod cannot average "
+                       "these gradients (compute them with tf.GradientTape and wrap it in hvd.DistributedGradientTape, "
+                       "or use optimizer.minimize)")
     if pattern == P.UNKNOWN:
         if not _uses_tensorflow(a):
             result.status = F.UNCHANGED

@@ -204,3 +204,14 @@ def element_value(a: Analysis, target: cst.Name) -> Optional[cst.BaseExpression]
         return None
     index = next(i for i, e in enumerate(tup.elements) if e is element)
     return value.elements[index].value
+
+
+def assigned_by(a: Analysis, target: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The whole value of the assignment a target name is part of
+    (``draw()`` for ``x`` in ``x, y = draw()``)."""
+    for anc in a.ancestors(target):
+        if isinstance(anc, cst.Assign):
+            return anc.value
+        if isinstance(anc, (cst.BaseStatement, cst.For, cst.CompFor, cst.WithItem)):
+            return None
+    return None

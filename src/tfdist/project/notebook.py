@@ -10,7 +10,10 @@ stay byte-identical.
 
 IPython syntax that is not Python (``%matplotlib inline``, ``!pip install
 x``, ``files = !ls``, ``obj?``, a ``%%time`` first line) is masked with a
-placeholder statement before parsing and restored afterwards. Cells run by
+placeholder statement before parsing and restored afterwards (only at the
+start of a logical line, as IPython does). A cell whose lines all start with
+the same indent is dedented for parsing (IPython strips that indent) and
+gets it back on output. Cells run by
 a non-Python cell magic (``%%bash``, ``%%writefile``...) are left out of the
 module and never touched.
 """
@@ -152,13 +155,20 @@ class _Cell:
     index: int  # position among all cells (0-based)
     source: str  # original text
     masked: str = ""
+    dedented: str = ""  # source without IPython's leading indent
+    indent: str = ""  # the leading indent removed
     missing_newline: bool = False
     start_line: int = 0  # first line in the joined module (1-based)
     new: Optional[str] = None
 
 
 def _mask(source: str, magics: List[str]) -> Optional[str]:
-    """Source with IPython-only lines replaced by placeholders; None for a non-Python cell."""
+    """Source with IPython-only lines replaced by placeholders; None for a non-Python cell.
+
+    Like IPython, only a line that starts a logical line can be a magic: a
+    line inside open brackets or a multi-line string, or after a backslash
+    continuation (``  %(a, b))`` continuing a ``"..." %`` formatting), is Python.
+    """
     lines = source.splitlines(keepends=True)
     out = []
     i = 0
@@ -167,9 +177,10 @@ def _mask(source: str, magics: List[str]) -> Optional[str]:
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
         if name not in PY_CELL_MAGICS:
             return None
+    state = _LineState()
     while i < len(lines):
         line = lines[i]
-        if _LINE_MAGIC.match(line):
+        if state.at_logical_start() and _LINE_MAGIC.match(line):
             group = [line]
             while group[-1].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
                 i += 1
@@ -180,8 +191,87 @@ def _mask(source: str, magics: List[str]) -> Optional[str]:
             magics.append(body[len(indent):len(body) - len(end)] if end else body[len(indent):])
             out.append(f"{indent}{MAGIC.format(len(magics) - 1)}{end}")
         else:
+            state.feed(line)
             out.append(line)
         i += 1
+    return "".join(out)
+
+
+class _LineState:
+    """Where a line starts: inside brackets, a multi-line string, or after a
+    backslash continuation (a cheap scan; no tokenizer, which IPython-only
+    lines would stop)."""
+
+    def __init__(self):
+        self.depth = 0
+        self.quote: Optional[str] = None  # the open string's quote (''', ", ...)
+        self.continued = False
+
+    def at_logical_start(self) -> bool:
+        return self.depth == 0 and self.quote is None and not self.continued
+
+    def feed(self, line: str) -> None:
+        text = line.rstrip("\r\n")
+        i, n = 0, len(text)
+        self.continued = False
+        while i < n:
+            c = text[i]
+            if self.quote is not None:
+                if c == "\\":
+                    i += 2
+                    continue
+                if text.startswith(self.quote, i):
+                    i += len(self.quote)
+                    self.quote = None
+                    continue
+                i += 1
+                continue
+            if c == "#":
+                break
+            if c in "\"'":
+                self.quote = c * 3 if text.startswith(c * 3, i) else c
+                i += len(self.quote)
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif c == "\\" and i == n - 1:
+                self.continued = True
+            i += 1
+        if self.quote is not None and len(self.quote) == 1 and not text.endswith("\\"):
+            self.quote = None  # an unterminated one-line string: a syntax error Python will report
+
+
+def _dedent(source: str) -> Tuple[str, str]:
+    """IPython's leading-indent cleanup: when the cell's first non-blank line
+    is indented, that indent is removed from every line starting with it.
+    Returns (dedented source, removed indent)."""
+    lines = source.splitlines(keepends=True)
+    first = next((ln for ln in lines if ln.strip()), None)
+    m = re.match(r"[ \t]+", first) if first is not None else None
+    if not m:
+        return source, ""
+    prefix = m.group(0)
+    return "".join(ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines), prefix
+
+
+def _reindent(new: str, dedented: str, original: str, prefix: str) -> str:
+    """The converted text of a dedented cell with its indent put back: lines
+    the conversion kept are the original lines, byte for byte; new lines get
+    the cell's indent (IPython strips it again)."""
+    if not prefix:
+        return new
+    old_lines = dedented.splitlines(keepends=True)
+    orig_lines = original.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    out: List[str] = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out += orig_lines[i1:i2]
+        else:
+            out += [prefix + ln if ln.strip() else ln for ln in new_lines[j1:j2]]
     return "".join(out)
 
 
@@ -298,10 +388,11 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
             src = "".join(src)
         elif not isinstance(src, str):
             return _failed(path, f"cell {i + 1}: source is not text")
-        masked = _mask(src, magics)
+        dedented, indent = _dedent(src)
+        masked = _mask(dedented, magics)
         if masked is None:
             continue  # %%bash and friends
-        cell = _Cell(i, src, masked)
+        cell = _Cell(i, src, masked, dedented=dedented, indent=indent)
         if masked and not masked.endswith("\n"):
             cell.masked += "\n"
             cell.missing_newline = True
@@ -344,8 +435,8 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         if cell.missing_newline and chunk.endswith("\n"):
             chunk = chunk[:-1]
         new = _unmask(chunk, magics)
-        if new != cell.source:
-            cell.new = new
+        if new != cell.dedented:
+            cell.new = _reindent(new, cell.dedented, cell.source, cell.indent)
     changed = [c for c in cells if c.new is not None]
     spans = _source_spans(text)
     ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text

@@ -750,3 +750,167 @@ def data_names(a, expr) -> set:
         elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in apis.DATASET_METHODS:
             todo.append(e.func.value)
     return out
+
+
+# --- endless inputs: ``.repeat()`` with no count -------------------------------
+# An input repeated forever is bounded by fit()'s steps_per_epoch (divided by
+# the number of processes), not by its size: every rank runs the same number of
+# steps whatever its share holds, so the finite pipeline before ``.repeat()``
+# is sharded with a plain ``.shard(size, rank)`` -- before any shuffle, so the
+# ranks' shares are disjoint -- where the sources themselves cannot be seen.
+def shard_repeated(ctx, dataset: cst.BaseExpression, what: str) -> bool:
+    """Shard the finite part of every endless pipeline dataset is made of.
+    False (nothing changed) unless every way to the data ends in such a
+    pipeline tfdist can shard safely."""
+    a = ctx.a
+    repeats = _endless_repeats(a, dataset, frozenset())
+    if not repeats:
+        return False
+    points = []
+    for rep in repeats:
+        point = _shard_point(a, rep)
+        if point is None:
+            return False
+        points.append((rep, point))
+    for rep, (root, sources) in points:
+        if root in ctx.sharded:
+            continue
+        ctx.sharded.add(root)
+        for src in sources:
+            _prepare_source(ctx, src)
+        _wrap_node(ctx, root, ctx.backend.shard_dataset_plain("{inner}"))
+        ctx.change(root, RULE, f"{what}: sharded by rank before .repeat() (the input repeats forever; "
+                               f"steps_per_epoch, divided, bounds every rank's steps)")
+    return True
+
+
+def _is_endless_repeat(call: cst.Call) -> bool:
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and f.attr.value == "repeat"):
+        return False
+    count = find_arg(call, "count", 0)
+    if count is None:
+        return True
+    v = count.value
+    if isinstance(v, cst.Name) and v.value == "None":
+        return True
+    return (isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus)
+            and isinstance(v.expression, cst.Integer) and v.expression.value == "1")
+
+
+def _endless_repeats(a, expr, seen) -> List[cst.Call]:
+    """The ``.repeat()`` calls (no count) every way from expr to its data goes
+    through; [] when one way reaches data without one, or cannot be followed."""
+    if id(expr) in seen:  # the ids on the way here (a dataset may feed several ways)
+        return []
+    seen = seen | {id(expr)}
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            if _is_endless_repeat(expr):
+                return [expr]
+            if f.attr.value in ("take", "concatenate", "zip"):
+                return []
+            return _endless_repeats(a, f.value, seen)
+        combiner = a.is_name(expr, apis.DATASET_COMBINERS)
+        if combiner is not None:
+            arg = find_arg(expr, "datasets", apis.DATASET_COMBINERS[combiner])
+            if arg is None or not isinstance(arg.value, (cst.List, cst.Tuple)) or not arg.value.elements:
+                return []
+            out: List[cst.Call] = []
+            for el in arg.value.elements:
+                if isinstance(el, cst.StarredElement):
+                    return []
+                sub = _endless_repeats(a, el.value, seen)
+                if not sub:
+                    return []
+                out += [r for r in sub if r not in out]
+            return out
+        if isinstance(f, cst.Name):
+            fdefs = a._local_functions(f)
+            rets = [r for fdef in fdefs for r in _returns(fdef)]
+            if len(fdefs) != 1 or not rets:
+                return []
+            out = []
+            for r in rets:
+                sub = _endless_repeats(a, r, seen)
+                if not sub:
+                    return []
+                out += [x for x in sub if x not in out]
+            return out
+        return []
+    if isinstance(expr, cst.Name):
+        value = _reaching_value(a, expr)
+        return _endless_repeats(a, value, seen) if value is not None else []
+    return []
+
+
+def _reaching_value(a, name: cst.Name):
+    """The value a name has where it is used, for names assigned only by
+    plain statements of one block (``ds = ...`` then ``ds = ds.shuffle(...)``):
+    the last assignment before the use in that block or, for a use inside a
+    function defined in that block and called only after every assignment,
+    the last one. None when it cannot be told."""
+    bound = a.assigned_values(name)
+    if not bound or any(v is None or not isinstance(o, cst.Assign) for o, v in bound):
+        return None
+    blocks = {id(a.parent(a.statement_of(o))) for o, _ in bound}
+    if len(blocks) != 1:
+        return None
+    block = a.parent(a.statement_of(bound[0][0]))
+    use_line = a.line(name)
+    stmt = a.statement_of(name)
+    if stmt is not None and a.parent(stmt) is block:
+        before = [v for o, v in bound if a.line(o) < use_line]
+        return before[-1] if before else None
+    # A use inside a function of that block: every call of it after the last assignment.
+    fdef = a.enclosing_function(name)
+    while fdef is not None and a.parent(a.statement_of(fdef) or fdef) is not block:
+        fdef = a.enclosing_function(fdef)
+    if fdef is None or a.statement_of(fdef) is not fdef:
+        return None
+    last = max(a.line(o) for o, _ in bound)
+    uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdef.name.value, ())
+            if fdef in a._local_functions(use)]
+    if not uses or any(not (isinstance(a.parent(u), cst.Call) and a.parent(u).func is u) or a.line(u) <= last for u in uses):
+        return None
+    return bound[-1][1]
+
+
+def _shard_point(a, repeat: cst.Call):
+    """(expression to shard, its tf.data sources) for the finite pipeline a
+    ``.repeat()`` repeats: the start of its method chain, when nothing before
+    that point draws random numbers per process."""
+    node = repeat.func.value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in apis.DATASET_METHODS:
+        if node.func.attr.value in ("repeat", "concatenate", "zip", "interleave", "flat_map"):
+            return None
+        node = node.func.value
+    if _upstream_random(a, node, set()):
+        return None
+    return node, [s for s in a.dataset_sources(node)]
+
+
+def _upstream_random(a, expr, seen) -> bool:
+    """Does anything before expr draw random numbers per process (a shuffle,
+    or a source shuffling with its own random seed that tfdist cannot fix)?"""
+    if id(expr) in seen:
+        return False
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return f.attr.value in apis.RANDOM_DATASET_METHODS or _upstream_random(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            return any(_upstream_random(a, r, seen) for fdef in a._local_functions(f) for r in _returns(fdef))
+        return False
+    if isinstance(expr, cst.Name):
+        value = _reaching_value(a, expr)
+        if value is not None:
+            return _upstream_random(a, value, seen)
+        bound = a.assigned_values(expr)
+        # a parameter, an unpacked or imported name: what it holds is unknown
+        return not bound or any(v is None or _upstream_random(a, v, seen) for _, v in bound)
+    if isinstance(expr, cst.Subscript):
+        return _upstream_random(a, expr.value, seen)
+    return False

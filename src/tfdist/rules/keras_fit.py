@@ -127,17 +127,114 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
     construction = _construction(a, value)
     if construction is not None:
         call, type_ = construction
+        if type_.kind == A.TF1_OPTIMIZER:
+            raise _tf1_optimizer(ctx, call)
         lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
         _wrap(ctx, call, f"optimizer {a.code(call.func)}")
+        return
+    found = _constructions(a, value, 0)
+    if found:
+        for call, type_ in found:
+            if type_.kind == A.TF1_OPTIMIZER:
+                raise _tf1_optimizer(ctx, call)
+        for call, type_ in found:
+            lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
+        _wrap(ctx, value, f"optimizer {a.code(value)} (built by {', '.join(sorted({a.code(c.func) for c, _ in found}))})")
         return
     _wrap(ctx, value, f"optimizer {a.code(value)}")
     ctx.warn(value, "lr-scaling", f"where {a.code(value)} is created is unknown: multiply its learning rate by the number of processes by hand")
 
 
+OPTIMIZER_KINDS = (A.KERAS_OPTIMIZER, A.TF1_OPTIMIZER)
+
+
+def _tf1_optimizer(ctx, call: cst.Call):
+    a = ctx.a
+    names = sorted(n for n in a.names(call) if n in apis.TF1_OPTIMIZERS)
+    short = names[0].rsplit(".", 1)[1] if names else a.code(call.func)
+    return ctx.unsupported(call, f"the TF1 optimizer {a.code(call.func)}(...) given to Keras compile(): Horovod's Keras "
+                                 f"DistributedOptimizer cannot wrap it (it fails at start-up) and horovod.tensorflow's would "
+                                 f"not average the gradients Keras computes; use the Keras optimizer instead "
+                                 f"(tf.keras.optimizers.{short.replace('Optimizer', '') or short}(...) with the same learning rate)")
+
+
+def _constructions(a: A.Analysis, value, depth: int):
+    """[(call, type)] of every optimizer construction value can be -- through
+    a function of this module returning one (``get_optimizer()``), names,
+    and parameters (``optimizer=None`` filled by the callers or by a later
+    ``optimizer = get_optimizer()``) -- or None when any origin is unknown.
+    A ``None`` value is skipped: compile() cannot take one."""
+    if depth > 8 or value is None:
+        return None
+    if isinstance(value, cst.Name) and value.value == "None":
+        return []
+    if isinstance(value, cst.Call):
+        ts = [t for t in a.types(value) if t.kind in OPTIMIZER_KINDS and t.call is value]
+        if ts:
+            return [(value, ts[0])]
+        if not isinstance(value.func, cst.Name):
+            return None
+        fdefs = a._local_functions(value.func)
+        if len(fdefs) != 1:
+            return None
+        returns = A._returns(fdefs[0])
+        return _all_constructions(a, returns, depth) if returns else None
+    if isinstance(value, cst.Name):
+        values = []
+        for origin, bound in a.assigned_values(value):
+            if bound is not None:
+                values.append(bound)
+            elif isinstance(origin, cst.Param):
+                passed = _param_values(a, origin)
+                if passed is None:
+                    return None
+                values += passed
+            else:
+                return None
+        return _all_constructions(a, values, depth)
+    return None
+
+
+def _all_constructions(a: A.Analysis, values, depth: int):
+    out = []
+    for v in values:
+        sub = _constructions(a, v, depth + 1)
+        if sub is None:
+            return None
+        out += [c for c in sub if c not in out]
+    return out
+
+
+def _param_values(a: A.Analysis, param: cst.Param):
+    """The values a parameter of a module-level-named function takes: the
+    arguments of every call of it in this module, its default where a call
+    leaves it out; None if the function is used other than by direct calls."""
+    fdef = a.enclosing_function(param)
+    if fdef is None or a.method_owner(fdef) is not None or param not in fdef.params.params:
+        return None
+    index = list(fdef.params.params).index(param)
+    name = param.name.value
+    uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdef.name.value, ())
+            if fdef in a._local_functions(use)]
+    out = []
+    for use in uses:
+        call = a.parent(use)
+        if not isinstance(call, cst.Call) or call.func is not use or any(arg.star for arg in call.args):
+            return None
+        arg = find_arg(call, name, index)
+        if arg is not None:
+            out.append(arg.value)
+        elif param.default is not None:
+            out.append(param.default)
+        else:
+            return None
+    return out
+
+
 def _construction(a: A.Analysis, value):
     """(call, type) when value is (bound once to) an optimizer construction."""
     if isinstance(value, cst.Call):
-        ts = [t for t in a.types(value) if t.kind == A.KERAS_OPTIMIZER and t.call is value]
+        ts = [t for t in a.types(value) if t.kind in OPTIMIZER_KINDS and t.call is value]
         return (value, ts[0]) if ts else None
     if isinstance(value, cst.Name):
         bound = a.assigned_values(value)
@@ -170,7 +267,8 @@ def _fit(ctx, call: cst.Call) -> None:
             if steps is None:
                 _add_steps(ctx, call, x.value, "steps_per_epoch")
         elif a.is_kind(x.value, A.DATASET):
-            if not data_division.shard_dataset(ctx, x.value, "training data"):
+            if not data_division.shard_dataset(ctx, x.value, "training data") and not (
+                    steps is not None and data_division.shard_repeated(ctx, x.value, "training data")):
                 ctx.warn(x.value, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
             per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
         elif y is None and a.is_kind(x.value, A.SEQUENCE):
@@ -183,6 +281,8 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.shard_arrays(ctx, values, "training data")
         elif data_division.shard_dataset(ctx, x.value, "training data"):
             per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+        elif steps is not None and data_division.shard_repeated(ctx, x.value, "training data"):
+            pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
         elif steps is not None:
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
         else:
@@ -265,10 +365,84 @@ def _callbacks(ctx, call: cst.Call) -> None:
             _callback_list(ctx, bound[0][1])
             _guard_appends(ctx, value)
             return
+    single = _single_callback(a, value)
+    if single is not None:
+        chief = ctx.backend.is_chief()
+        text = source(ctx.module, value)
+        if single:  # a file-writing callback: on rank 0 only
+            new = ctx.expr("[" + ", ".join(first) + "] + ([" + text + f"] if {chief} else [])")
+        else:
+            new = ctx.expr("[" + ", ".join(first) + ", " + text + "]")
+        ctx.plan.replace(value, lambda old: new)
+        ctx.change(value, "keras-callbacks", f"the callback {a.code(value)} put in a list after the broadcast of initial variables and metric averaging callbacks"
+                   + (" (on rank 0 only)" if single else ""))
+        return
+    lists = _helper_callback_lists(a, value)
+    if lists:
+        for node in lists:
+            _callback_list(ctx, node)
+        return
     new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
     ctx.plan.replace(value, lambda old: new)
     ctx.change(value, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks put first")
     ctx.warn(value, "rank0-io", f"callbacks in {a.code(value)} are unknown here: keep checkpoint/TensorBoard/CSV callbacks on rank 0 only")
+
+
+def _single_callback(a: A.Analysis, value):
+    """For a callbacks argument that is one callback object (not a list):
+    True if it writes files (rank 0 only), False if not; None when it is not
+    certainly one callback of one of these two sorts."""
+    constructions = _callback_values(a, value, 0)
+    if not constructions:
+        return None
+    rank0 = set()
+    for call in constructions:
+        ts = a.types(call)
+        if not ts or any(t.kind != A.CALLBACK for t in ts):
+            return None
+        rank0.add(any(t.name in apis.KERAS_RANK0_CALLBACKS for t in ts))
+    return rank0.pop() if len(rank0) == 1 else None
+
+
+def _callback_values(a: A.Analysis, value, depth: int):
+    """The calls a value is built by (a call, or a name bound only to calls)."""
+    if isinstance(value, cst.Call):
+        return [value]
+    if isinstance(value, cst.Name) and depth < 4:
+        out = []
+        for _, bound in a.assigned_values(value):
+            sub = _callback_values(a, bound, depth + 1) if bound is not None else None
+            if not sub:
+                return []
+            out += sub
+        return out
+    return []
+
+
+def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
+    """``callbacks=get_callbacks(name)``: the list literals returned by a
+    function of this module used only to build fit() callbacks."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+        return []
+    fdefs = a._local_functions(value.func)
+    if len(fdefs) != 1:
+        return []
+    returns = A._returns(fdefs[0])
+    if not returns or not all(isinstance(r, cst.List) for r in returns):
+        return []
+    uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdefs[0].name.value, ())
+            if fdefs[0] in a._local_functions(use)]
+    for use in uses:  # every use: callbacks=helper(...) of a fit call
+        call = a.parent(use)
+        arg = a.parent(call)
+        fit = a.parent(arg)
+        if not (isinstance(call, cst.Call) and call.func is use and isinstance(arg, cst.Arg) and isinstance(fit, cst.Call)
+                and method_name(fit) in apis.KERAS_FIT_METHODS and is_model(a, receiver(fit))):
+            return []
+        found = find_arg(fit, "callbacks", FIT_POS["callbacks"])
+        if found is None or found.value is not call:
+            return []
+    return returns
 
 
 def _callback_list(ctx, node: cst.List) -> None:

@@ -247,13 +247,18 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
         return fed_by_sampler(a, arg, _outermost_loop(a, call))
     if loop is None:
         return None
+    # ``x = x.reshape(...)`` after the draw: the same batch, reshaped; and
+    # only the bindings in this loop reach its feed (another training loop
+    # may draw into the same name)
+    bound = [(o, v) for o, v in bound if not _reshapes_itself(a, value.value, v) and dataflow.is_inside(a, o, loop)]
+    if not bound:
+        return None
     out = []
     for origin, v in bound:
         node = origin
         # tuple targets: find the assignment's value
         if v is None:
-            stmt = dataflow.tuple_binding_statement(a, value)
-            v = dataflow.value_of_statement(stmt) if stmt is not None else None
+            v = dataflow.assigned_by(a, origin)
         if not isinstance(v, cst.Call) or not dataflow.is_inside(a, node, loop):
             return None
         s = classify(a, v, loop)
@@ -270,3 +275,15 @@ def _keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:
     body[0] = body[0].with_changes(trailing_whitespace=old.trailing_whitespace)
     return loop.with_changes(leading_lines=[*old.leading_lines, *loop.leading_lines],
                              body=loop.body.with_changes(body=body))
+
+
+def _reshapes_itself(a: A.Analysis, name: str, value) -> bool:
+    """The batch itself, reshaped: ``x.reshape(...)``, ``x.astype(...)``
+    (method chains on the name) or ``np.reshape(x, ...)`` (a NumPy
+    function of it, given first)."""
+    if isinstance(value, cst.Call) and value.args and not value.args[0].keyword \
+            and any(n.startswith("numpy.") for n in a.names(value)):
+        value = value.args[0].value
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        value = value.func.value
+    return isinstance(value, cst.Name) and value.value == name

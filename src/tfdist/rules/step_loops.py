@@ -43,7 +43,12 @@ class StepCount:
 
 
 def _is_range(a, call) -> bool:
-    return isinstance(call, cst.Call) and a.is_name(call, apis.RANGE_FUNCTIONS) is not None
+    if not isinstance(call, cst.Call):
+        return False
+    if a.is_name(call, apis.RANGE_FUNCTIONS) is not None:
+        return True
+    # Python 2's built-in xrange, used without any binding of that name
+    return isinstance(call.func, cst.Name) and call.func.value == apis.PYTHON2_RANGE and not a.scopes.lookup(call.func)
 
 
 def _plain_args(call: cst.Call) -> Optional[List[cst.BaseExpression]]:

@@ -52,10 +52,19 @@ def check_convertible(ctx) -> None:
 
 
 def wrap_optimizers(ctx) -> None:
+    """DistributedOptimizer around every TF1 optimizer; its learning rate
+    scaled with the global batch -- unless every step trains on the whole
+    data set (full-batch): the global batch is then the original one, and
+    the rate stays as the user set it."""
     a = ctx.a
+    full_batch = full_batch_feeds(ctx) is not None
     for call in optimizer_calls(a):
         name = next(t.name for t in a.types(call) if t.kind == A.TF1_OPTIMIZER)
-        lr_scaling.scale_optimizer_lr(ctx, call, name)
+        if full_batch:
+            ctx.change(call, lr_scaling.RULE, "learning rate kept: every step still trains on the whole data set "
+                                              "(full-batch), split between the ranks, so the global batch is unchanged")
+        else:
+            lr_scaling.scale_optimizer_lr(ctx, call, name)
         template = ctx.backend.wrap_optimizer("{inner}", keras=False)
         ctx.plan.replace(call, lambda upd, t=template: ctx.expr(t, inner=ctx.module.code_for_node(upd)))
         ctx.change(call, "distributed-optimizer", f"{a.code(call.func)} wrapped in DistributedOptimizer (gradients averaged across ranks)")
@@ -294,11 +303,29 @@ def _is_constant(a: A.Analysis, expr, depth: int = 0) -> bool:
         return True
     if isinstance(expr, cst.UnaryOperation):
         return _is_constant(a, expr.expression, depth)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_constant(a, expr.left, depth) and _is_constant(a, expr.right, depth)
+    if isinstance(expr, cst.Call) and a.is_name(expr, apis.NUMPY_CONSTANT_ARRAYS):
+        # np.ones([batch_size]), np.concatenate([np.ones(...), np.zeros(...)], axis=0):
+        # the shapes and parts given are literals, sizes or such arrays
+        return all(_is_constant(a, arg.value, depth) or _is_shape(a, arg.value, depth) for arg in expr.args)
     if isinstance(expr, cst.Name):
         if expr.value in ("True", "False", "None"):
             return True
         bound = a.assigned_values(expr)
-        return depth < 4 and bool(bound) and all(v is not None and _is_constant(a, v, depth + 1) for _, v in bound)
+        if depth >= 4 or not bound:
+            return False
+        for origin, value in bound:
+            if isinstance(origin, cst.Param):
+                # a parameter: constant if its default and everything passed to it are
+                if origin.default is not None and not _is_constant(a, origin.default, depth + 1):
+                    return False
+                passed = a.argument_values(origin)
+                if (origin.default is None and not passed) or not all(_is_constant(a, arg, depth + 1) for _, arg in passed):
+                    return False
+            elif value is None or not _is_constant(a, value, depth + 1):
+                return False
+        return True
     return False
 
 
@@ -313,6 +340,7 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     follow)."""
     if depth > 6:
         return False
+    rows = isinstance(expr, cst.Subscript)
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     if not isinstance(expr, cst.Name):
@@ -326,6 +354,8 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
             return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in zipped)
     inside = [(o, v if v is not None or not isinstance(o, cst.Name) else dataflow.element_value(a, o))
               for o, v in bound if dataflow.is_inside(a, o, loop)]
+    if depth == 0 and not rows and not inside and not (len(bound) == 1 and isinstance(bound[0][0], cst.Param)):
+        return False  # the whole array, every step: not rows of it (see _whole_feeds)
     if inside:
         if len(inside) != len(bound):
             return False
@@ -358,18 +388,24 @@ def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst
     return None
 
 
+def _is_shape(a: A.Analysis, expr, depth: int) -> bool:
+    """A list or tuple of constants (a shape), or of constant arrays."""
+    return isinstance(expr, (cst.List, cst.Tuple)) and all(
+        isinstance(e, cst.Element) and _is_constant(a, e.value, depth) for e in expr.elements)
+
+
 def _is_noise(a: A.Analysis, expr, loop) -> bool:
-    """A value drawn fresh each step from NumPy's random functions
-    (``mask = np.random.binomial(...)``): noise, not data to divide."""
+    """A value drawn fresh each step from one of NumPy's random
+    distributions (``mask = np.random.binomial(1, p, batch.shape)``):
+    noise, not data to divide. ``choice``/``permutation``/``shuffle`` draw
+    from data and are not noise."""
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         return bool(bound) and all(v is not None and dataflow.is_inside(a, o, loop) and _is_noise(a, v, loop)
                                    for o, v in bound)
     if isinstance(expr, cst.Call):
-        return any(n.startswith("numpy.random.") for n in a.names(expr)) and not any(
-            isinstance(n, cst.Name) and n.value not in ("True", "False", "None") and a.assigned_values(n)
-            and not _is_constant(a, n) for arg in expr.args for n in walk(arg.value)
-            if isinstance(n, cst.Name) and any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)))
+        names = a.names(expr)
+        return any(n.startswith("numpy.random.") for n in names) and not names & apis.NUMPY_DATA_DRAWS
     return False
 
 
@@ -550,10 +586,11 @@ def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> O
         values = _feed_values(a, run, train_ops)
         if values is None:
             return None
+        loop = _outermost_loop(a, run)
         for v in values:
-            if _is_constant(a, v):
+            if _is_constant(a, v) or (loop is not None and _is_noise(a, v, loop)):
                 continue
-            found = samplers.fed_by_sampler(a, v, _outermost_loop(a, run))
+            found = samplers.fed_by_sampler(a, v, loop)
             if not found:
                 return None
             out += [s for s in found if all(s.call is not o.call for o in out)]
@@ -569,6 +606,11 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     a = ctx.a
     train_ops = train_op_names(a)
     runs = train_runs(a, a.module, train_ops)
+    full_batch = None if sharded else full_batch_feeds(ctx)
+    if full_batch is not None:
+        roots, readers = full_batch
+        if slice_where_final(ctx, roots, readers, "fed whole at every step: full-batch training") is not None:
+            return runs  # each step is still one pass over (now this rank's share of) the data: steps kept
     sliced = None if sharded else shard_fed_arrays(ctx, runs)
     fed_samplers = _fed_samplers(a, runs, train_ops) if not sharded and sliced is None else None
     if fed_samplers:
@@ -576,7 +618,14 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     runs = divide_step_loops(ctx, sharded, sliced)
     if not sharded and sliced is None and not fed_samplers:
         fed = [r for r in runs if feeds(r, train_ops)]
-        if fed:
+        whole = _whole_feeds(a, fed, train_ops)
+        if whole:
+            names = ", ".join(sorted({a.code(v) for v in whole}))
+            ctx.warn(whole[0], data_division.RULE,
+                     f"the whole of {names} is fed at every step (full-batch training): tfdist cannot divide it "
+                     f"without changing what a step means; give each rank x[hvd.rank()::hvd.size()] of each, keep "
+                     f"the number of steps, and keep the original learning rate -- or feed mini-batches")
+        elif fed:
             ctx.warn(fed[0], data_division.RULE,
                      "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
                      "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
@@ -585,3 +634,51 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
             ctx.warn(where, data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different "
                                                 "samples (e.g. shard the input by hvd.rank())")
     return runs
+
+
+def _whole_feeds(a: A.Analysis, fed: List[cst.Call], train_ops: Set[str]) -> List[cst.BaseExpression]:
+    """Fed values that are a whole array (or literal list) bound outside the step loop."""
+    out = []
+    for run in fed:
+        loop = _outermost_loop(a, run)
+        for v in _feed_values(a, run, train_ops) or ():
+            if isinstance(v, (cst.List, cst.Tuple)) and not _is_constant(a, v):
+                out.append(v)
+            elif isinstance(v, cst.Name) and not _is_constant(a, v) and loop is not None:
+                bound = a.assigned_values(v)
+                if bound and not any(dataflow.is_inside(a, o, loop) or isinstance(o, cst.Param) for o, _ in bound):
+                    out.append(v)
+    return out
+
+
+def full_batch_feeds(ctx) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNode]]]:
+    """(arrays, the runs feeding them) when every non-constant value fed to
+    the train op is a whole array bound before the step loop, the same at
+    every step -- full-batch training; None otherwise. Computed once per file."""
+    cache = ctx.__dict__.setdefault("_full_batch", {})
+    if "value" in cache:
+        return cache["value"]
+    a = ctx.a
+    cache["value"] = None
+    train_ops = train_op_names(a)
+    fed = [r for r in train_runs(a, a.module, train_ops) if feeds(r, train_ops)]
+    roots: Dict[str, cst.Name] = {}
+    if not fed:
+        return None
+    for run in fed:
+        loop = _outermost_loop(a, run)
+        values = _feed_values(a, run, train_ops)
+        if loop is None or values is None:
+            return None
+        for v in values:
+            if _is_constant(a, v):
+                continue
+            if not isinstance(v, cst.Name):
+                return None
+            bound = a.assigned_values(v)
+            if not bound or any(dataflow.is_inside(a, o, loop) or isinstance(o, cst.Param) for o, _ in bound):
+                return None
+            roots.setdefault(v.value, v)
+    if roots:
+        cache["value"] = (roots, fed)
+    return cache["value"]
