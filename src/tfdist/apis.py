@@ -205,7 +205,7 @@ PURE_METHODS = {"numpy", "result", "format", "item", "mean", "std", "sum", "min"
 # Callables whose result a ``for`` step loop counts over (the real built-in or
 # its Python 2 compatibility spellings).
 RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "past.builtins.xrange",
-                   "builtins.xrange"}
+                   "builtins.xrange", "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange"}
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"

@@ -201,12 +201,36 @@ def test_two_classes_with_the_same_attribute_names_are_two_optimizers():
     assert not warnings(result), result.warnings
 
 
-def test_an_optimizer_applied_twice_in_one_class_is_reported_with_both_lines():
+def test_one_optimizer_applied_at_two_sites_on_the_same_model_broadcasts_after_each():
     src = TAPE_CLASSES.replace("        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n\n\nclass Critic",
                                "        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n"
                                "        self.opt.apply_gradients(zip(grads, self.model.trainable_variables))\n\n\nclass Critic")
     result = convert(src)
-    assert any(w.rule == "gradient-tape" and "lines 13, 14" in w.message for w in warnings(result)), result.warnings
+    # iterations == 1 holds right after exactly one of the sites: one broadcast
+    assert result.code.count("if self.opt.iterations == 1:") == 3
+    assert not warnings(result), result.warnings
+
+
+def test_one_optimizer_applied_to_different_models_is_reported_with_both_lines():
+    result = convert("""import numpy as np
+import tensorflow as tf
+
+gen = tf.keras.Sequential([tf.keras.layers.Dense(4)])
+disc = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+opt = tf.keras.optimizers.Adam(1e-3)
+data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
+for x in data:
+    with tf.GradientTape() as tape:
+        g_loss = tf.reduce_mean(disc(gen(x)))
+    grads = tape.gradient(g_loss, gen.trainable_variables)
+    opt.apply_gradients(zip(grads, gen.trainable_variables))
+    with tf.GradientTape() as tape2:
+        d_loss = tf.reduce_mean(disc(x))
+    grads2 = tape2.gradient(d_loss, disc.trainable_variables)
+    opt.apply_gradients(zip(grads2, disc.trainable_variables))
+""")
+    assert any(w.rule == "gradient-tape" and "lines 12, 16" in w.message and "different variables" in w.message
+               for w in warnings(result)), result.warnings
 
 
 def test_full_batch_training_divides_the_data_once_and_keeps_steps_and_rate():

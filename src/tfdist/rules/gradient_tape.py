@@ -175,10 +175,7 @@ def apply(ctx) -> None:
     for calls in per_optimizer.values():
         _broadcast(ctx, calls[0], grad_calls)
         if len(calls) > 1:
-            lines = ", ".join(str(a.line(c)) for c in calls)
-            ctx.warn(calls[1], RULE, f"the optimizer of {a.code(receiver(calls[0]))} applies gradients at lines {lines}: "
-                                     "only the variables of the first call are broadcast from rank 0; broadcast the "
-                                     "others after their first step by hand")
+            _broadcast_at_every_site(ctx, calls, grad_calls)
         _scale(ctx, receiver(calls[0]))
     _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs})
 
@@ -206,6 +203,50 @@ def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.
     ctx.plan.insert_before(anchor, ctx.stmts(ctx.backend.wrap_tape(name),
                                              comment="Horovod: average gradients across ranks."))
     ctx.change(item, RULE, f"GradientTape {name} wrapped in DistributedGradientTape before its gradient() call")
+
+
+def _variables_identity(a: A.Analysis, call: cst.Call, grad_calls) -> Optional[tuple]:
+    """What the variables an apply_gradients call updates are bound to: the
+    models (by their construction) whose variables it names."""
+    gv = find_arg(call, "grads_and_vars", 0)
+    variables = _zip_vars(a, gv.value) if gv is not None else None
+    if variables is None:
+        variables = _sources_of(a, call, grad_calls)
+    if variables is None:
+        return None
+    owners = []
+    for node in walk(variables):
+        if isinstance(node, cst.Attribute) and node.attr.value in ("trainable_variables", "trainable_weights",
+                                                                   "variables", "weights"):
+            models = sorted({id(t.call) for t in a.types(node.value) if t.kind == A.MODEL and t.call is not None})
+            if not models:
+                return None
+            owners.append(tuple(models))
+    return tuple(sorted(owners)) if owners else None
+
+
+def _broadcast_at_every_site(ctx, calls: List[cst.Call], grad_calls) -> None:
+    """One optimizer applying gradients at several places (a demo step, then
+    the loop; a step redefined in a later notebook cell): when every site
+    updates the same models' variables, the broadcast goes after each site,
+    and ``iterations == 1`` makes it run exactly once, after whichever step
+    runs first. Otherwise tfdist cannot tell which runs first: reported."""
+    a = ctx.a
+    identities = {_variables_identity(a, c, grad_calls) for c in calls}
+    if None not in identities and len(identities) == 1:
+        for c in calls[1:]:
+            try:
+                _broadcast(ctx, c, grad_calls)
+            except Exception as e:  # Unsupported: this site cannot take the broadcast
+                if not hasattr(e, "line"):
+                    raise
+                break
+        else:
+            return
+    lines = ", ".join(str(a.line(c)) for c in calls)
+    ctx.warn(calls[1], RULE, f"the optimizer of {a.code(receiver(calls[0]))} applies gradients at lines {lines} "
+                             "to different variables: only the variables of the first call are broadcast from "
+                             "rank 0; broadcast the others after their first step by hand")
 
 
 def _zip_vars(a: A.Analysis, expr) -> Optional[cst.BaseExpression]:

@@ -286,4 +286,16 @@ def _reshapes_itself(a: A.Analysis, name: str, value) -> bool:
         value = value.args[0].value
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         value = value.func.value
+    if isinstance(value, cst.BinaryOperation):  # x * 2. - 1.: rescaled, still the same rows
+        operands = [value]
+        names = set()
+        while operands:
+            node = operands.pop()
+            if isinstance(node, cst.BinaryOperation):
+                operands += [node.left, node.right]
+            elif isinstance(node, cst.Name):
+                names.add(node.value)
+            elif not isinstance(node, (cst.Integer, cst.Float, cst.UnaryOperation)):
+                return False
+        return names == {name}
     return isinstance(value, cst.Name) and value.value == name

@@ -134,6 +134,10 @@ def step_count(a, loop) -> Optional[StepCount]:
     """The step count of a training loop, or None when tfdist cannot see it."""
     if isinstance(loop, cst.For):
         it = loop.iter
+        if isinstance(it, cst.Name):  # t = trange(n); for i in t: (the count is where t is bound)
+            bound = a.assigned_values(it)
+            if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and _is_range(a, bound[0][1]):
+                it = bound[0][1]
         if _is_range(a, it):
             return _range_count(a, it)
         if isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS):

@@ -609,7 +609,7 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     full_batch = None if sharded else full_batch_feeds(ctx)
     if full_batch is not None:
         roots, readers = full_batch
-        if slice_where_final(ctx, roots, readers, "fed whole at every step: full-batch training") is not None:
+        if slice_where_final(ctx, roots, readers, "used whole at every step: full-batch training") is not None:
             return runs  # each step is still one pass over (now this rank's share of) the data: steps kept
     sliced = None if sharded else shard_fed_arrays(ctx, runs)
     fed_samplers = _fed_samplers(a, runs, train_ops) if not sharded and sliced is None else None
@@ -661,10 +661,14 @@ def full_batch_feeds(ctx) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNod
     a = ctx.a
     cache["value"] = None
     train_ops = train_op_names(a)
-    fed = [r for r in train_runs(a, a.module, train_ops) if feeds(r, train_ops)]
+    runs = train_runs(a, a.module, train_ops)
+    fed = [r for r in runs if feeds(r, train_ops)]
     roots: Dict[str, cst.Name] = {}
     if not fed:
-        return None
+        found = _in_graph_data(a) if runs else None
+        if found:
+            cache["value"] = found
+        return cache["value"]
     for run in fed:
         loop = _outermost_loop(a, run)
         values = _feed_values(a, run, train_ops)
@@ -682,3 +686,65 @@ def full_batch_feeds(ctx) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNod
     if roots:
         cache["value"] = (roots, fed)
     return cache["value"]
+
+
+_SAMPLE_ARRAYS = {"numpy.array", "numpy.asarray", "numpy.loadtxt", "numpy.genfromtxt"}
+
+
+def _literal_length(a: A.Analysis, value) -> Optional[int]:
+    """Rows of a data literal: a list/tuple of numbers or of such lists
+    (directly or through np.array(...)); None for anything else."""
+    if isinstance(value, cst.Call) and a.is_name(value, _SAMPLE_ARRAYS) and value.args:
+        if a.is_name(value, {"numpy.loadtxt", "numpy.genfromtxt"}):
+            return -1  # rows known only at run time
+        value = value.args[0].value
+    if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) < 2:
+        return None
+    for e in value.elements:
+        v = e.value
+        if isinstance(v, cst.UnaryOperation):
+            v = v.expression
+        if isinstance(v, (cst.List, cst.Tuple)):
+            if not all(isinstance(x.value, (cst.Integer, cst.Float, cst.UnaryOperation)) for x in v.elements):
+                return None
+        elif not isinstance(v, (cst.Integer, cst.Float)):
+            return None
+    return len(value.elements)
+
+
+def _in_graph_data(a: A.Analysis) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNode]]]:
+    """Samples written into the graph itself (``X = [1, 2, 3]``, ``hypothesis
+    = X * W``): full-batch training with no feed. Only literal sample arrays
+    used as direct operands of the expressions the loss is built from count
+    (never a shape, never through a subscript), all of one length."""
+    losses = [c for c in optimizer_loss_calls(a)]
+    if not losses:
+        return None
+    roots: Dict[str, cst.Name] = {}
+    lengths = set()
+    for assign in a.assigns:
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            continue
+        length = _literal_length(a, assign.value)
+        if length is None:
+            continue
+        target = assign.targets[0].target
+        uses = a.scopes.references(target)
+        operand_uses = [u for u in uses if isinstance(a.parent(u), cst.BinaryOperation)]
+        if not operand_uses:
+            continue
+        if not any(dataflow.depends_on(a, loss.args[0].value, {target.value}) for loss in losses if loss.args):
+            continue
+        if any(isinstance(a.parent(u), cst.Subscript) or isinstance(a.parent(u), cst.Element) for u in uses):
+            return None  # also used as a shape or indexed: not plainly samples
+        roots.setdefault(target.value, target)
+        lengths.add(length)
+    if not roots or len(lengths - {-1}) > 1:
+        return None
+    return roots, losses
+
+
+def optimizer_loss_calls(a: A.Analysis) -> List[cst.Call]:
+    """``opt.minimize(loss)`` / ``opt.compute_gradients(loss)`` on TF1 optimizers."""
+    return [c for c in a.calls if method_name(c) in ("minimize", "compute_gradients")
+            and a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
