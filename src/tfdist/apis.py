@@ -234,6 +234,9 @@ NUMPY_DATA_DRAWS = {"numpy.random.choice", "numpy.random.permutation", "numpy.ra
 # (``np.ones([batch_size])`` as GAN targets): fed each step, they are not data.
 NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.concatenate", "numpy.array",
                          "numpy.eye", "numpy.arange", "numpy.hstack", "numpy.vstack"}
+# Array methods that keep the rows of an array (a fed ``x[idx].reshape(b, n)``
+# still feeds rows of ``x``).
+ROW_PRESERVING_METHODS = {"reshape", "astype", "copy"}
 # Built-ins of Python 2 that a script may use without importing them.
 PYTHON2_RANGE = "xrange"
 

@@ -317,6 +317,9 @@ class Analysis:
                     out |= self.types(value, depth + 1)
                 elif isinstance(origin, cst.Param):
                     out |= self._param_types(origin, depth)
+                else:
+                    for element in self.tuple_element_values(origin, depth):
+                        out |= self.types(element, depth + 1)
             return out
         if isinstance(expr, cst.IfExp):
             return self.types(expr.body, depth + 1) | self.types(expr.orelse, depth + 1)
@@ -447,6 +450,29 @@ class Analysis:
 
     def is_kind(self, expr: Optional[cst.BaseExpression], kind: str) -> bool:
         return kind in self.kinds(expr)
+
+    def tuple_element_values(self, target: cst.CSTNode, depth: int = 0) -> List[cst.BaseExpression]:
+        """The values a name bound as one element of a tuple assignment
+        gets: ``a`` in ``a, b = x, y`` (x), in ``a, b = make()`` with
+        ``make`` returning tuple literals (the matching element of each)."""
+        element = self.parent(target)
+        tup = self.parent(element) if isinstance(element, cst.Element) else None
+        assign_target = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
+        assign = self.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or depth > 8:
+            return []
+        if any(isinstance(e, cst.StarredElement) for e in tup.elements):
+            return []
+        index = next(i for i, e in enumerate(tup.elements) if e is element)
+        values: List[cst.BaseExpression] = []
+        candidates = [assign.value]
+        if isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Name):
+            candidates = [ret for fdef in self._local_functions(assign.value.func) for ret in _returns(fdef)]
+        for value in candidates:
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(tup.elements) \
+                    and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+                values.append(value.elements[index].value)
+        return values
 
     @staticmethod
     def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
@@ -588,6 +614,9 @@ class Analysis:
                 elif isinstance(origin, cst.Param):  # passed in: where the callers built it
                     for _call, arg in self.argument_values(origin):
                         out += self.dataset_sources(arg, seen)
+                else:  # one element of a tuple assignment
+                    for element in self.tuple_element_values(origin):
+                        out += self.dataset_sources(element, seen)
             return out
         return []
 

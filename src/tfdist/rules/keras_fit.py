@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling
+from . import data_division, lr_scaling, samplers
 from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -283,6 +283,13 @@ def _fit(ctx, call: cst.Call) -> None:
             per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
         elif steps is not None and data_division.shard_repeated(ctx, x.value, "training data"):
             pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
+        elif steps is not None and samplers.random_generator(a, x.value) is not None:
+            # a generator drawing random batches from NumPy's global generator:
+            # one stream per rank; steps_per_epoch (divided below) bounds the steps
+            samplers.seed_numpy_before(ctx, a.statement_of(call))
+            ctx.change(x.value, data_division.RULE,
+                       f"{a.code(x.value)} draws a different stream of batches on each rank (NumPy re-seeded by "
+                       f"rank before fit); each rank runs 1/size of steps_per_epoch")
         elif steps is not None:
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
         else:

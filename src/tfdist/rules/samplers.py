@@ -187,15 +187,39 @@ def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
         if id(stmt) in seeded:
             continue
         seeded.add(id(stmt))
-        np_name = ctx.imports.require("numpy", "np")
-        seed = ctx.backend.seed_per_rank(f"{np_name}.random.randint(2 ** 31 - 1)")
-        ctx.plan.insert_before(stmt, ctx.stmts(
-            f"{np_name}.random.seed({seed})",
-            comment="Horovod: each rank draws its own stream of batches (NumPy seeded by rank)."))
+        seed_numpy_before(ctx, stmt)
         ctx.change(s.call, data_division.RULE,
                    f"{what}() draws a different stream of batches on each rank (NumPy re-seeded by rank before "
                    f"the loop at line {a.line(loop)}); each rank runs 1/size of the steps")
     return ok
+
+
+def seed_numpy_before(ctx, stmt) -> None:
+    """NumPy's global generator re-seeded by rank right before stmt, from a
+    value drawn from the user's own stream (a seeded script stays reproducible)."""
+    np_name = ctx.imports.require("numpy", "np")
+    seed = ctx.backend.seed_per_rank(f"{np_name}.random.randint(2 ** 31 - 1)")
+    ctx.plan.insert_before(stmt, ctx.stmts(
+        f"{np_name}.random.seed({seed})",
+        comment="Horovod: each rank draws its own stream of batches (NumPy seeded by rank)."))
+
+
+def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
+    """The call making a generator that draws its batches from NumPy's
+    global generator (``gen = batch_generator(64)``, ``def
+    batch_generator(...): while True: idx = np.random.randint(...); yield
+    ...``), or None."""
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+            return None
+        expr = bound[0][1]
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+        return None
+    functions = a._local_functions(expr.func)
+    if not functions or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for f in functions):
+        return None
+    return expr if all(_draws_from_global_numpy(a, f) for f in functions) else None
 
 
 def split_stream(ctx, call: cst.Call, what: str) -> bool:

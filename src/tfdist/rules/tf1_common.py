@@ -340,6 +340,9 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     follow)."""
     if depth > 6:
         return False
+    while isinstance(expr, cst.Call) and method_name(expr) in apis.ROW_PRESERVING_METHODS \
+            and isinstance(receiver(expr), cst.Subscript):
+        expr = receiver(expr)  # x[idx].reshape(b, n): still rows of x
     rows = isinstance(expr, cst.Subscript)
     while isinstance(expr, cst.Subscript):
         expr = expr.value
@@ -405,6 +408,11 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
                                    for o, v in bound)
     if isinstance(expr, cst.Call):
         names = a.names(expr)
+        if isinstance(expr.func, cst.Name) and not names & {"builtins." + expr.func.value}:
+            # a local function returning noise (def sample_z(n): return np.random.uniform(...))
+            functions = a._local_functions(expr.func)
+            returns = [r for f in functions for r in A._returns(f)]
+            return bool(returns) and all(isinstance(r, cst.Call) and _is_noise(a, r, loop) for r in returns)
         return any(n.startswith("numpy.random.") for n in names) and not names & apis.NUMPY_DATA_DRAWS
     return False
 
