@@ -215,3 +215,24 @@ def test_unsafe_write_is_warned_not_guarded(snippet, warning, line):
     # Nothing in the case moved under a guard (other rules may edit fit() calls).
     assert "if hvd.rank() == 0:\n" not in out, out
     assert _rank0_changes_in_case(result) == []
+
+
+def test_print_in_a_one_line_if_body_becomes_conditional():
+    from tfdist.api import convert_source
+    src = b'''import tensorflow as tf
+
+
+class PrintDot(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs):
+        if epoch % 100 == 0: print('')
+        print('.', end='')
+
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+model.fit([[1.0], [2.0]], [1.0, 2.0], epochs=2, callbacks=[PrintDot()])
+'''
+    result = convert_source(src, "dots.py")
+    assert result.status == "converted", result.error
+    assert "        if epoch % 100 == 0: print('') if hvd.rank() == 0 else None" in result.code.splitlines()
+    assert not [w for w in result.warnings if w.rule == "rank0-io"]

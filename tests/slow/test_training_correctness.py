@@ -29,18 +29,31 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
                     samplers whose source tfdist cannot see, e.g. next_batch)
     coverage=0.9    fraction of the original's samples the ranks must cover
     standin=mnist   put tests/slow/support/<standin>_standin on PYTHONPATH
-                    (``from tensorflow.examples.tutorials.mnist import input_data``)
+                    (``from tensorflow.examples.tutorials.mnist import input_data``);
+                    standin=tfds: ``import tensorflow_datasets`` (no download)
     timeout=300     seconds for one run
+    requires=matplotlib
+                    modules the script imports beyond TensorFlow/NumPy: the case
+                    is skipped (saying which) when the runtime lacks one
+    rank0_files=gan_epoch_*.png
+                    other files (glob on the name) the script writes: the
+                    original must write some, rank 0 the same names, other
+                    ranks none (checkpoint/summary/model files are always checked)
+    samples=none    the probe has no sample source for this loop (a GradientTape
+                    loop over NumPy slices): asserted, and the sample checks are
+                    skipped (exit, variables, steps and files are still checked)
 * it converts correctly with tfdist TODAY: shapes tfdist cannot yet convert
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
 Runs the original once per script and reuses it for every rank count.
-Scripts: 8 (see correctness_scripts/); 3 ranks for the 4 flagged ranks=2,3.
+Scripts: 28 (see correctness_scripts/); 3 ranks too for the 24 flagged ranks=2,3.
 """
 from __future__ import annotations
 
 import ast
 import base64
+import fnmatch
+import importlib.util
 import re
 import sys
 from dataclasses import dataclass
@@ -57,7 +70,9 @@ CORRECTNESS = HERE / "correctness_scripts"
 KNOWN_BUGS = CORRECTNESS / "known_bugs"
 STANDIN_SCRIPTS = CORRECTNESS / "standin"
 SUPPORT = HERE / "support"
-STANDINS = {"mnist": SUPPORT / "mnist_standin"}
+#: standin=NAME puts these directories on PYTHONPATH: the MNIST tutorial module, and
+#: tensorflow_datasets (synthetic data under real tfds names, see support/tensorflow_datasets).
+STANDINS = {"mnist": SUPPORT / "mnist_standin", "tfds": SUPPORT}
 SCRIPTS = sorted(CORRECTNESS.glob("*.py"))
 HEADER = re.compile(r"^#\s*tfdist-test:\s*(.*)$")
 #: The probe keeps the values of this many distinct rows so labels can be recomputed.
@@ -81,6 +96,9 @@ class Flags:
     coverage: float = 0.9
     standin: str | None = None
     timeout: float = 300.0
+    requires: tuple[str, ...] = ()
+    rank0_files: tuple[str, ...] = ()
+    samples: bool = True
 
     @property
     def pythonpath(self) -> list[Path]:
@@ -107,6 +125,14 @@ def flags_of(script: Path) -> Flags:
                 flags.standin = value
             elif key == "timeout":
                 flags.timeout = float(value)
+            elif key == "requires":
+                flags.requires = tuple(v for v in value.split(",") if v)
+            elif key == "rank0_files":
+                flags.rank0_files = tuple(v for v in value.split(",") if v)
+            elif key == "samples":
+                if value != "none":
+                    raise ValueError(f"{script.name}: samples= takes only 'none', got {value!r}")
+                flags.samples = False
             else:
                 raise ValueError(f"{script.name}: unknown tfdist-test flag {key!r}")
     return flags
@@ -241,6 +267,37 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
     assert len(set(steps)) == 1, f"ranks ran different numbers of steps: {steps}"
     assert abs(steps[0] - expected) <= max(1.0, 0.1 * expected), (steps, ref.optimizer_steps)
 
+    if not flags.samples:
+        # samples=none: the probe must really have no stream (else drop the flag).
+        for rec in [ref, *ranks]:
+            assert rec.sample_stream() is None, f"{name}: the probe recorded samples: remove samples=none"
+    else:
+        assert_samples(script, flags, ref, ranks, np_)
+
+    # The whole verify check agrees (exit, variables, steps, samples, writers).
+    reasons, checks, _ = check(original, distributed, np_)
+    assert reasons == [], reasons
+
+    # Only rank 0 wrote checkpoints/summaries/models, the same kinds as the original.
+    writers = {r.rank for r in ranks if r.gated_files()}
+    ref_kinds = {f.kind for f in ref.gated_files()}
+    assert writers <= {0}, {r.rank: [f.path for f in r.gated_files()] for r in ranks}
+    assert {f.kind for f in ranks[0].gated_files()} == ref_kinds
+
+    # Other files named by rank0_files=: the original's names on rank 0, none elsewhere.
+    if flags.rank0_files:
+        def named(rec):
+            return sorted({Path(f.path).name for f in rec.files
+                           if any(fnmatch.fnmatch(Path(f.path).name, g) for g in flags.rank0_files)})
+
+        wanted = named(ref)
+        assert wanted, f"{name}: the original wrote no {flags.rank0_files} file"
+        assert named(ranks[0]) == wanted, (named(ranks[0]), wanted)
+        assert all(not named(r) for r in ranks[1:]), {r.rank: named(r) for r in ranks[1:]}
+
+
+def assert_samples(script: Path, flags: Flags, ref, ranks, np_: int):
+    name = script.name
     # Samples: the script's own label function holds for every pair fed.
     label_of = label_function(script, flags)
     for rec, who in [(ref, "original")] + [(r, f"rank {r.rank}") for r in ranks]:
@@ -260,23 +317,13 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
         assert summary["first_epoch_overlap"] == 0, summary
     assert summary["coverage"] >= flags.coverage, summary
 
-    # The whole verify check agrees (exit, variables, steps, samples, writers).
-    reasons, checks, _ = check(original, distributed, np_)
-    assert reasons == [], reasons
-
-    # Only rank 0 wrote checkpoints/summaries/models, the same kinds as the original.
-    writers = {r.rank for r in ranks if r.gated_files()}
-    ref_kinds = {f.kind for f in ref.gated_files()}
-    assert writers <= {0}, {r.rank: [f.path for f in r.gated_files()] for r in ranks}
-    assert {f.kind for f in ranks[0].gated_files()} == ref_kinds
-
 
 # --------------------------------------------------------------------------
 # The suite
 # --------------------------------------------------------------------------
 
 def test_suite_has_scripts():
-    assert len(SCRIPTS) >= 8, [s.name for s in SCRIPTS]
+    assert len(SCRIPTS) >= 25, [s.name for s in SCRIPTS]
     for script in SCRIPTS:
         flags = flags_of(script)
         assert flags.ranks and all(n >= 2 for n in flags.ranks), script.name
@@ -287,6 +334,9 @@ def test_suite_has_scripts():
 @pytest.mark.parametrize("script,np_", cases())
 def test_converted_script_trains_correctly(script, np_, tmp_path, tmp_path_factory):
     flags = flags_of(script)
+    missing = [m for m in flags.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{script.name} needs {', '.join(missing)} in the runtime environment")
     converted = converted_copy(script, tmp_path / "converted")
     original = original_run(script, flags, tmp_path_factory)
     distributed = distributed_run(script, converted, np_, flags, tmp_path)

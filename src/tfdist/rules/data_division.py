@@ -446,13 +446,14 @@ def _evaluation_use(a, call: cst.Call) -> bool:
 
 
 def _shared_helpers(a, expr) -> List[cst.Call]:
-    """Helper calls whose function has callers using the data for
-    evaluation: sharding inside it would change what those callers get, so
-    the training call site is sharded instead."""
+    """Helper calls whose function has other callers: sharding inside it
+    would change what those callers get -- and divide a second time a flow
+    already sharded at its own call site (training and validation data
+    built by one helper) -- so each call site is sharded instead."""
     out = []
     for call in _helper_calls(a, expr):
         fdefs = a._local_functions(call.func)
-        if any(_evaluation_use(a, site) for fdef in fdefs for site in _call_sites(a, fdef) if site is not call):
+        if any(site is not call for fdef in fdefs for site in _call_sites(a, fdef)):
             out.append(call)
     return out
 
@@ -471,8 +472,29 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         return True
     _wrap_node(ctx, call, template)
     ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
-    if shuffled:
+    if shuffled and not _seed_helper_shuffles(ctx, call, helper):
         ctx.warn(call, RULE, f"{helper}() shuffles before this shard: each rank takes 1/size of its own shuffled stream (equal step counts, but shares may overlap); for disjoint shares, shard inside {helper}() before .shuffle(...)")
+    return True
+
+
+def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
+    """Give the helper's dataset shuffles the shared seed where they have
+    none: every rank then shuffles in the same order each epoch, and the
+    shards taken after the shuffle are disjoint. False when a shuffle cannot
+    be found or seeded."""
+    a = ctx.a
+    shuffles = [c for fdef in a._local_functions(call.func) for c in walk(fdef.body)
+                if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"
+                and a.is_kind(c.func.value, A.DATASET)]
+    if not shuffles or any(find_arg(c, "seed", 1) is None and any(x.star for x in c.args) for c in shuffles):
+        return False
+    seeded = ctx.__dict__.setdefault("_seeded_shuffles", set())
+    for c in shuffles:
+        if find_arg(c, "seed", 1) is None and c not in seeded:
+            seeded.add(c)
+            _add_kwarg(ctx, c, "seed", SHARED_SEED)
+            ctx.change(c, RULE, f"{helper}() shuffles with a fixed seed, the same on every rank, so the shares "
+                                "each rank takes after it are disjoint")
     return True
 
 
@@ -481,7 +503,7 @@ def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     methods = _chain_methods(a, call)
     return _shard_call_site(ctx, call, call.func.value, _size_known(a, call),
                             any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
-                            what, "its callers that evaluate keep the whole dataset")
+                            what, "the helper has other callers: each call is divided on its own, once")
 
 
 def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:

@@ -360,8 +360,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
             ctx.warn(loop, data_division.RULE, "cannot see how many steps this training loop runs: make each rank "
                                                "run 1/size of its steps (e.g. divide its step count by hvd.size())")
-        if isinstance(loop, cst.For):
-            _shard_iterators(ctx, loop)
+        _shard_iterators(ctx, loop)  # next(it) with it = iter(dataset), in a for or a while step loop
 
 
 def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Name], List[cst.CSTNode]]:
@@ -455,7 +454,7 @@ def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced
     return sliced
 
 
-def _shard_iterators(ctx, loop: cst.For) -> None:
+def _shard_iterators(ctx, loop) -> None:
     """``next(it)`` in a step loop, with ``it = iter(dataset)``: shard dataset."""
     from .common import calls_in
     a = ctx.a

@@ -103,6 +103,12 @@ def _guard(ctx, call: cst.Call, what: str) -> None:
         new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
         ctx.plan.replace(call, lambda old: new)
         ctx.change(call, RULE, f"{what} on rank 0 only (None elsewhere)")
+    elif isinstance(a.parent(call), cst.Expr) and isinstance(a.parent(a.parent(call)), cst.SimpleStatementSuite):
+        # ``if cond: print(...)`` on one line: no room for an if block, so
+        # the call itself becomes conditional
+        new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
+        ctx.plan.replace(call, lambda old: new)
+        ctx.change(call, RULE, f"{what} on rank 0 only")
     else:
         ctx.warn(call, RULE, f"{what}: run it on rank 0 only (hvd.rank() == 0) by hand")
 

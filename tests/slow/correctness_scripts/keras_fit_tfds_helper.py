@@ -1,0 +1,51 @@
+# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9 standin=tfds
+"""Keras model.fit on tfds.load(...) returned through a user helper function
+(tests/slow/support/tensorflow_datasets: synthetic data under real tfds names).
+run_eagerly=True so the probe sees the batches fit consumes."""
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+BATCH_SIZE = 32
+EPOCHS = 2
+
+
+def label_of(sample):
+    """The label tfds' stand-in stores with this image (looked up by pixels)."""
+    import tensorflow_datasets as standin
+
+    table = getattr(label_of, "table", None)
+    if table is None:
+        images, labels = standin._examples("mnist", "train", 0, 768)
+        table = label_of.table = {img.tobytes(): lab for img, lab in zip(images, labels)}
+    pixels = np.rint(np.asarray(sample, np.float64) * 255.0).astype(np.uint8)
+    return np.int64(table[pixels.tobytes()])
+
+
+def normalize(image, label):
+    return tf.cast(image, tf.float32) / 255.0, label
+
+
+def load_data(split):
+    """The split as normalized, batched (image, label) pairs."""
+    ds = tfds.load("mnist", split=split, as_supervised=True)
+    return ds.map(normalize).cache().shuffle(768, seed=3).batch(BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
+
+
+tf.keras.utils.set_random_seed(8)
+train_ds = load_data("train[:768]")
+
+model = tf.keras.Sequential([
+    tf.keras.layers.Conv2D(4, 3, activation="relu", input_shape=(28, 28, 1)),
+    tf.keras.layers.MaxPooling2D(),
+    tf.keras.layers.Flatten(),
+    tf.keras.layers.Dense(10),
+])
+model.compile(
+    optimizer=tf.keras.optimizers.Adam(1e-3),
+    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+    run_eagerly=True,
+)
+model.fit(train_ds, epochs=EPOCHS, verbose=2)
+model.save_weights("mnist_weights.h5")

@@ -1,0 +1,44 @@
+# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+"""TF1 `while True` loop that breaks with `if step >= NUM_STEPS: break`;
+batches drawn with np.random.choice (without replacement) from the arrays."""
+import numpy as np
+import tensorflow as tf
+
+tf.compat.v1.disable_eager_execution()
+
+
+def label_of(sample):
+    return np.int64(int(sample[0] * 1000) % 4)
+
+
+tf.compat.v1.set_random_seed(21)
+x = tf.compat.v1.placeholder(tf.float32, [None, 16])
+y = tf.compat.v1.placeholder(tf.int64, [None])
+hidden = tf.compat.v1.layers.dense(x, 16, activation=tf.nn.relu)
+logits = tf.compat.v1.layers.dense(hidden, 4)
+loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(y, logits)
+train_op = tf.compat.v1.train.AdamOptimizer(0.01).minimize(loss)
+
+
+def make_data(n=600, seed=1):
+    rng = np.random.RandomState(seed)
+    features = rng.rand(n, 16).astype(np.float32)
+    targets = (features[:, 0] * 1000).astype(np.int64) % 4
+    return features, targets
+
+
+features, targets = make_data(n=240)
+
+NUM_STEPS = 120
+BATCH = 30
+
+np.random.seed(5)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    step = 0
+    while True:
+        idx = np.random.choice(len(features), BATCH, replace=False)
+        sess.run(train_op, feed_dict={x: features[idx], y: targets[idx]})
+        step += 1
+        if step >= NUM_STEPS:
+            break
