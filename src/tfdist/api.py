@@ -5,7 +5,7 @@ import os
 from typing import Optional, Union
 
 from .engine.analysis import ProjectContext
-from .engine.convert import convert_path
+from .assembly import convert_path
 from .engine.findings import FileResult
 
 __all__ = ["convert_file", "convert_source", "FileResult", "ProjectContext"]

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from . import __version__
 from .backends import BACKENDS
-from .engine.convert import analyse
+from .assembly import analyse
 from .engine.source import BadInput, load
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3

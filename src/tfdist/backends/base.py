@@ -8,11 +8,38 @@ parses with the file's formatting conventions.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import List
+from typing import Dict, List, Tuple
 
 
 class Backend(ABC):
     name: str
+
+    # --- what the engine and the rules need to know of the backend's words
+    @abstractmethod
+    def placeholder_names(self) -> Tuple[str, ...]:
+        """The ``{placeholders}`` its templates use for names bound in the
+        user's file (each resolved through :meth:`bind_name`)."""
+
+    @abstractmethod
+    def message_words(self) -> Dict[str, str]:
+        """How messages to the user name the engine's facts: ``engine`` (its
+        name), ``rank``, ``size``, ``local_rank`` (expressions as the user
+        would write them) and ``chief`` (the test for the process that
+        writes files), ``broadcast_op`` (the TF1 op broadcasting initial
+        variables, as the user would write it), ``optimizer_wrapper``,
+        ``tape_wrapper`` and ``broadcast_hook`` (what the backend wraps
+        optimizers and tapes in, and adds to TF1 hooks) and
+        ``tf1_optimizer_in_keras`` (why a TF1 optimizer given to Keras
+        ``compile`` cannot be distributed). Rules write messages as templates
+        over these keys (``ctx.say``)."""
+
+    @abstractmethod
+    def estimator_refusal(self) -> str:
+        """Why tf.estimator training is refused, and what to do instead."""
+
+    @abstractmethod
+    def implicit_gradients_refusal(self, function: str) -> str:
+        """Why TF1 eager training with ``function(...)`` is refused."""
 
     @abstractmethod
     def bind_name(self, ctx, key: str) -> str:

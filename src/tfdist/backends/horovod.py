@@ -5,7 +5,7 @@ https://horovod.readthedocs.io/en/stable/keras.html
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List, Tuple
 
 from .base import Backend
 
@@ -24,14 +24,40 @@ KERAS3_MESSAGE = (
 class HorovodBackend(Backend):
     name = "horovod"
 
+    def placeholder_names(self) -> Tuple[str, ...]:
+        return ("hvd", "hvdk", "tf", "keras")
+
+    def message_words(self) -> Dict[str, str]:
+        return {
+            "engine": "Horovod",
+            "rank": "hvd.rank()",
+            "size": "hvd.size()",
+            "local_rank": "hvd.local_rank()",
+            "chief": "hvd.rank() == 0",
+            "broadcast_op": "hvd.broadcast_global_variables(0)",
+            "optimizer_wrapper": "DistributedOptimizer",
+            "tape_wrapper": "DistributedGradientTape",
+            "broadcast_hook": "BroadcastGlobalVariablesHook",
+            "tf1_optimizer_in_keras": ("Horovod's Keras DistributedOptimizer cannot wrap it (it fails at start-up) "
+                                       "and horovod.tensorflow's would not average the gradients Keras computes"),
+        }
+
+    def estimator_refusal(self) -> str:
+        return "tf.estimator training is not supported (use Horovod's estimator recipe by hand)"
+
+    def implicit_gradients_refusal(self, function: str) -> str:
+        return (f"TF1 eager training with {function}(...) is not supported: Horovod cannot average "
+                "these gradients (compute them with tf.GradientTape and wrap it in hvd.DistributedGradientTape, "
+                "or use optimizer.minimize)")
+
     def bind_name(self, ctx, key: str) -> str:
         imports = ctx.imports
         if key == "tf":
             return imports.tensorflow()
         if key == "keras":
             return imports.keras()
-        keras_mod = HVD_KERAS if ctx.keras_flavor == "keras" else HVD_TF_KERAS
-        uses_tf_api = bool(ctx.patterns - {"Keras"}) or ctx.needs_tf_api
+        keras_mod = HVD_KERAS if ctx.facts.get("keras_flavor") == "keras" else HVD_TF_KERAS
+        uses_tf_api = bool(ctx.patterns - {"Keras"}) or bool(ctx.facts.get("needs_tf_api"))
         if key == "hvd":
             # Keras-only code uses the Keras module (it has init/size/rank
             # too); anything with tapes or sessions needs horovod.tensorflow.
@@ -66,7 +92,7 @@ class HorovodBackend(Backend):
         if keras3_guard:
             # tf.keras has no __version__ in TF <= 2.15 (Keras 2); Keras 3 and
             # tf_keras (legacy Keras 2 for TF >= 2.16) have one.
-            keras_version = ("{keras}.__version__" if ctx.keras_flavor == "keras"
+            keras_version = ("{keras}.__version__" if ctx.facts.get("keras_flavor") == "keras"
                              else f"getattr({{tf}}.keras, {ctx.quoted('__version__')}, {ctx.quoted('2')})")
             out.append(
                 f"if int({keras_version}.split({ctx.quoted('.')})[0]) >= 3:\n"

@@ -7,7 +7,7 @@ file's own indentation, newline and quote conventions.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -16,11 +16,12 @@ from .analysis import Analysis
 from .edits import EditPlan
 
 
-# Placeholders templates may use for names bound in the user's file.
-NAME_KEYS = ("hvd", "hvdk", "tf", "keras")
-# A file containing one of them literally (say ``f"{tf}"``) could not be
-# told apart from a template; such files are refused rather than risked.
-LITERAL_PLACEHOLDER = re.compile(r"\{(" + "|".join(NAME_KEYS) + r")\}")
+def literal_placeholder(names) -> "re.Pattern":
+    """The placeholders a backend's templates use for names bound in the
+    user's file (``{hvd}``, ``{tf}``...), as a pattern. A file containing one
+    of them literally (say ``f"{tf}"``) could not be told apart from a
+    template; such files are refused rather than risked."""
+    return re.compile(r"\{(" + "|".join(map(re.escape, names)) + r")\}")
 
 
 # Parsed template expressions, shared across files converted in a process.
@@ -152,16 +153,25 @@ class Context:
         self.imports = ImportScheduler(analysis)
         self.changes: List[F.Finding] = []
         self.warnings: List[F.Finding] = []
-        self.patterns: set = set()
-        self.needs_tf_api = False  # Keras code that also needs horovod.tensorflow
-        self.keras_flavor = "tf.keras"
+        self.patterns: set = set()  # the training patterns detected in the module
+        # Facts rules establish for the backend and for each other (the
+        # engine reads none of them), e.g. which Keras the file uses.
+        self.facts: Dict[str, object] = {}
         self.quote = _preferred_quote(self.a.scopes.by_type.get(cst.SimpleString, ()))
         self._names: Dict[str, str] = {}
-        # Nodes already handled, so rules sharing them never edit twice.
-        self.sharded: set = set()
-        self.wrapped: set = set()
-        self.scaled: set = set()
-        self.pinned: set = set()
+        self._name_keys = tuple(backend.placeholder_names())
+        self._state: Dict[str, object] = {}
+
+    # ---------------------------------------------------------- rule state
+    def state(self, key: str, factory: Callable[[], object] = set):
+        """State a rule keeps for this conversion, created on first use
+        (``factory()``: a set by default). Keys are the rules' own (by
+        convention their module's name); the engine knows none of them."""
+        try:
+            return self._state[key]
+        except KeyError:
+            value = self._state[key] = factory()
+            return value
 
     # ---------------------------------------------------------- findings
     def change(self, node: cst.CSTNode, rule: str, message: str) -> None:
@@ -180,7 +190,7 @@ class Context:
 
     # ---------------------------------------------------------- templates
     def name(self, key: str) -> str:
-        """Names templates use: {hvd}, {hvdk}, {tf}, {keras}."""
+        """Names templates use (the backend's placeholders, e.g. {hvd}, {tf})."""
         if key not in self._names:
             self._names[key] = self.backend.bind_name(self, key)
         return self._names[key]
@@ -192,7 +202,7 @@ class Context:
         never scanned again: braces in the user's own code (f-strings,
         ``"ckpt-{epoch}"``, dict literals) pass through untouched.
         """
-        keys = set(NAME_KEYS) | set(values)
+        keys = set(self._name_keys) | set(values)
         pattern = re.compile(r"\{(" + "|".join(sorted(map(re.escape, keys))) + r")\}")
 
         def sub(m):
@@ -200,6 +210,18 @@ class Context:
             return values[k] if k in values else self.name(k)
 
         return pattern.sub(sub, template)
+
+    def say(self, template: str, **values: str) -> str:
+        """A message (or comment) for the user in the backend's words.
+
+        ``{engine}``, ``{rank}``, ``{size}``, ``{chief}``... are the
+        backend's ``message_words()``; other placeholders are the given
+        values. One pass, as in :meth:`fill`: substituted text (the user's
+        code) is never scanned again, and other braces pass through.
+        """
+        table = {**self.backend.message_words(), **values}
+        pattern = re.compile(r"\{(" + "|".join(sorted(map(re.escape, table))) + r")\}")
+        return pattern.sub(lambda m: table[m.group(1)], template)
 
     def quoted(self, text: str) -> str:
         """A string literal in the file's preferred quote style."""

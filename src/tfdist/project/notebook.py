@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..engine import findings as F
 from ..engine.analysis import ProjectContext
-from ..engine.convert import convert_path
+from ..assembly import convert_path
 
 PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 MARKER = "__tfdist_cell_{}__"

@@ -14,7 +14,7 @@ import tokenize
 from typing import Optional
 
 from ..engine import findings as F
-from ..engine.convert import convert_path
+from ..assembly import convert_path
 
 NO_LOOP = "no training loop found"
 HELPER_NOTE = "imports TensorFlow/Keras but has no training loop (a helper module): left unchanged"

@@ -1,7 +1,9 @@
 """Rewrite rules: one module per training pattern, one per cross-cutting concern.
 
-Pattern rules expose ``detect(analysis) -> [Evidence]`` and ``apply(ctx)``;
-cross-cutting rules expose ``apply(ctx)``. Helpers shared by several rules
+Pattern rules expose ``PATTERN``, ``detect(analysis) -> [Evidence]`` and
+``apply(ctx)``; cross-cutting rules expose ``apply(ctx)``; any rule may
+expose ``prepare(ctx)``, run for every rule before any applies (see
+``tfdist.engine.pipeline``). Helpers shared by several rules
 (learning-rate scaling, data division) are modules the rules call.
 """
 from . import gradient_tape, keras_fit, monitored_session, rank0_io, session, setup
@@ -15,4 +17,7 @@ PATTERN_RULES = {
     monitored_session.PATTERN: monitored_session,
 }
 CROSS_CUTTING_RULES = (rank0_io,)
-SETUP_RULE = setup
+SETUP_RULE = setup  # last: it places the imports and start-up code the others asked for
+
+# The pipeline's rules, in the order they apply.
+DEFAULT_RULES = (*PATTERN_RULES.values(), *CROSS_CUTTING_RULES, SETUP_RULE)

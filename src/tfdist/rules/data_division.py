@@ -21,6 +21,22 @@ from .common import find_arg, has_star_args, method_name, source
 RULE = "data-division"
 
 
+# State kept per conversion (ctx.state): what this module already edited,
+# so the rules reaching the same node never edit it twice.
+def _sharded(ctx) -> set:
+    """Sources, seeds and counts already divided."""
+    return ctx.state(__name__ + ".sharded")
+
+
+def _wrapped(ctx) -> set:
+    """Sequences given to fit() already wrapped."""
+    return ctx.state(__name__ + ".wrapped")
+
+
+def _state(ctx) -> dict:
+    return ctx.state(__name__, dict)
+
+
 def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> None:
     """Replace node by template (made with ``{inner}`` for the dataset),
     filled with node's *updated* form, so edits inside it (a seed) survive."""
@@ -41,19 +57,19 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     if not sources:
         return _shard_unresolved(ctx, dataset, what)
     for src in sources:
-        if src in ctx.sharded:
+        if src in _sharded(ctx):
             continue
-        ctx.sharded.add(src)
+        _sharded(ctx).add(src)
         parent = ctx.a.parent(src)
         if isinstance(parent, cst.Attribute) and parent.attr.value == "shard":
-            ctx.warn(src, RULE, "the dataset is already sharded: check it is sharded by Horovod rank")
+            ctx.warn(src, RULE, ctx.say("the dataset is already sharded: check it is sharded by {engine} rank"))
             continue
         if ctx.a.is_name(src, apis.FILE_LEVEL_SOURCES):
             _shard_records(ctx, dataset, src, what)
             continue
         if ctx.a.is_name(src, apis.TFDS_LOAD):
             if _tfds_shape(src) != ("single", False):
-                ctx.warn(src, RULE, "this tfds.load(...) returns several datasets: shard the one used for training with .shard(hvd.size(), hvd.rank()).take(len // hvd.size())")
+                ctx.warn(src, RULE, ctx.say("this tfds.load(...) returns several datasets: shard the one used for training with .shard({size}, {rank}).take(len // {size})"))
                 continue
             _tfds_fixed_file_order(ctx, src)
         _share_seed(ctx, src)
@@ -122,9 +138,9 @@ def _share_seed(ctx, src: cst.Call) -> None:
     """Sources shuffling with a per-process random seed get one shared seed."""
     a = ctx.a
     name = a.is_name(src, apis.SEEDED_SHUFFLE_SOURCES)
-    if name is None or (src, "seed") in ctx.sharded:
+    if name is None or (src, "seed") in _sharded(ctx):
         return
-    ctx.sharded.add((src, "seed"))
+    _sharded(ctx).add((src, "seed"))
     switch, seed_pos = apis.SEEDED_SHUFFLE_SOURCES[name]
     shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
     if shuffle is not None and _literal_false(shuffle.value):
@@ -178,9 +194,9 @@ def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
     """shuffle_files=True shuffles the files with a random seed per process:
     give every rank the same file order, so record shards stay disjoint."""
     a = ctx.a
-    if (src, "seed") in ctx.sharded:
+    if (src, "seed") in _sharded(ctx):
         return
-    ctx.sharded.add((src, "seed"))
+    _sharded(ctx).add((src, "seed"))
     sf = find_arg(src, "shuffle_files", apis.TFDS_LOAD_POS["shuffle_files"])
     if sf is None or not _literal_true(sf.value):
         return
@@ -244,12 +260,12 @@ def _tuple_source_element(a, value, path: List[int]):
 
 def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -> None:
     key = (assign, name)
-    if key in ctx.sharded:
+    if key in _sharded(ctx):
         return
-    ctx.sharded.add(key)
+    _sharded(ctx).add(key)
     stmt = ctx.a.statement_of(assign)
     template = ctx.backend.shard_dataset_known_size(name)
-    ctx.plan.insert_after(stmt, ctx.stmts(f"{name} = {template}", comment="Horovod: an equal, disjoint share of the dataset per rank."))
+    ctx.plan.insert_after(stmt, ctx.stmts(f"{name} = {template}", comment=ctx.say("{engine}: an equal, disjoint share of the dataset per rank.")))
     ctx.change(assign, RULE, f"{what}: {name} (from {ctx.a.code(src.func)}) sharded by rank, equal share per rank")
 
 
@@ -277,8 +293,8 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
         if _dict_of_splits(ctx, expr.value):
-            if expr not in ctx.sharded:
-                ctx.sharded.add(expr)
+            if expr not in _sharded(ctx):
+                _sharded(ctx).add(expr)
                 _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
                 ctx.change(expr, RULE, f"{what}: split {a.code(expr)} sharded by rank, equal share per rank")
             return True
@@ -460,15 +476,15 @@ def _shared_helpers(a, expr) -> List[cst.Call]:
 
 def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: bool, shuffled: bool,
                      what: str, why: str) -> bool:
-    if call in ctx.sharded:
+    if call in _sharded(ctx):
         return True
-    ctx.sharded.add(call)
+    _sharded(ctx).add(call)
     if known:
         template = ctx.backend.shard_dataset_known_size("{inner}")
     elif not batched:
         template = ctx.backend.shard_dataset("{inner}")
     else:
-        ctx.warn(call, RULE, f"{helper}() returns batches of a dataset of unknown size ({why}): shard it inside {helper}() before .batch(...), e.g. .shard(hvd.size(), hvd.rank()) right after the source, with every rank getting the same number of elements")
+        ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}): shard it inside {helper}() before .batch(...), e.g. .shard({size}, {rank}) right after the source, with every rank getting the same number of elements", helper=helper, why=why))
         return True
     _wrap_node(ctx, call, template)
     ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
@@ -488,7 +504,7 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
                 and a.is_kind(c.func.value, A.DATASET)]
     if not shuffles or any(find_arg(c, "seed", 1) is None and any(x.star for x in c.args) for c in shuffles):
         return False
-    seeded = ctx.__dict__.setdefault("_seeded_shuffles", set())
+    seeded = ctx.state(__name__ + ".seeded_shuffles")
     for c in shuffles:
         if find_arg(c, "seed", 1) is None and c not in seeded:
             seeded.add(c)
@@ -608,9 +624,9 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
     elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and _literal_false(arg.value)
              for arg in point.args):
         ctx.warn(point, RULE, "deterministic=False: records arrive in a different order on every rank, so the record shards may overlap; drop deterministic=False")
-    if point in ctx.sharded:
+    if point in _sharded(ctx):
         return
-    ctx.sharded.add(point)
+    _sharded(ctx).add(point)
     _wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}"))
     if point is src:
         ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")
@@ -662,9 +678,9 @@ def shard_image_flow(ctx, expr, what: str) -> Optional[str]:
     kind, call = image_flow(a, expr)
     if kind is None:
         return None
-    if call in ctx.sharded:
+    if call in _sharded(ctx):
         return "sliced" if kind == "array" else "streams"
-    ctx.sharded.add(call)
+    _sharded(ctx).add(call)
     if kind == "array":
         pos = apis.IMAGE_GENERATOR_ARRAY_FLOWS[call.func.attr.value]
         values = [arg.value for key in ("x", "y", "sample_weight")
@@ -687,20 +703,20 @@ def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
     """A keras.utils.Sequence given to fit(): rank r reads its batches r,
     r + size, ... through a wrapper class written once into the module."""
     a = ctx.a
-    if expr in ctx.wrapped:
+    if expr in _wrapped(ctx):
         return True
-    ctx.wrapped.add(expr)
-    name = getattr(ctx, "_rank_sequence_class", None)
+    _wrapped(ctx).add(expr)
+    name = _state(ctx).get("rank_sequence_class")
     if name is None:
-        keras_base = "{keras}.utils.Sequence" if ctx.keras_flavor == "keras" else "{tf}.keras.utils.Sequence"
+        keras_base = "{keras}.utils.Sequence" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras.utils.Sequence"
         name = ctx.imports.free_name("RankShardedSequence")
-        ctx._rank_sequence_class = name
+        _state(ctx)["rank_sequence_class"] = name
         anchor = _module_statement(a, fit_call)
         classes = [c for c in a.classdefs if A.SEQUENCE in a.classes.get(
             next(iter(a.qualified(c.name)), c.name.value), A.ClassFact("", set(), [])).kinds]
         top = [c for c in classes if a.parent(c) is a.module]
         body = ctx.stmts(ctx.backend.rank_strided_sequence(name, keras_base),
-                         comment="Horovod: every rank reads a disjoint, equal share of a Sequence's batches.")
+                         comment=ctx.say("{engine}: every rank reads a disjoint, equal share of a Sequence's batches."))
         blank = [cst.EmptyLine(), cst.EmptyLine()]
         body[0] = body[0].with_changes(leading_lines=[*blank, *body[0].leading_lines])
         if top:
@@ -795,9 +811,9 @@ def shard_repeated(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             return False
         points.append((rep, point))
     for rep, (root, sources) in points:
-        if root in ctx.sharded:
+        if root in _sharded(ctx):
             continue
-        ctx.sharded.add(root)
+        _sharded(ctx).add(root)
         for src in sources:
             _prepare_source(ctx, src)
         _wrap_node(ctx, root, ctx.backend.shard_dataset_plain("{inner}"))

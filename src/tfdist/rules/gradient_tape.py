@@ -198,11 +198,11 @@ def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.
             break
         cur = a.statement_of(par) if par is not None else None
     if anchor is None:
-        ctx.warn(first, RULE, f"cannot place the DistributedGradientTape for {name}: wrap it by hand before {name}.gradient")
+        ctx.warn(first, RULE, ctx.say("cannot place the {tape_wrapper} for {name}: wrap it by hand before {name}.gradient", name=name))
         return
     ctx.plan.insert_before(anchor, ctx.stmts(ctx.backend.wrap_tape(name),
-                                             comment="Horovod: average gradients across ranks."))
-    ctx.change(item, RULE, f"GradientTape {name} wrapped in DistributedGradientTape before its gradient() call")
+                                             comment=ctx.say("{engine}: average gradients across ranks.")))
+    ctx.change(item, RULE, ctx.say("GradientTape {name} wrapped in {tape_wrapper} before its gradient() call", name=name))
 
 
 def _variables_identity(a: A.Analysis, call: cst.Call, grad_calls) -> Optional[tuple]:
@@ -297,7 +297,7 @@ def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(receiver(call)))
     opt_vars = f"{opt}.variables()" if legacy else f"{opt}.variables"
     code = ctx.backend.broadcast_after_first_step(opt, _model_vars(a, variables), opt_vars)
-    ctx.plan.insert_after(stmt, ctx.stmts(code, comment="Horovod: broadcast initial state from rank 0 once, after the first step created the optimizer's slots."))
+    ctx.plan.insert_after(stmt, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial state from rank 0 once, after the first step created the optimizer's slots.")))
     ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first apply_gradients")
 
 
@@ -344,7 +344,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
             continue
         dataset_loops.append(loop)
         if not data_division.shard_dataset(ctx, ds, "training data"):
-            ctx.warn(loop.iter, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
+            ctx.warn(loop.iter, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
         if take is not None and take.args:
             data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
     candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
@@ -358,8 +358,8 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         if found:
             samplers.draw_per_rank(ctx, found)
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
-            ctx.warn(loop, data_division.RULE, "cannot see how many steps this training loop runs: make each rank "
-                                               "run 1/size of its steps (e.g. divide its step count by hvd.size())")
+            ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
+                                                       "run 1/size of its steps (e.g. divide its step count by {size})"))
         _shard_iterators(ctx, loop)  # next(it) with it = iter(dataset), in a for or a while step loop
 
 
@@ -447,10 +447,10 @@ def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced
         return None
     sliced = tf1_common.slice_where_final(ctx, roots, readers or [loop], "read by the training loop")
     if sliced is None:
-        ctx.warn(loop, data_division.RULE,
-                 f"the training loop reads rows of {', '.join(sorted(roots))}, which tfdist cannot slice where they "
-                 f"are final: give each rank its own equal share, e.g. x = x[hvd.rank()::hvd.size()]"
-                 f"[:len(x) // hvd.size()] for each of them, all after the last one is computed")
+        ctx.warn(loop, data_division.RULE, ctx.say(
+            "the training loop reads rows of {roots}, which tfdist cannot slice where they "
+            "are final: give each rank its own equal share, e.g. x = x[{rank}::{size}]"
+            "[:len(x) // {size}] for each of them, all after the last one is computed", roots=", ".join(sorted(roots))))
     return sliced
 
 

@@ -66,6 +66,17 @@ def flavor(a: A.Analysis) -> str:
     return "tf.keras"
 
 
+def _wrapped(ctx) -> set:
+    """Optimizers and callback lists already edited (per conversion)."""
+    return ctx.state(__name__ + ".wrapped")
+
+
+def prepare(ctx) -> None:
+    """Which Keras the file uses (the backend picks its Keras module by it);
+    for every file, whatever its pattern."""
+    ctx.facts["keras_flavor"] = flavor(ctx.a)
+
+
 def apply(ctx) -> None:
     a = ctx.a
     for call in model_calls(a, {"train_on_batch"}):
@@ -75,7 +86,7 @@ def apply(ctx) -> None:
     from . import gradient_tape
     custom = gradient_tape.training_tapes(a, keras_train_step=True)
     if custom:
-        ctx.needs_tf_api = True
+        ctx.facts["needs_tf_api"] = True
         for w, item, name, calls in custom:
             gradient_tape.wrap_tape(ctx, w, item, name, calls)
     compiles = model_calls(a, {"compile"})
@@ -90,16 +101,16 @@ def apply(ctx) -> None:
 
 # ------------------------------------------------------------------ optimizer
 def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
-    if node in ctx.wrapped:
+    if node in _wrapped(ctx):
         return
-    ctx.wrapped.add(node)
+    _wrapped(ctx).add(node)
     template = ctx.backend.wrap_optimizer("{inner}", keras=True)
     ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
-    ctx.change(node, "distributed-optimizer", f"{what} wrapped in DistributedOptimizer (gradients averaged across ranks)")
+    ctx.change(node, "distributed-optimizer", ctx.say("{what} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", what=what))
 
 
 def _new_optimizer(ctx, class_short: str) -> str:
-    base = "{keras}" if ctx.keras_flavor == "keras" else "{tf}.keras"
+    base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
     lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[class_short]
     inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={ctx.backend.scale_lr(repr(lr))})")
     return ctx.fill(ctx.backend.wrap_optimizer("{inner}", keras=True), inner=inner)
@@ -112,7 +123,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
         short = apis.KERAS_OPTIMIZER_STRINGS[apis.KERAS_DEFAULT_COMPILE_OPTIMIZER]
         new = cst.parse_expression(_new_optimizer(ctx, short))
         ctx.plan.replace(compile_call, lambda c: append_arg(c, kwarg("optimizer", new)))
-        ctx.change(compile_call, "distributed-optimizer", f"default optimizer made explicit ({short}), learning rate scaled, wrapped in DistributedOptimizer")
+        ctx.change(compile_call, "distributed-optimizer", ctx.say("default optimizer made explicit ({short}), learning rate scaled, wrapped in {optimizer_wrapper}", short=short))
         return
     value = arg.value
     if isinstance(value, cst.SimpleString):
@@ -122,7 +133,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
             raise ctx.unsupported(value, f"unknown optimizer name {value.value}")
         new = cst.parse_expression(_new_optimizer(ctx, short))
         ctx.plan.replace(value, lambda old: new)
-        ctx.change(value, "distributed-optimizer", f"optimizer {value.value} built as {short} with its default learning rate scaled, wrapped in DistributedOptimizer")
+        ctx.change(value, "distributed-optimizer", ctx.say("optimizer {name} built as {short} with its default learning rate scaled, wrapped in {optimizer_wrapper}", name=value.value, short=short))
         return
     construction = _construction(a, value)
     if construction is not None:
@@ -152,10 +163,10 @@ def _tf1_optimizer(ctx, call: cst.Call):
     a = ctx.a
     names = sorted(n for n in a.names(call) if n in apis.TF1_OPTIMIZERS)
     short = names[0].rsplit(".", 1)[1] if names else a.code(call.func)
-    return ctx.unsupported(call, f"the TF1 optimizer {a.code(call.func)}(...) given to Keras compile(): Horovod's Keras "
-                                 f"DistributedOptimizer cannot wrap it (it fails at start-up) and horovod.tensorflow's would "
-                                 f"not average the gradients Keras computes; use the Keras optimizer instead "
-                                 f"(tf.keras.optimizers.{short.replace('Optimizer', '') or short}(...) with the same learning rate)")
+    return ctx.unsupported(call, ctx.say(
+        "the TF1 optimizer {optimizer}(...) given to Keras compile(): {tf1_optimizer_in_keras}; use the Keras "
+        "optimizer instead (tf.keras.optimizers.{keras_optimizer}(...) with the same learning rate)",
+        optimizer=a.code(call.func), keras_optimizer=short.replace('Optimizer', '') or short))
 
 
 def _constructions(a: A.Analysis, value, depth: int):
@@ -269,7 +280,7 @@ def _fit(ctx, call: cst.Call) -> None:
         elif a.is_kind(x.value, A.DATASET):
             if not data_division.shard_dataset(ctx, x.value, "training data") and not (
                     steps is not None and data_division.shard_repeated(ctx, x.value, "training data")):
-                ctx.warn(x.value, data_division.RULE, "cannot find where this dataset is built: shard it with .shard(hvd.size(), hvd.rank())")
+                ctx.warn(x.value, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
             per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
         elif y is None and a.is_kind(x.value, A.SEQUENCE):
             data_division.wrap_sequence(ctx, call, x.value, "training data")
@@ -323,7 +334,7 @@ def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:
     """A file-reading flow (one shuffled stream per rank) with no step count:
     every rank runs len(flow) // size steps."""
     if not isinstance(flow, cst.Name):
-        ctx.warn(flow, data_division.RULE, f"each rank reads its own shuffled stream from this flow: pass {key}=len(flow) // hvd.size() (bind the flow to a name first)")
+        ctx.warn(flow, data_division.RULE, ctx.say("each rank reads its own shuffled stream from this flow: pass {key}=len(flow) // {size} (bind the flow to a name first)", key=key))
         return
     new = ctx.expr(ctx.backend.divide_count(f"len({flow.value})"))
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(key, new)))
@@ -453,9 +464,9 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
 
 
 def _callback_list(ctx, node: cst.List) -> None:
-    if node in ctx.wrapped:
+    if node in _wrapped(ctx):
         return
-    ctx.wrapped.add(node)
+    _wrapped(ctx).add(node)
     a = ctx.a
     first = [ctx.expr(t) for t in ctx.backend.keras_callbacks()]
     rank0 = [e for e in node.elements if not isinstance(e, cst.StarredElement) and _is_rank0_callback(a, e.value)]

@@ -18,6 +18,11 @@ from .common import append_arg, find_arg, kwarg, source
 RULE = "lr-scaling"
 
 
+def _scaled(ctx) -> set:
+    """Optimizer constructions already scaled (per conversion), however many rules reach them."""
+    return ctx.state(__name__ + ".scaled")
+
+
 def default_lr(name: str) -> Optional[float]:
     if name in apis.KERAS_OPTIMIZERS:
         return apis.KERAS_OPTIMIZERS[name]
@@ -30,9 +35,9 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
     """Schedule the scaling of the learning rate of an optimizer construction
     (once, however many rules reach the same construction)."""
     a = ctx.a
-    if call in ctx.scaled:
+    if call in _scaled(ctx):
         return True
-    ctx.scaled.add(call)
+    _scaled(ctx).add(call)
     known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
     arg = find_arg(call, ("learning_rate", "lr"), 0 if known else None)
     if arg is None:
@@ -76,7 +81,7 @@ def _scale_schedule(ctx, t: A.Type) -> bool:
         ctx.warn(t.call, RULE, f"cannot find {keyword} of {t.name}")
         return False
     if keyword == "values":  # PiecewiseConstantDecay: every piece is a rate
-        text = f"[v * {{hvd}}.size() for v in {source(ctx.a.module, arg.value, False)}]"
+        text = f"[{ctx.backend.scale_lr('v')} for v in {source(ctx.a.module, arg.value, False)}]"
         new = ctx.expr(text)
         ctx.plan.replace(arg.value, lambda old: new)
         ctx.change(arg.value, RULE, "every rate of the piecewise schedule scaled by the number of processes")

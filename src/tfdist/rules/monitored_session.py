@@ -28,6 +28,11 @@ HOOKS_POS = {MTS: 4, MONITORED: 1, SINGULAR: 0}
 CONFIG_POS = {MTS: 9, SINGULAR: 3}
 
 
+def _wrapped(ctx) -> set:
+    """Hook lists already given the broadcast hook (per conversion)."""
+    return ctx.state(__name__ + ".wrapped")
+
+
 def monitored(a: A.Analysis) -> List[cst.Call]:
     return [c for c in a.calls if a.is_name(c, apis.TF1_MONITORED_SESSIONS)]
 
@@ -97,21 +102,21 @@ def _hooks(ctx, call: cst.Call, position: int) -> None:
             ctx.plan.replace(call, lambda c: tf1_common.add_kwarg(c, kwarg("hooks", new)))
         else:
             ctx.plan.replace(arg.value, lambda old: new)
-        ctx.change(call, "broadcast", "BroadcastGlobalVariablesHook added: initial variables broadcast from rank 0")
+        ctx.change(call, "broadcast", ctx.say("{broadcast_hook} added: initial variables broadcast from rank 0"))
         return
     value = arg.value
     targets = _list_of(a, value)
     if targets:
         target = targets.pop()
-        if target not in ctx.wrapped:
-            ctx.wrapped.add(target)
+        if target not in _wrapped(ctx):
+            _wrapped(ctx).add(target)
             new_elem = ctx.expr(hook)
             ctx.plan.replace(target, lambda old: prepend_elements(old, [new_elem]))
-            ctx.change(target, "broadcast", "BroadcastGlobalVariablesHook added first: initial variables broadcast from rank 0")
+            ctx.change(target, "broadcast", ctx.say("{broadcast_hook} added first: initial variables broadcast from rank 0"))
         return
     new = ctx.expr(f"[{hook}, *{source(a.module, value)}]")
     ctx.plan.replace(value, lambda old: new)
-    ctx.change(value, "broadcast", "BroadcastGlobalVariablesHook added: initial variables broadcast from rank 0")
+    ctx.change(value, "broadcast", ctx.say("{broadcast_hook} added: initial variables broadcast from rank 0"))
 
 
 def _pin_creator(ctx, call: cst.Call) -> None:
@@ -132,7 +137,7 @@ def _pin_creator(ctx, call: cst.Call) -> None:
     if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_common.CHIEF_SESSION_CREATOR}):
         tf1_common.pin_config(ctx, creator, 2)
         return
-    ctx.warn(arg.value, "gpu-pinning", "pin one GPU per process in the session creator's config (visible_device_list = str(hvd.local_rank()))")
+    ctx.warn(arg.value, "gpu-pinning", ctx.say("pin one GPU per process in the session creator's config (visible_device_list = str({local_rank}))"))
 
 
 def _file_writing_hooks(ctx, chief_only: Set[cst.CSTNode]) -> None:
@@ -161,7 +166,7 @@ def _file_writing_hooks(ctx, chief_only: Set[cst.CSTNode]) -> None:
                     _guard_element(ctx, elem)
                     ctx.change(elem, "rank0-io", what)
             continue
-        ctx.warn(c, "rank0-io", f"{a.code(c.func)} writes files: run it on rank 0 only (hvd.rank() == 0) by hand")
+        ctx.warn(c, "rank0-io", ctx.say("{hook} writes files: run it on rank 0 only ({chief}) by hand", hook=a.code(c.func)))
 
 
 def _guard_element(ctx, elem: cst.Element) -> None:

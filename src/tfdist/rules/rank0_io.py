@@ -110,7 +110,7 @@ def _guard(ctx, call: cst.Call, what: str) -> None:
         ctx.plan.replace(call, lambda old: new)
         ctx.change(call, RULE, f"{what} on rank 0 only")
     else:
-        ctx.warn(call, RULE, f"{what}: run it on rank 0 only (hvd.rank() == 0) by hand")
+        ctx.warn(call, RULE, ctx.say("{what}: run it on rank 0 only ({chief}) by hand", what=what))
 
 
 def apply(ctx) -> None:
@@ -173,7 +173,7 @@ def _tf1_writer(ctx, call: cst.Call) -> None:
                 if ctx.plan.guard(s, ctx.expr(ctx.backend.is_chief())):
                     ctx.change(c, RULE, f"{a.code(c.func)}() on rank 0 only")
             else:
-                ctx.warn(c, RULE, f"{name} exists on rank 0 only: guard this use with hvd.rank() == 0")
+                ctx.warn(c, RULE, ctx.say("{name} exists on rank 0 only: guard this use with {chief}", name=name))
 
 
 # ------------------------------------------------------------------ other files

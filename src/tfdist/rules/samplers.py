@@ -180,8 +180,8 @@ def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
         loop = _outermost_loop(a, s.call)
         stmt = a.statement_of(loop) if loop is not None else None
         if stmt is None:
-            ctx.warn(s.call, data_division.RULE, f"{what}() is not called in a loop tfdist can see: seed NumPy "
-                                                 f"with hvd.rank() before the training loop by hand")
+            ctx.warn(s.call, data_division.RULE, ctx.say("{what}() is not called in a loop tfdist can see: seed NumPy "
+                                                         "with {rank} before the training loop by hand", what=what))
             ok = False
             continue
         if id(stmt) in seeded:
@@ -201,7 +201,7 @@ def seed_numpy_before(ctx, stmt) -> None:
     seed = ctx.backend.seed_per_rank(f"{np_name}.random.randint(2 ** 31 - 1)")
     ctx.plan.insert_before(stmt, ctx.stmts(
         f"{np_name}.random.seed({seed})",
-        comment="Horovod: each rank draws its own stream of batches (NumPy seeded by rank)."))
+        comment=ctx.say("{engine}: each rank draws its own stream of batches (NumPy seeded by rank).")))
 
 
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
@@ -229,19 +229,20 @@ def split_stream(ctx, call: cst.Call, what: str) -> bool:
     stmt = a.statement_of(call)
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     if not (isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1):
-        ctx.warn(call, data_division.RULE,
-                 f"{what}() hands out batches tfdist cannot divide here: give each rank a disjoint share of its "
-                 f"data, e.g. draw hvd.size() batches per step and keep the one at index hvd.rank()")
+        ctx.warn(call, data_division.RULE, ctx.say(
+            "{what}() hands out batches tfdist cannot divide here: give each rank a disjoint share of its "
+            "data, e.g. draw {size} batches per step and keep the one at index {rank}", what=what))
         return False
     key = ("split-stream", id(stmt))
-    if key in ctx.__dict__.setdefault("_sampler_keys", set()):
+    keys = ctx.state(__name__ + ".keys")  # per conversion: each stream split once
+    if key in keys:
         return True
-    ctx._sampler_keys.add(key)
+    keys.add(key)
     draw = ctx.imports.free_name("_draw")
     batch = ctx.imports.free_name("_batch")
     template = ctx.backend.keep_own_draw(draw, batch)
-    (loop,) = ctx.stmts(template, comment=(
-        "Horovod: the ranks split one stream of batches: each draws size of them per step and keeps its own."),
+    (loop,) = ctx.stmts(template, comment=ctx.say(
+        "{engine}: the ranks split one stream of batches: each draws size of them per step and keeps its own."),
         call=a.code(call), target=a.code(small.targets[0].target))
     ctx.plan.replace(stmt, lambda old, loop=loop: _keep_comments(old, loop))
     ctx.change(call, data_division.RULE,

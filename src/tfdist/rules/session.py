@@ -116,14 +116,14 @@ def apply(ctx) -> None:
     first_init = min(a.line(stmt) for stmt, _ in runs)
     for c in a.calls:
         if method_name(c) == "finalize" and not c.args and a.line(c) < first_init:
-            raise ctx.unsupported(c, "the graph is finalized before the variables are initialised: the broadcast "
-                                     "of initial variables cannot be added to it (build hvd.broadcast_global_variables(0) "
-                                     "before finalize() by hand)")
+            raise ctx.unsupported(c, ctx.say("the graph is finalized before the variables are initialised: the broadcast "
+                                             "of initial variables cannot be added to it (build {broadcast_op} "
+                                             "before finalize() by hand)"))
     op = ctx.backend.tf1_broadcast_op()
     for stmt, sess in runs:
         code = f"{a.code(sess)}.run({op})" if sess is not None else f"{op}.run()"
         anchor = _after_restores(a, stmt)
-        ctx.plan.insert_after(anchor, ctx.stmts(code, comment="Horovod: broadcast initial variables from rank 0."))
+        ctx.plan.insert_after(anchor, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial variables from rank 0.")))
         where = "initialisation" if anchor is stmt else "initialisation and checkpoint restore"
         ctx.change(stmt, "broadcast", f"initial variables broadcast from rank 0 right after {where}")
     for s in sessions(a):

@@ -17,11 +17,11 @@ def apply(ctx) -> None:
     for i, template in enumerate(ctx.backend.setup(ctx, tf2=tf2, keras3_guard=keras3)):
         comment = None
         if i == 0:
-            comment = "Horovod: initialize Horovod."
+            comment = ctx.say("{engine}: initialize {engine}.")
         elif "GPU" in template:
-            comment = "Horovod: pin one GPU per process (by local rank)."
+            comment = ctx.say("{engine}: pin one GPU per process (by local rank).")
         elif "SystemExit" in template:
-            comment = "Horovod cannot average gradients of Keras 3's fit: stop rather than train wrong."
+            comment = ctx.say("{engine} cannot average gradients of Keras 3's fit: stop rather than train wrong.")
         stmts += ctx.stmts(template, comment=comment)
     # Fill every name first so the imports they need are scheduled.
     imports = []
@@ -46,10 +46,10 @@ def apply(ctx) -> None:
             ctx.plan.insert_after(first, new)
         else:
             ctx.plan.insert_before(first, new)
-        ctx.change(first, RULE, "Horovod initialised at start-up")
+        ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
         return
     tf_imports = [s for m, s in imports if m == "tensorflow"]
     hvd_imports = [s for m, s in imports if m != "tensorflow"]
     ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
     ctx.plan.insert_after(setup_anchor, stmts)
-    ctx.change(setup_anchor, RULE, "Horovod initialised after the imports" + (", one GPU per process" if tf2 else ""))
+    ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if tf2 else ""))

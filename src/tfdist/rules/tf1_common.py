@@ -21,6 +21,13 @@ PS_DISTRIBUTION = {
 }
 CHIEF_SESSION_CREATOR = "tensorflow.train.ChiefSessionCreator"
 GPU_OPTIONS = "tensorflow.GPUOptions"
+
+
+def _pinned(ctx) -> set:
+    """Session configs already given a GPU per process (per conversion)."""
+    return ctx.state(__name__ + ".pinned")
+
+
 # Hooks that write files: they run on rank 0 only.
 FILE_WRITING_HOOKS = {
     "tensorflow.train.CheckpointSaverHook",
@@ -46,9 +53,9 @@ def check_convertible(ctx) -> None:
     applies = [c for c in a.calls if method_name(c) == "apply_gradients" and a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
     computes = [c for c in a.calls if method_name(c) == "compute_gradients" and a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
     if applies and not computes:
-        raise ctx.unsupported(applies[0], "apply_gradients() with gradients not computed by the optimizer's "
-                                          "compute_gradients(): DistributedOptimizer would not average them "
-                                          "(use optimizer.compute_gradients or minimize)")
+        raise ctx.unsupported(applies[0], ctx.say("apply_gradients() with gradients not computed by the optimizer's "
+                                                  "compute_gradients(): {optimizer_wrapper} would not average them "
+                                                  "(use optimizer.compute_gradients or minimize)"))
 
 
 def wrap_optimizers(ctx) -> None:
@@ -67,7 +74,7 @@ def wrap_optimizers(ctx) -> None:
             lr_scaling.scale_optimizer_lr(ctx, call, name)
         template = ctx.backend.wrap_optimizer("{inner}", keras=False)
         ctx.plan.replace(call, lambda upd, t=template: ctx.expr(t, inner=ctx.module.code_for_node(upd)))
-        ctx.change(call, "distributed-optimizer", f"{a.code(call.func)} wrapped in DistributedOptimizer (gradients averaged across ranks)")
+        ctx.change(call, "distributed-optimizer", ctx.say("{optimizer} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", optimizer=a.code(call.func)))
 
 
 def train_op_names(a: A.Analysis) -> Set[str]:
@@ -114,17 +121,17 @@ def pin_config(ctx, call: cst.Call, position) -> None:
         bound = a.assigned_values(value)
         if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and a.is_kind(bound[0][1], A.CONFIG_PROTO):
             stmt = a.statement_of(bound[0][0])
-            if stmt is not None and stmt not in ctx.pinned:
-                ctx.pinned.add(stmt)
+            if stmt is not None and stmt not in _pinned(ctx):
+                _pinned(ctx).add(stmt)
                 line = f"{value.value}.gpu_options.visible_device_list = {ctx.backend.tf1_visible_device_list()}"
-                ctx.plan.insert_after(stmt, ctx.stmts(line, comment="Horovod: pin one GPU per process."))
+                ctx.plan.insert_after(stmt, ctx.stmts(line, comment=ctx.say("{engine}: pin one GPU per process.")))
                 ctx.change(stmt, "gpu-pinning", f"{value.value} pins one GPU per process (by local rank)")
             return
     if isinstance(target, cst.Call) and a.is_kind(target, A.CONFIG_PROTO):
         gpu = find_arg(target, "gpu_options")
         if gpu is None:
-            if target not in ctx.pinned:
-                ctx.pinned.add(target)
+            if target not in _pinned(ctx):
+                _pinned(ctx).add(target)
                 new_arg = kwarg("gpu_options", ctx.expr(f"{tf1}.GPUOptions(visible_device_list={ctx.backend.tf1_visible_device_list()})"))
                 ctx.plan.replace(target, lambda c: add_kwarg(c, new_arg))
                 ctx.change(target, "gpu-pinning", "session config pins one GPU per process (by local rank)")
@@ -132,13 +139,13 @@ def pin_config(ctx, call: cst.Call, position) -> None:
         options = gpu.value
         if (isinstance(options, cst.Call) and a.is_name(options, {GPU_OPTIONS})
                 and find_arg(options, "visible_device_list") is None and not any(x.star for x in options.args)):
-            if options not in ctx.pinned:
-                ctx.pinned.add(options)
+            if options not in _pinned(ctx):
+                _pinned(ctx).add(options)
                 new_arg = kwarg("visible_device_list", ctx.expr(ctx.backend.tf1_visible_device_list()))
                 ctx.plan.replace(options, lambda c: add_kwarg(c, new_arg))
                 ctx.change(options, "gpu-pinning", "session config pins one GPU per process (by local rank)")
             return
-    ctx.warn(value, "gpu-pinning", "set config.gpu_options.visible_device_list = str(hvd.local_rank()) on this config by hand")
+    ctx.warn(value, "gpu-pinning", ctx.say("set config.gpu_options.visible_device_list = str({local_rank}) on this config by hand"))
 
 
 def tf1_prefix(ctx, call: cst.Call) -> str:
@@ -263,8 +270,8 @@ def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = 
         if isinstance(loop, cst.While) and (_should_stop_loop(loop) or (sharded and _until_out_of_range(a, loop))):
             continue
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
-            ctx.warn(loop, data_division.RULE, "cannot see how many steps this training loop runs: make each rank "
-                                               "run 1/size of its steps (e.g. divide its step count by hvd.size())")
+            ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
+                                                       "run 1/size of its steps (e.g. divide its step count by {size})"))
     runs = train_runs(a, a.module, train_ops)
     if runs and not training:
         ctx.warn(runs[0], data_division.RULE, "training loop not found: make each rank run 1/size of the training steps")
@@ -557,10 +564,10 @@ def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode
     every = [s for stmts in bindings.values() for s in stmts]
     if len({id(a.parent(s)) for s in every}) != 1:
         lines = ", ".join(str(a.line(s)) for s in sorted(every, key=a.line))
-        ctx.warn(every[-1], data_division.RULE,
-                 f"the arrays fed to the training step ({', '.join(sorted(roots))}) are bound in different blocks "
-                 f"(lines {lines}): slice them by rank where they are final, all at the same point, with "
-                 f"x = x[hvd.rank()::hvd.size()][:len(x) // hvd.size()]")
+        ctx.warn(every[-1], data_division.RULE, ctx.say(
+            "the arrays fed to the training step ({roots}) are bound in different blocks "
+            "(lines {lines}): slice them by rank where they are final, all at the same point, with "
+            "x = x[{rank}::{size}][:len(x) // {size}]", roots=", ".join(sorted(roots)), lines=lines))
         return None
     order = sorted(every, key=lambda s: (a.line(s), a.col(s)))
     first, point = order[0], order[-1]
@@ -572,13 +579,14 @@ def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode
                  f"{a.line(point)}, and is used here: compute {name} after line {a.line(point)} so it describes "
                  f"this rank's share")
     for name, line, use in _per_rank_sizes_in_graph(a, a.parent(point).body, point, set(roots)):
-        ctx.warn(use, data_division.RULE,
-                 f"{name} (line {line}) is computed from the data after tfdist slices it by rank (line "
-                 f"{a.line(point)}), so it is this rank's count; it is used in a TensorFlow expression here: if it "
-                 f"should be the size of the whole data set (e.g. to normalise the loss), multiply it by hvd.size()")
+        ctx.warn(use, data_division.RULE, ctx.say(
+            "{name} (line {line}) is computed from the data after tfdist slices it by rank (line "
+            "{point}), so it is this rank's count; it is used in a TensorFlow expression here: if it "
+            "should be the size of the whole data set (e.g. to normalise the loss), multiply it by {size}",
+            name=name, line=str(line), point=str(a.line(point))))
     names = sorted(roots, key=lambda n: (a.line(bindings[n][0]), n))
     lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
-    ctx.plan.insert_after(point, ctx.stmts(lines, comment="Horovod: each rank trains on its own equal share of the samples."))
+    ctx.plan.insert_after(point, ctx.stmts(lines, comment=ctx.say("{engine}: each rank trains on its own equal share of the samples.")))
     derived = [n for n in names if bindings[n][0] is not first and dataflow.depends_on(
         a, dataflow.value_of_statement(bindings[n][-1]) or cst.Name("_"), set(roots) - {n})]
     note = f" (after {', '.join(derived)} {'is' if len(derived) == 1 else 'are'} derived, so pairs stay intact)" if derived else ""
@@ -629,18 +637,18 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
         whole = _whole_feeds(a, fed, train_ops)
         if whole:
             names = ", ".join(sorted({a.code(v) for v in whole}))
-            ctx.warn(whole[0], data_division.RULE,
-                     f"the whole of {names} is fed at every step (full-batch training): tfdist cannot divide it "
-                     f"without changing what a step means; give each rank x[hvd.rank()::hvd.size()] of each, keep "
-                     f"the number of steps, and keep the original learning rate -- or feed mini-batches")
+            ctx.warn(whole[0], data_division.RULE, ctx.say(
+                "the whole of {names} is fed at every step (full-batch training): tfdist cannot divide it "
+                "without changing what a step means; give each rank x[{rank}::{size}] of each, keep "
+                "the number of steps, and keep the original learning rate -- or feed mini-batches", names=names))
         elif fed:
-            ctx.warn(fed[0], data_division.RULE,
-                     "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
-                     "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
-                     "arrays sliced with [hvd.rank()::hvd.size()], or seed the sampler with hvd.rank())")
+            ctx.warn(fed[0], data_division.RULE, ctx.say(
+                "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
+                "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
+                "arrays sliced with [{rank}::{size}], or seed the sampler with {rank})"))
         else:
-            ctx.warn(where, data_division.RULE, "no tf.data pipeline found: make sure each rank feeds different "
-                                                "samples (e.g. shard the input by hvd.rank())")
+            ctx.warn(where, data_division.RULE, ctx.say("no tf.data pipeline found: make sure each rank feeds different "
+                                                        "samples (e.g. shard the input by {rank})"))
     return runs
 
 
@@ -663,7 +671,7 @@ def full_batch_feeds(ctx) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNod
     """(arrays, the runs feeding them) when every non-constant value fed to
     the train op is a whole array bound before the step loop, the same at
     every step -- full-batch training; None otherwise. Computed once per file."""
-    cache = ctx.__dict__.setdefault("_full_batch", {})
+    cache = ctx.state(__name__ + ".full_batch", dict)
     if "value" in cache:
         return cache["value"]
     a = ctx.a

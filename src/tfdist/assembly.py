@@ -1,0 +1,47 @@
+"""The composition root: builds the conversion pipelines from the rules and
+the backends, and registers them by backend name.
+
+The engine (``tfdist.engine``) is handed its rules and its backend and
+imports neither; this module is the one place that knows all three.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import rules
+from .backends import BACKENDS
+from .engine import findings as F
+from .engine import convert as _convert
+from .engine import pipeline as _pipeline
+from .engine.analysis import ProjectContext
+from .engine.pipeline import Pipeline
+from .engine.source import SourceFile
+
+DEFAULT_BACKEND = "horovod"
+
+
+def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
+    """The pipeline of one engine: the default rules, emitting through this backend."""
+    try:
+        cls = BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r} (available: {', '.join(sorted(BACKENDS))})") from None
+    return Pipeline(rules.DEFAULT_RULES, cls())
+
+
+for _name in BACKENDS:
+    _pipeline.register(_name, lambda _name=_name: build_pipeline(_name))
+
+
+def pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
+    """The (shared) pipeline registered for this backend name."""
+    return _pipeline.resolve(backend)
+
+
+def analyse(src: SourceFile, project: Optional[ProjectContext] = None, backend: str = DEFAULT_BACKEND):
+    return pipeline(backend).analyse(src, project)
+
+
+def convert_path(path: str, backend: str = DEFAULT_BACKEND, project: Optional[ProjectContext] = None,
+                 data: Optional[bytes] = None) -> F.FileResult:
+    return _convert.convert_path(path, backend, project, data)

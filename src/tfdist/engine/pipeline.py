@@ -1,0 +1,215 @@
+"""The conversion pipeline for one module: analyse, detect, rewrite, check.
+
+A :class:`Pipeline` is *handed* its rules and its backend; the engine
+imports neither (``tfdist.assembly`` is the composition root that builds the
+pipelines from ``tfdist.rules`` and ``tfdist.backends``).
+
+Rules are objects or modules with, all optional but ``apply``:
+
+``PATTERN``            the training pattern the rule converts (pattern rules)
+``detect(a)``          ``[Evidence]`` of that pattern in an analysed module
+``prepare(ctx)``       run for every rule, in order, before any rule applies
+                       (facts the backend or other rules need, e.g. the
+                       Keras flavour)
+``apply(ctx)``         run in the order given; a rule with a ``PATTERN`` only
+                       when its pattern was detected in the module
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import libcst as cst
+
+from .. import apis
+from . import findings as F
+from . import patterns as P
+from .analysis import Analysis, ProjectContext
+from .context import Context, Unsupported, literal_placeholder
+from .names import canonical
+from .source import BadInput, SourceFile, load
+
+
+NO_TRAINING_MESSAGE = "no training loop found (no Keras fit, GradientTape step, or TF1 session training): nothing converted"
+
+
+class Pipeline:
+    """One engine's conversion: these rules, in this order, emitting through this backend."""
+
+    def __init__(self, rules: Sequence, backend):
+        self.rules = tuple(rules)
+        self.backend = backend
+        self.pattern_rules = tuple(r for r in self.rules if getattr(r, "PATTERN", None) is not None)
+        self._literal = literal_placeholder(backend.placeholder_names())
+
+    # ------------------------------------------------------------ analysis
+    def analyse(self, src: SourceFile, project: Optional[ProjectContext] = None):
+        a = Analysis(src.module, project)
+        evidence: List[F.Evidence] = []
+        for rule in self.pattern_rules:
+            evidence += rule.detect(a)
+        evidence.sort(key=lambda e: e.line)
+        return a, evidence
+
+    # ------------------------------------------------------------ conversion
+    def convert(self, src: SourceFile, project: Optional[ProjectContext] = None) -> F.FileResult:
+        path = src.path
+        a, evidence = self.analyse(src, project)
+        text = a.text  # the module's code, from the position pass
+        found = {e.pattern for e in evidence}
+        pattern = P.join_all(e.pattern for e in evidence)
+        result = F.FileResult(path=path, status=F.UNCHANGED, pattern=pattern, code=text, data=src.data,
+                              evidence=evidence, hierarchy=[f.describe() for f in a.classes.values() if f.kinds],
+                              types=a.describe_types())
+        markers = _distribution_markers(a)
+        if markers:
+            result.status = F.ALREADY
+            result.warnings.append(F.Finding("already-distributed", 1, 1, F.INFO, "; ".join(markers[:3]) + ": left unchanged"))
+            return result
+        estimator = [c for c in a.calls if any(n.startswith(apis.ESTIMATOR_PREFIX) for n in a.names(c))]
+        if estimator:
+            return _refuse(result, a.line(estimator[0]), self.backend.estimator_refusal())
+        implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
+        if implicit:
+            return _refuse(result, a.line(implicit[0]), self.backend.implicit_gradients_refusal(a.code(implicit[0].func)))
+        if pattern == P.UNKNOWN:
+            if not _uses_tensorflow(a):
+                result.status = F.UNCHANGED
+                return result
+            # Single-file mode refuses (exit 2, nothing written); in a tree the
+            # worker reports such a file as an unchanged helper module and copies it.
+            return _refuse(result, None, NO_TRAINING_MESSAGE)
+        if not P.combinable(found):
+            lines = "; ".join(e.human() for e in evidence)
+            return _refuse(result, evidence[0].line,
+                           f"several training patterns in one file ({', '.join(sorted(found))}) that tfdist cannot combine: {lines}")
+        clash = self._literal.search(text)
+        if clash:
+            line = text.count("\n", 0, clash.start()) + 1
+            return _refuse(result, line, f"the text {clash.group(0)} in this file is also a tfdist template placeholder; rename it to convert")
+        ctx = Context(a, self.backend, path)
+        ctx.patterns = found
+        try:
+            for rule in self.rules:
+                prepare = getattr(rule, "prepare", None)
+                if prepare is not None:
+                    prepare(ctx)
+            for rule in self.rules:
+                own = getattr(rule, "PATTERN", None)
+                if own is None or own in found:
+                    rule.apply(ctx)
+            new_module = ctx.plan.apply(src.module, a._parents)
+        except Unsupported as e:
+            return _refuse(result, e.line, e.message)
+        code = new_module.code
+        try:  # safety net: never hand out code that Python would not accept
+            compile(code, path, "exec", dont_inherit=True)
+        except SyntaxError as e:  # pragma: no cover - a bug in a rule
+            return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
+        result.code = code
+        result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
+        result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
+        result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
+        result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED
+        return result
+
+    def convert_path(self, path: str, project: Optional[ProjectContext] = None,
+                     data: Optional[bytes] = None) -> F.FileResult:
+        try:
+            src = load(path, data)
+        except BadInput as e:
+            return F.FileResult(path=path, status=F.FAILED, error=e.message, error_line=e.line)
+        try:
+            return self.convert(src, project)
+        except RecursionError:  # analysis/rewrite of very deeply nested code (parse succeeded)
+            return F.FileResult(path=path, status=F.FAILED,
+                                error="too deeply nested to convert (Python's recursion limit); nothing written")
+        except Exception as e:  # a bug in a rule must not stop a tree or crash the CLI
+            return F.FileResult(path=path, status=F.FAILED,
+                                error=f"internal error: {type(e).__name__}: {e} (please report); nothing written")
+
+
+# ---------------------------------------------------------------- registry
+# Pipelines by backend name, registered by the composition root
+# (tfdist.assembly), so callers holding only a name (``--backend horovod``)
+# can reach one without the engine knowing any.
+_REGISTRY: Dict[str, Callable[[], Pipeline]] = {}
+_BUILT: Dict[str, Pipeline] = {}
+
+
+def register(name: str, factory: Callable[[], Pipeline]) -> None:
+    _REGISTRY[name] = factory
+    _BUILT.pop(name, None)
+
+
+def registered() -> List[str]:
+    return sorted(_REGISTRY)
+
+
+def resolve(pipeline: Union[str, Pipeline]) -> Pipeline:
+    """A Pipeline, or the one registered under this backend name."""
+    if isinstance(pipeline, Pipeline):
+        return pipeline
+    if pipeline not in _BUILT:
+        try:
+            factory = _REGISTRY[pipeline]
+        except KeyError:
+            raise ValueError(f"unknown backend {pipeline!r} (available: {', '.join(registered()) or 'none registered'})") from None
+        _BUILT[pipeline] = factory()
+    return _BUILT[pipeline]
+
+
+# ---------------------------------------------------------------- helpers
+def _under(name: str, modules) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in modules)
+
+
+# Last parts of the distribution modules' names: an attribute ``x.distribute``
+# is resolved (and compared by qualified name) only when its name is one of them.
+_DISTRIBUTED_ATTRS = {m.rsplit(".", 1)[1] for m in apis.DISTRIBUTED_TF_MODULES}
+
+
+def _distribution_markers(a: Analysis) -> List[str]:
+    out = []
+    for node in a.imports:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                if a.code(alias.name).split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
+                    out.append(f"line {a.line(node)}: imports {a.code(alias.name)}")
+                elif _under(canonical(a.code(alias.name)), apis.DISTRIBUTED_TF_MODULES):
+                    out.append(f"line {a.line(node)}: imports {a.code(alias.name)}")
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            module = a.code(node.module)
+            if module.split(".")[0] in apis.DISTRIBUTED_MODULE_ROOTS:
+                out.append(f"line {a.line(node)}: imports from {module}")
+                continue
+            names = [module]
+            if not isinstance(node.names, cst.ImportStar):
+                names += [f"{module}.{a.code(alias.name)}" for alias in node.names]
+            if any(_under(canonical(n), apis.DISTRIBUTED_TF_MODULES) for n in names):
+                out.append(f"line {a.line(node)}: imports from {module}")
+    for call in a.calls:
+        names = a.names(call)
+        if any(n.startswith(apis.TF_DISTRIBUTE_PREFIX) or _under(n, apis.DISTRIBUTED_TF_MODULES)
+               or n in apis.DISTRIBUTED_TF_FUNCTIONS for n in names):
+            out.append(f"line {a.line(call)}: uses {a.code(call.func)}")
+    if not out:  # a distribution API used without a call (a class, an isinstance check...)
+        for node in a.scopes.by_type.get(cst.Attribute, ()):
+            if node.attr.value in _DISTRIBUTED_ATTRS and any(
+                    _under(n, apis.DISTRIBUTED_TF_MODULES) for n in a.names(node)):
+                out.append(f"line {a.line(node)}: uses {a.code(node)}")
+                break
+    return out
+
+
+def _uses_tensorflow(a: Analysis) -> bool:
+    return any("tensorflow" in a.code(node) or "keras" in a.code(node) for node in a.imports)
+
+
+def _refuse(result: F.FileResult, line: Optional[int], message: str) -> F.FileResult:
+    result.status = F.UNSUPPORTED
+    result.error = message
+    result.error_line = line
+    result.changes = []
+    result.code = None
+    result.data = None
+    return result
