@@ -243,9 +243,10 @@ def _until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
                for n in walk(loop))
 
 
-def _runs_train_op_through_calls(a: A.Analysis, node, train_ops: Set[str]) -> bool:
-    """node runs the train op, directly or through the functions it calls."""
-    return dataflow.reaches(a, node, lambda n: bool(train_runs(a, n, train_ops)))
+def _runs_train_op_through_calls(a: A.Analysis, node, runs: List[cst.Call]) -> bool:
+    """node runs the train op (one of the module's train-op ``runs``),
+    directly or through the functions it calls."""
+    return dataflow.reaches(a, node, lambda n: any(dataflow.is_inside(a, r, n) for r in runs))
 
 
 def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = None) -> List[cst.Call]:
@@ -259,7 +260,8 @@ def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = 
     a = ctx.a
     train_ops = train_op_names(a)
     loops = sorted(a.for_loops + a.while_loops, key=lambda n: (a.line(n), a.col(n)))
-    training = [l for l in loops if _runs_train_op_through_calls(a, l.body, train_ops)]
+    all_runs = train_runs(a, a.module, train_ops)  # found once; loops are matched by ancestry
+    training = [l for l in loops if _runs_train_op_through_calls(a, l.body, all_runs)]
     innermost = [l for l in training
                  if not any(o is not l and any(x is l for x in a.ancestors(o)) for o in training)]
     # A loop whose body only calls a function holding the real step loop is an epoch loop.
@@ -272,10 +274,9 @@ def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = 
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
             ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
                                                        "run 1/size of its steps (e.g. divide its step count by {size})"))
-    runs = train_runs(a, a.module, train_ops)
-    if runs and not training:
-        ctx.warn(runs[0], data_division.RULE, "training loop not found: make each rank run 1/size of the training steps")
-    return runs
+    if all_runs and not training:
+        ctx.warn(all_runs[0], data_division.RULE, "training loop not found: make each rank run 1/size of the training steps")
+    return all_runs
 
 
 def _feed_dict_node(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[cst.BaseExpression]:
