@@ -39,9 +39,10 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
                     other files (glob on the name) the script writes: the
                     original must write some, rank 0 the same names, other
                     ranks none (checkpoint/summary/model files are always checked)
-    samples=none    the probe has no sample source for this loop (a GradientTape
-                    loop over NumPy slices): asserted, and the sample checks are
-                    skipped (exit, variables, steps and files are still checked)
+    samples=none    the probe has no sample source for this loop (e.g. a
+                    GradientTape loop inside a tf.function fed NumPy slices):
+                    asserted, and the sample checks are skipped (exit,
+                    variables, steps and files are still checked)
 * it converts correctly with tfdist TODAY: shapes tfdist cannot yet convert
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
@@ -388,6 +389,58 @@ def test_verify_catches_labels_sliced_twice(tmp_path):
     for rec in fixed.ranks:              # n = 512: offsets % (512 - 32) feed the first 480 rows
         checked, bad, _ = label_mismatches(rec, known_bug_label)
         assert checked == 480 and bad == 0, (rec.rank, checked, bad)
+
+
+@pytest.mark.timeout(600)
+def test_verify_catches_tape_labels_sliced_with_another_stride(tmp_path):
+    """The probe's tape source (eager GradientTape loop over NumPy slices):
+    tape_numpy_labels_other_stride_wrong_hvd.py divides x_train by a rank
+    stride and y_train in contiguous blocks.  It exits 0 with synchronised
+    ranks and 1/2 of the steps each; only the sample/label pairs show the
+    damage.  The hand-written correct conversion passes every check."""
+    env, timeout = run_env(), 300
+    script = CORRECTNESS / "tape_numpy_offsets_epochs.py"
+    label_of = label_function(script, flags_of(script))
+    original = run_and_observe(script, 1, tmp_path / "original", timeout, single=True, env=env, label="original")
+    wrong = run_and_observe(KNOWN_BUGS / "tape_numpy_labels_other_stride_wrong_hvd.py", 2, tmp_path / "wrong",
+                            timeout, single=False, env=env, label="wrong conversion")
+    fixed = run_and_observe(KNOWN_BUGS / "tape_numpy_labels_other_stride_fixed_hvd.py", 2, tmp_path / "fixed",
+                            timeout, single=False, env=env, label="fixed conversion")
+    assert original.returncode == 0 and wrong.returncode == 0 and fixed.returncode == 0, wrong.tail[-20:]
+    (ref,) = original.ranks
+    # 480 samples / batch 20 x 2 epochs, every batch followed by an optimizer step.
+    assert ref.optimizer_steps == 48 and ref.probe_errors == [], (ref.optimizer_steps, ref.probe_errors)
+    ref_stream = ref.sample_stream()
+    assert ref_stream.source == "tape" and len(ref_stream.rows) == 960 and len(ref_stream.distinct()) == 480
+    assert label_mismatches(ref, label_of)[:2] == (480, 0)
+
+    # The wrong conversion runs "fine": exit 0, synchronised ranks, 1/2 of the steps.
+    assert [r.exit_code for r in wrong.ranks] == [0, 0]
+    assert len({r.trainable_sha256 for r in wrong.ranks}) == 1
+    assert [r.optimizer_steps for r in wrong.ranks] == [24, 24]
+    reasons, checks, warnings = check(original, wrong, 2)
+    assert len(reasons) == 1 and reasons[0].startswith("sample/label pairs broken"), reasons
+    assert any(c.startswith("each rank took ~1/2 of the original's 48 optimizer steps") for c in checks), checks
+    for rec in wrong.ranks:
+        assert rec.sample_stream().source == "tape" and len(rec.sample_stream().rows) == 480
+        # Recomputed independently from the recorded values with the script's label function:
+        # 4 classes, so about 3/4 of the pairs carry another sample's label.
+        checked, bad, _ = label_mismatches(rec, label_of)
+        assert checked == 240 and bad > 0.5 * checked, (rec.rank, checked, bad)
+        assert f"rank {rec.rank} fed {bad} of {checked} samples with labels that are not theirs" in reasons[0], reasons
+    report = VerifyReport(script=script.name, np=2, passed=False, reasons=reasons, checks=checks,
+                          warnings=warnings, reference=original, distributed=wrong)
+    assert "FAIL: sample/label pairs broken: rank 0 fed" in report.format_text()
+
+    reasons, checks, _ = check(original, fixed, 2)
+    assert reasons == [], reasons
+    assert any(c.startswith("sample/label pairs intact") for c in checks), checks
+    assert any(c.startswith("work divided (tape)") for c in checks), checks
+    result = check_samples(original.ranks[0], fixed.ranks, 2)
+    assert result["summary"]["first_epoch_overlap"] == 0 and result["summary"]["coverage"] == 1.0, result["summary"]
+    for rec in fixed.ranks:
+        checked, bad, _ = label_mismatches(rec, label_of)
+        assert checked == 240 and bad == 0, (rec.rank, checked, bad)
 
 
 def known_bug_label(sample):

@@ -38,7 +38,7 @@ Samples (``record["samples"]``): each batch lists its rows as
 ``"<sample hash>:<label hash>:..."`` strings; every row is hashed with :func:`row_hashes`
 (blake2b, 8 bytes, over ``<dtype><row shape>;`` + the row's bytes), so that
 ``tfdist verify`` can check that each rank fed every sample with its own
-labels and that the ranks read different samples.  Three sources:
+labels and that the ranks read different samples.  Four sources:
 
 * ``tf1-feed``: a ``Session.run`` that runs a train op with a ``feed_dict``:
   the fed values with a leading batch dimension, aligned row by row; the
@@ -50,6 +50,18 @@ labels and that the ranks read different samples.  Three sources:
   the optimizer-step counter when it was fetched; a batch counts as
   ``trained`` when that counter moved before the next batch was fetched
   (evaluation loops do not move it).
+* ``tape``: eager ``GradientTape`` loops (the model called on NumPy slices
+  or eager tensors, outside ``tf.function``): while a tape records, the
+  input of the first Keras model call is the sample batch and the ``y_true``
+  of the first Keras loss call after it (a ``keras.losses.Loss`` object or a
+  function of ``keras.losses``) in the same tape its labels, row by row when
+  their leading dimensions match (otherwise the samples are recorded
+  alone).  Like ``iterator`` batches, a batch counts as ``trained`` when the
+  optimizer-step counter moved before the next recorded batch (tape,
+  iterator or keras-fit) or the end.  Tapes inside
+  ``Model.fit`` and steps whose batch the ``iterator`` source already
+  recorded (an eager tf.data batch fetched since the last optimizer step)
+  are not recorded again.
 * ``keras-fit``: ``Model.fit`` given NumPy arrays / eager tensors: the rows of
   x (with y's rows as labels) once per call, with the number of epochs (the
   rows within an epoch are listed in the order given, not in fit's shuffled
@@ -100,6 +112,9 @@ POST_IMPORT_HOOKS = {
     "keras.optimizers.optimizer_v2.optimizer_v2": "keras_legacy_optimizer",
     "keras.optimizers.legacy.optimizer_v2": "keras_legacy_optimizer",
     "tf_keras.src.optimizers.legacy.optimizer_v2": "keras_legacy_optimizer",
+    "keras.src.losses": "keras_losses",
+    "keras.losses": "keras_losses",
+    "tf_keras.src.losses": "keras_losses",
     "h5py": "h5py",
 }
 
@@ -175,6 +190,17 @@ TEMP_FILE_PATTERNS = (re.compile(r"\.tmp[0-9a-f]{32}$"), re.compile(r"_temp(_[0-
 #: Eager tf.data iteration and eager tensors (sample recording).
 TF_DATA_ITERATOR_CLASS = ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator")
 TF_EAGER_TENSOR_CLASS = ("tensorflow.python.framework.ops", "EagerTensor")
+#: Eager GradientTape loops (tape sample source): the tape class whose
+#: __enter__/__exit__ delimit one step, the Keras loss base class (in the
+#: hooked losses module) whose __call__ receives y_true, and the parameter
+#: names that identify the loss functions of that module (first two params).
+TF_GRADIENT_TAPE_CLASS = ("tensorflow.python.eager.backprop", "GradientTape")
+KERAS_LOSS_CLASS = "Loss"
+KERAS_LOSS_FUNCTION_PARAMS = ("y_true", "y_pred")
+#: Keras namespaces holding their own references to the loss functions
+#: (``keras.api._v2.keras.losses.mse is keras.src.losses.mean_squared_error``).
+KERAS_ALIAS_PREFIXES = ("keras.", "tf_keras.")
+KERAS_ALIAS_ROOTS = ("keras", "tf_keras")
 #: Model.fit arguments read for the keras-fit sample source.
 KERAS_FIT_SAMPLE_ARGS = ("x", "y", "epochs", "initial_epoch", "validation_split", "steps_per_epoch", "batch_size")
 
@@ -307,6 +333,8 @@ class _State:
         self.fit_samples_calls = 0
         self.fetch_seq = 0
         self.keras_fit_depth = 0
+        self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
+        self.tape_batches = 0
         self.exit_code = None
         self.exit_how = None
         self.exception = None
@@ -1015,8 +1043,211 @@ def _record_element(iterator, element) -> None:
         except Exception:  # noqa: BLE001
             pass
     STATE.fetch_seq += 1
-    _record_batch("iterator", items, iterator=key, seq=STATE.fetch_seq, steps_before=_step_counter(),
-                  in_fit=STATE.keras_fit_depth > 0)
+    steps_before = _step_counter()
+    in_fit = STATE.keras_fit_depth > 0
+    entry = _record_batch("iterator", items, iterator=key, seq=STATE.fetch_seq, steps_before=steps_before,
+                          in_fit=in_fit)
+    if entry is not None and not in_fit:
+        # The tape source leaves this step's batch to the iterator source.
+        STATE.iterator_step_mark = steps_before
+
+
+# Eager GradientTape loops ("tape" source).  One context per outermost
+# recording tape of a thread: {"model_seen", "sample", "steps_before",
+# "labels_seen", "recorded"}.
+
+_TAPES = threading.local()
+
+
+def _tape_entered(tape) -> None:
+    depth = getattr(_TAPES, "depth", 0)
+    _TAPES.depth = depth + 1
+    if depth:
+        return                      # nested tape: same step as the outer one
+    _TAPES.ctx = None
+    if STATE.pid != os.getpid() or _busy() or STATE.keras_fit_depth > 0:
+        return
+    from tensorflow.python.eager import context  # noqa: PLC0415
+
+    if not context.executing_eagerly():
+        return                      # traced inside a tf.function: symbolic
+    _TAPES.ctx = {"model_seen": False, "sample": None, "steps_before": None, "labels_seen": False,
+                  "recorded": False}
+
+
+def _tape_exited(tape) -> None:
+    depth = getattr(_TAPES, "depth", 0)
+    if depth <= 0:
+        return
+    _TAPES.depth = depth - 1
+    if depth > 1:
+        return
+    ctx = getattr(_TAPES, "ctx", None)
+    _TAPES.ctx = None
+    if ctx is not None and ctx["sample"] is not None and not ctx["recorded"]:
+        _record_tape_batch(ctx, None)   # no Keras loss saw labels: the samples alone
+
+
+def _tape_model_input(ctx, args, kwargs) -> None:
+    """First Keras model call in a recording tape: its input is the sample batch."""
+    ctx["model_seen"] = True
+    if STATE.pid != os.getpid() or _busy() or STATE.keras_fit_depth > 0:
+        return
+    from tensorflow.python.eager import context  # noqa: PLC0415
+
+    if not context.executing_eagerly():
+        return
+    inputs = args[0] if args else kwargs.get("inputs")
+    if inputs is None or not _has_rows(inputs):
+        return                      # symbolic or scalar input: nothing to record
+    steps_before = _step_counter()
+    if STATE.iterator_step_mark == steps_before:
+        return                      # a tf.data batch fetched for this step was recorded already
+    ctx["sample"] = inputs
+    ctx["steps_before"] = steps_before
+
+
+def _has_rows(value) -> bool:
+    """NumPy arrays / eager tensors with a leading dimension (or a structure of
+    them), or a literal batch; checked before hashing anything."""
+    if _as_array_struct(value) is not None:
+        return True
+    return isinstance(value, (list, tuple)) and bool(value) and _is_plain_list(value)
+
+
+def _tape_labels(ctx, y_true) -> None:
+    """First Keras loss call after the sample batch, same tape: y_true are its labels."""
+    ctx["labels_seen"] = True
+    if y_true is None or not _has_rows(y_true):
+        return                      # recorded without labels when the tape exits
+    _record_tape_batch(ctx, y_true)
+
+
+def _record_tape_batch(ctx, labels) -> None:
+    ctx["recorded"] = True
+    items = [ctx["sample"]] + ([labels] if labels is not None else [])
+    STATE.tape_batches += 1
+    entry = _record_batch("tape", items, seq=STATE.tape_batches, steps_before=ctx["steps_before"])
+    if entry is not None:           # labels of another leading dimension are left out
+        entry["labeled"] = bool(entry["rows"]) and ":" in entry["rows"][0]
+    ctx["sample"] = None            # drop the reference to the user's array
+
+
+def _current_tape_ctx():
+    ctx = getattr(_TAPES, "ctx", None)
+    if ctx is None or STATE.pid != os.getpid():
+        return None
+    return ctx
+
+
+def _install_tape_hooks():
+    def make_enter(orig):
+        def __enter__(self):
+            result = orig(self)
+            try:
+                _tape_entered(self)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("tape_enter", exc)
+            return result
+        return __enter__
+
+    def make_exit(orig):
+        def __exit__(self, typ, value, traceback):
+            try:
+                return orig(self, typ, value, traceback)
+            finally:
+                try:
+                    _tape_exited(self)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("tape_exit", exc)
+        return __exit__
+
+    mod, cls = TF_GRADIENT_TAPE_CLASS
+    _patch(mod, cls + ".__enter__", make_enter)
+    _patch(mod, cls + ".__exit__", make_exit)
+
+
+def _make_model_call_wrapper(orig):
+    def __call__(self, *args, **kwargs):
+        ctx = _current_tape_ctx()
+        if ctx is not None and not ctx["model_seen"]:
+            try:
+                _tape_model_input(ctx, args, kwargs)
+            except Exception as exc:  # noqa: BLE001
+                ctx["model_seen"] = True
+                _note_error("tape_model_call", exc)
+        return orig(self, *args, **kwargs)
+    return __call__
+
+
+def _labels_hook(ctx, args, kwargs, first_positional: int) -> None:
+    if ctx["sample"] is None or ctx["labels_seen"]:
+        return
+    try:
+        y_true = args[first_positional] if len(args) > first_positional else kwargs.get("y_true")
+        _tape_labels(ctx, y_true)
+    except Exception as exc:  # noqa: BLE001
+        ctx["labels_seen"] = True
+        _note_error("tape_loss_call", exc)
+
+
+def _make_loss_call_wrapper(orig):
+    def __call__(self, *args, **kwargs):          # Loss.__call__(self, y_true, y_pred, sample_weight=None)
+        ctx = _current_tape_ctx()
+        if ctx is not None:
+            _labels_hook(ctx, args, kwargs, 0)
+        return orig(self, *args, **kwargs)
+    return __call__
+
+
+def _make_loss_function_wrapper(orig):
+    def loss_function(*args, **kwargs):           # keras.losses.<fn>(y_true, y_pred, ...)
+        ctx = _current_tape_ctx()
+        if ctx is not None:
+            _labels_hook(ctx, args, kwargs, 0)
+        return orig(*args, **kwargs)
+    return loss_function
+
+
+def _install_keras_losses(module, group):
+    import inspect
+
+    _patch(module.__name__, KERAS_LOSS_CLASS + ".__call__", _make_loss_call_wrapper)
+    loss_base = getattr(module, KERAS_LOSS_CLASS, None)
+    for name, value in list(vars(module).items()):
+        if name.startswith("_") or isinstance(value, type) or not callable(value):
+            continue
+        if getattr(value, "_tfdist_probe", False):
+            continue
+        try:
+            params = list(inspect.signature(value).parameters)
+        except (TypeError, ValueError):
+            continue
+        if tuple(params[:2]) != KERAS_LOSS_FUNCTION_PARAMS:
+            continue
+        if loss_base is not None and isinstance(value, loss_base):
+            continue
+        if _patch(module.__name__, name, _make_loss_function_wrapper):
+            wrapper = getattr(module, name)
+            if wrapper is not value:
+                _replace_keras_aliases(value, wrapper)
+
+
+def _replace_keras_aliases(orig, wrapper) -> None:
+    """Keras API modules already imported that re-export ``orig``."""
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name in KERAS_ALIAS_ROOTS or name.startswith(KERAS_ALIAS_PREFIXES)):
+            continue
+        try:
+            namespace = vars(mod)
+        except TypeError:
+            continue
+        for key, value in list(namespace.items()):
+            if value is orig:
+                try:
+                    setattr(mod, key, wrapper)
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def _record_fit(bound) -> None:
@@ -1034,8 +1265,8 @@ def _record_fit(bound) -> None:
         cut = int(math.floor(n * (1.0 - split)))
         items = [_slice_struct(v, cut) for v in items]
     STATE.fit_samples_calls += 1
-    _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, epochs=max(0, epochs),
-                  validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
+    _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, steps_before=_step_counter(),
+                  epochs=max(0, epochs), validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
                   batch_size=args.get("batch_size"))
 
 
@@ -1066,11 +1297,19 @@ def _slice_struct(value, cut):
 
 def _finish_iterator_batches(final_counter: int) -> None:
     """Mark each eager iterator batch ``trained``: the step counter moved
-    between its fetch and the next fetch (of any iterator) or the end."""
+    between its fetch and the next fetch (of any iterator) or the end.
+    Tape batches likewise, up to the next batch of any source that noted the
+    counter (iterator, tape, keras-fit), so that steps taken by a later
+    tf.data loop or fit call never count for a tape without its own step."""
     batches = [b for b in STATE.sample_batches if b.get("source") == "iterator"]
     for cur, nxt in zip(batches, batches[1:] + [None]):
         after = nxt["steps_before"] if nxt is not None else final_counter
         cur["trained"] = after > cur["steps_before"]
+    noted = [b for b in STATE.sample_batches if b.get("steps_before") is not None]
+    for cur, nxt in zip(noted, noted[1:] + [None]):
+        if cur.get("source") == "tape":
+            after = nxt["steps_before"] if nxt is not None else final_counter
+            cur["trained"] = after > cur["steps_before"]
 
 
 def _samples_record() -> dict:
@@ -1117,6 +1356,7 @@ def _install_keras_model(module, group):
         _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
                _make_file_wrapper(f"Model.{method}", spec, "model"))
     _install_fit(module)
+    _patch(module.__name__, KERAS_MODEL_CLASS + ".__call__", _make_model_call_wrapper)
 
 
 def _step_cap_callback(model_module_name):
@@ -1223,6 +1463,7 @@ def _install_tensorflow(module, group):
     _install_variable_tracking()
     _install_session_hooks()
     _install_iterator_hook()
+    _install_tape_hooks()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
         _patch(mod_name, qualname, _make_file_wrapper(qualname, spec, kind))
 
@@ -1232,6 +1473,7 @@ _INSTALLERS = {
     "keras_model": _install_keras_model,
     "keras_optimizer": _install_keras_optimizer,
     "keras_legacy_optimizer": _install_keras_optimizer,
+    "keras_losses": _install_keras_losses,
     "h5py": _install_h5py,
 }
 

@@ -248,9 +248,12 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
 
 #: Order in which the probe's sample sources are trusted as "what was trained
 #: on": TF1 feeds of train-op runs are training steps by construction; eager
-#: iterator batches count when an optimizer step followed them; Keras fit's
-#: NumPy rows are what fit was given (x epochs).
-SAMPLE_SOURCES = ("tf1-feed", "iterator", "keras-fit")
+#: iterator batches and eager GradientTape batches (the first model input and
+#: the first loss's y_true in a tape) count when an optimizer step followed
+#: them; Keras fit's NumPy rows are what fit was given (x epochs).
+SAMPLE_SOURCES = ("tf1-feed", "iterator", "tape", "keras-fit")
+#: Sources whose batches count only when marked ``trained`` by the probe.
+STEP_FOLLOWED_SOURCES = ("iterator", "tape")
 
 
 @dataclass
@@ -275,15 +278,16 @@ def _split_row(row) -> tuple[str, tuple[str, ...]]:
 
 def sample_stream(samples: dict | None) -> SampleStream | None:
     """The training stream of one probe record's ``samples``: the first
-    source in SAMPLE_SOURCES that recorded rows (iterator batches only when
-    an optimizer step followed them; keras-fit rows repeated per epoch)."""
+    source in SAMPLE_SOURCES that recorded rows (iterator and tape batches
+    only when an optimizer step followed them; keras-fit rows repeated per
+    epoch)."""
     if not samples:
         return None
     batches = samples.get("batches") or []
     capped = bool(samples.get("capped"))
     for source in SAMPLE_SOURCES:
         chosen = [b for b in batches if b.get("source") == source]
-        if source == "iterator":
+        if source in STEP_FOLLOWED_SOURCES:
             chosen = [b for b in chosen if b.get("trained")]
         if not chosen:
             continue

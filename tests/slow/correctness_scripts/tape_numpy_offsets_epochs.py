@@ -1,9 +1,8 @@
-# tfdist-test: ranks=2,3 samples=none
+# tfdist-test: ranks=2,3 disjoint=yes
 """GradientTape loop over NumPy arrays cut by offsets inside epochs; the
-labels are derived from the samples after the samples' assignment.
-samples=none: the probe records tf1 feeds, tf.data iterators and fit()'s
-NumPy input, not NumPy slices handed to a model inside a tape, so only exit,
-variables, steps and files are checked here."""
+labels are derived from the samples after the samples' assignment.  The
+probe's tape source sees each step's NumPy slices (the model's input and
+the loss's y_true inside the tape)."""
 import numpy as np
 import tensorflow as tf
 
