@@ -16,51 +16,11 @@ import libcst as cst
 from .analysis import Analysis
 from .scopes import walk
 
-# Nodes a plain binding statement must not sit under for its value to be the
-# name's value everywhere after it (a loop or branch may run zero or many times).
-_CONDITIONAL = (cst.For, cst.While, cst.If, cst.Try, cst.With, cst.Match) if hasattr(cst, "Match") else (
-    cst.For, cst.While, cst.If, cst.Try, cst.With)
-
-
 def names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
     """Names *read* in expr (attribute names and keyword names excluded)."""
     for n in walk(expr):
         if isinstance(n, cst.Name):
             yield n
-
-
-def binding_statements(a: Analysis, name: cst.Name) -> Optional[List[Tuple[cst.BaseStatement, cst.BaseExpression]]]:
-    """(statement, assigned value) for every binding of name, in source order;
-    None when one binding is not a plain assignment statement (a parameter,
-    a loop target, a ``with ... as``, an import, an augmented assignment)."""
-    out = []
-    for origin, value in a.assigned_values(name):
-        if value is None or not isinstance(origin, (cst.Assign, cst.AnnAssign)):
-            return None
-        stmt = a.statement_of(origin)
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return None
-        out.append((stmt, value))
-    # tuple targets: ``x, y = load()`` -- assigned_values reports them as the Name itself
-    return out or None
-
-
-def tuple_binding_statement(a: Analysis, name: cst.Name) -> Optional[cst.BaseStatement]:
-    """The statement of a single binding of name, whatever its target shape
-    (``x = ...`` or ``x, y = ...``); None if name has several bindings or one
-    that is not an assignment statement."""
-    bound = a.assigned_values(name)
-    if len(bound) != 1:
-        return None
-    node = bound[0][0]
-    while node is not None and not isinstance(node, cst.BaseSmallStatement):
-        if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
-            return None
-        node = a.parent(node)
-    if not isinstance(node, (cst.Assign, cst.AnnAssign)):
-        return None
-    stmt = a.statement_of(node)
-    return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
 
 
 def all_binding_statements(a: Analysis, name: cst.Name) -> Optional[List[cst.BaseStatement]]:
@@ -91,16 +51,6 @@ def value_of_statement(stmt: cst.SimpleStatementLine) -> Optional[cst.BaseExpres
     return None
 
 
-def is_conditional(a: Analysis, stmt: cst.CSTNode, within: Optional[cst.CSTNode] = None) -> bool:
-    """Is stmt under a loop, branch, try or with (below ``within``)?"""
-    for anc in a.ancestors(stmt):
-        if anc is within:
-            return False
-        if isinstance(anc, _CONDITIONAL) or isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
-            return isinstance(anc, _CONDITIONAL)
-    return False
-
-
 def is_inside(a: Analysis, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return any(x is container for x in a.ancestors(node))
 
@@ -123,8 +73,20 @@ def depends_on(a: Analysis, expr: cst.CSTNode, targets: Set[str], depth: int = 0
 
 
 def after(a: Analysis, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
-    """node starts after stmt ends (source order)."""
-    return (a.line(node), a.col(node)) > (a.end_line(stmt), 10 ** 9) or a.line(node) > a.end_line(stmt)
+    """node starts on a line after stmt ends (source order)."""
+    return a.line(node) > a.end_line(stmt)
+
+
+def outermost_loop(a: Analysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The outermost ``for``/``while`` around node within its function (or
+    class body, or module): where a step loop's per-epoch data is bound."""
+    found = None
+    for anc in a.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            found = anc
+    return found
 
 
 def sized_after(a: Analysis, expr: cst.CSTNode, targets: Set[str], point: cst.CSTNode,

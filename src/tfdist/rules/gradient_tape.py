@@ -371,7 +371,7 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
     from .common import calls_in
     spots: List[cst.CSTNode] = [w.body for w, _, _ in tapes(a) if dataflow.is_inside(a, w, loop)]
     spots += [arg for c in calls_in(loop.body) if _trains(a, c, applies) for arg in c.args]
-    outer = tf1_common._outermost_loop(a, loop) or loop
+    outer = dataflow.outermost_loop(a, loop) or loop
     roots: Dict[str, cst.Name] = {}
     readers: List[cst.CSTNode] = []
     candidates: List[cst.Name] = []
@@ -434,7 +434,7 @@ def _samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.S
                 isinstance(i.item, cst.Call) and a.is_name(i.item, {apis.GRADIENT_TAPE}) for i in w.items)
                 for w in walk(n))):
             continue
-        found = samplers.classify(a, call, tf1_common._outermost_loop(a, call) or loop)
+        found = samplers.classify(a, call, dataflow.outermost_loop(a, call) or loop)
         if found is not None:
             out.append(found)
     return out

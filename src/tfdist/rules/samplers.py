@@ -149,17 +149,6 @@ def in_loop(a: A.Analysis, loop) -> List[Sampler]:
     return out
 
 
-def _outermost_loop(a: A.Analysis, node):
-    f = a.enclosing_function(node)
-    found = None
-    for anc in a.ancestors(node):
-        if anc is f:
-            break
-        if isinstance(anc, (cst.For, cst.While)):
-            found = anc
-    return found
-
-
 def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
     """Give each rank its own share of these samplers' batches. False (and
     a warning naming the edit) when one cannot be handled.
@@ -177,7 +166,7 @@ def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
         if s.stream != GLOBAL_STREAM:
             ok &= split_stream(ctx, s.call, what)
             continue
-        loop = _outermost_loop(a, s.call)
+        loop = dataflow.outermost_loop(a, s.call)
         stmt = a.statement_of(loop) if loop is not None else None
         if stmt is None:
             ctx.warn(s.call, data_division.RULE, ctx.say("{what}() is not called in a loop tfdist can see: seed NumPy "
@@ -269,7 +258,7 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
         if len(calls) != 1:
             return None
         call, arg = calls[0]
-        return fed_by_sampler(a, arg, _outermost_loop(a, call))
+        return fed_by_sampler(a, arg, dataflow.outermost_loop(a, call))
     if loop is None:
         return None
     # ``x = x.reshape(...)`` after the draw: the same batch, reshaped; and

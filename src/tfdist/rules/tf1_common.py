@@ -425,19 +425,6 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
     return False
 
 
-def _outermost_loop(a: A.Analysis, node):
-    """The outermost loop around node in its function: arrays bound inside
-    it (a per-epoch shuffle of the data) are followed to the arrays they are
-    drawn from, so the slicing happens once, at the source."""
-    found = None
-    for anc in a.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
-            break
-        if isinstance(anc, (cst.For, cst.While)):
-            found = anc
-    return found
-
-
 def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
     """(arrays fed row by row to the train op: name -> a use of it, the
     nodes that read them), or None when a fed value is not rows of an array
@@ -448,7 +435,7 @@ def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
     if not fed:
         return None
     for run in fed:
-        loop = _outermost_loop(a, run)
+        loop = dataflow.outermost_loop(a, run)
         if loop is None:
             return None
         values = _feed_values(a, run, train_ops)
@@ -603,7 +590,7 @@ def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> O
         values = _feed_values(a, run, train_ops)
         if values is None:
             return None
-        loop = _outermost_loop(a, run)
+        loop = dataflow.outermost_loop(a, run)
         for v in values:
             if _is_constant(a, v) or (loop is not None and _is_noise(a, v, loop)):
                 continue
@@ -657,7 +644,7 @@ def _whole_feeds(a: A.Analysis, fed: List[cst.Call], train_ops: Set[str]) -> Lis
     """Fed values that are a whole array (or literal list) bound outside the step loop."""
     out = []
     for run in fed:
-        loop = _outermost_loop(a, run)
+        loop = dataflow.outermost_loop(a, run)
         for v in _feed_values(a, run, train_ops) or ():
             if isinstance(v, (cst.List, cst.Tuple)) and not _is_constant(a, v):
                 out.append(v)
@@ -687,7 +674,7 @@ def full_batch_feeds(ctx) -> Optional[Tuple[Dict[str, cst.Name], List[cst.CSTNod
             cache["value"] = found
         return cache["value"]
     for run in fed:
-        loop = _outermost_loop(a, run)
+        loop = dataflow.outermost_loop(a, run)
         values = _feed_values(a, run, train_ops)
         if loop is None or values is None:
             return None
