@@ -8,7 +8,7 @@ usual callbacks: checkpoints, TensorBoard logs and early stopping.
 Outputs (relative to the working directory):
     ./checkpoints/   per-epoch weight checkpoints
     ./logs/          TensorBoard event files
-    ./model_weights.h5  final weights
+    ./model.weights.h5  final weights
 """
 import os
 
@@ -56,11 +56,11 @@ history = model.fit(
     epochs=EPOCHS,
     verbose=2,
     callbacks=[
-        tf.keras.callbacks.ModelCheckpoint("./checkpoints/ckpt-{epoch:02d}.h5", save_weights_only=True),
+        tf.keras.callbacks.ModelCheckpoint("./checkpoints/ckpt-{epoch:02d}.weights.h5", save_weights_only=True),
         tf.keras.callbacks.TensorBoard(log_dir="./logs"),
         tf.keras.callbacks.EarlyStopping(monitor="loss", patience=2),
     ],
 )
 
 print(f"final loss {history.history['loss'][-1]:.4f}")
-model.save_weights("./model_weights.h5")
+model.save_weights("./model.weights.h5")

@@ -92,8 +92,8 @@ def main():
     print(f"final loss {final:.4f}")
 
     os.makedirs("./gan_models", exist_ok=True)
-    generator.save_weights("./gan_models/generator.h5")
-    discriminator.save_weights("./gan_models/discriminator.h5")
+    generator.save_weights("./gan_models/generator.weights.h5")
+    discriminator.save_weights("./gan_models/discriminator.weights.h5")
 
 
 if __name__ == "__main__":

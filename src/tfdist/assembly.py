@@ -26,7 +26,11 @@ def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
         cls = BACKENDS[backend]
     except KeyError:
         raise ValueError(f"unknown backend {backend!r} (available: {', '.join(sorted(BACKENDS))})") from None
-    return Pipeline(rules.DEFAULT_RULES, cls())
+    backend_ = cls()
+    # An engine that creates variables in a replication scope (tf.distribute)
+    # needs the rules that put state there and run steps on every replica.
+    replicated = getattr(backend_, "replica_scope", None) is not None
+    return Pipeline(rules.REPLICATED_RULES if replicated else rules.DEFAULT_RULES, backend_)
 
 
 for _name in BACKENDS:

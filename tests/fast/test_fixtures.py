@@ -7,6 +7,8 @@ Layout (one folder per case):
   fixtures/unsupported/<case>/input.py    must be refused (exit 2)
   fixtures/unsupported/<case>/expected_error.txt
         first line: the line number reported; second line: a substring of the message
+  fixtures/<pattern>/<case>/expected.tf-distribute.py
+        the same input converted with --backend tf-distribute
 """
 import difflib
 import io
@@ -23,6 +25,11 @@ NOOP = sorted((FIXTURES / "noop").glob("*"))
 UNSUPPORTED = sorted((FIXTURES / "unsupported").glob("*"))
 PATTERN_OF_DIR = {"keras": "Keras", "gradient_tape": "GradientTape", "session": "Session",
                   "monitored_session": "MonitoredSession"}
+
+
+TF_DISTRIBUTE = "tf-distribute"
+CONVERTED_TFD = sorted(p for p in FIXTURES.glob("*/*") if (p / f"expected.{TF_DISTRIBUTE}.py").exists())
+TF1_DIRS = ("session", "monitored_session")
 
 
 def _id(p):
@@ -110,3 +117,66 @@ def test_every_pattern_has_six_variants():
     for d, pattern in PATTERN_OF_DIR.items():
         cases = [p for p in (FIXTURES / d).glob("*") if (p / "expected.py").exists()]
         assert len(cases) >= 6, f"{d}: only {len(cases)} fixtures"
+
+
+# ---------------------------------------------------------------- tf.distribute
+def _convert_tfd(path: Path):
+    return convert_source(path.read_bytes(), str(path), backend=TF_DISTRIBUTE)
+
+
+@pytest.mark.parametrize("case", CONVERTED_TFD, ids=_id)
+def test_tf_distribute_converts_to_expected(case):
+    result = _convert_tfd(case / "input.py")
+    assert result.status == "converted", (result.error, result.error_line)
+    expected = (case / f"expected.{TF_DISTRIBUTE}.py").read_bytes()
+    if result.data != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.decode().splitlines(True), result.data.decode().splitlines(True), "expected", "actual"))
+        pytest.fail(f"converted output differs from expected.{TF_DISTRIBUTE}.py:\n" + diff)
+    assert PATTERN_OF_DIR[case.parent.name] in {e.pattern for e in result.evidence}
+    assert result.warnings == [], [w.message for w in result.warnings]
+
+
+@pytest.mark.parametrize("case", CONVERTED_TFD, ids=_id)
+def test_tf_distribute_twice_changes_nothing(case):
+    data = (case / f"expected.{TF_DISTRIBUTE}.py").read_bytes()
+    again = convert_source(data, "expected.py", backend=TF_DISTRIBUTE)
+    assert again.status == "already-distributed"
+    assert again.data == data
+
+
+@pytest.mark.parametrize("case", CONVERTED_TFD, ids=_id)
+def test_tf_distribute_reports_every_changed_line(case):
+    src = (case / "input.py").read_bytes()
+    result = _convert_tfd(case / "input.py")
+    before = src.decode().splitlines(True)
+    after = result.data.decode().splitlines(True)
+    covered = set()
+    for c in result.changes:
+        covered.update(range(c.line, c.end_line + 1))
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            for i in range(i1, i2):
+                assert i + 1 in covered, f"line {i + 1} changed but no change is reported there: {before[i]!r}"
+    out_comments = _comments(result.data)
+    for comment in _comments(src):
+        assert comment in out_comments, f"comment lost: {comment}"
+
+
+def test_tf_distribute_has_six_fixtures_per_tf2_pattern():
+    for d in ("keras", "gradient_tape"):
+        cases = [p for p in CONVERTED_TFD if p.parent.name == d]
+        assert len(cases) >= 6, f"{d}: only {len(cases)} tf-distribute fixtures"
+
+
+@pytest.mark.parametrize("case", sorted(p for d in TF1_DIRS for p in (FIXTURES / d).glob("*")
+                                        if (p / "expected.py").exists()), ids=_id)
+def test_tf_distribute_refuses_tf1_training(case):
+    """TF1 sessions cannot run under tf.distribute's strategies: refused
+    (nothing produced), pointing to the engine that can."""
+    result = _convert_tfd(case / "input.py")
+    assert result.status == "unsupported"
+    assert result.data is None and result.code is None
+    assert "--backend horovod" in result.error
+    assert result.error_line is not None and result.error_line >= 1

@@ -7,8 +7,9 @@ MultiWorkerMirroredStrategy is next) means adding a module here.
 """
 from .base import Backend
 from .horovod import HorovodBackend
+from .tf_distribute import TfDistributeBackend
 
-BACKENDS = {"horovod": HorovodBackend}
+BACKENDS = {"horovod": HorovodBackend, "tf-distribute": TfDistributeBackend}
 
 
 def get_backend(name: str) -> Backend:

@@ -119,6 +119,13 @@ class Backend(ABC):
         """A seed that differs on every rank (one random stream per rank)."""
         raise NotImplementedError
 
+    # --- saving (additive)
+    def worker_write_path(self, path: str):
+        """Where this process writes a checkpoint or saved model at ``path``
+        when every process must save (saving may run collective operations
+        under the engine); None when saving is done on rank 0 only."""
+        return None
+
     # --- samplers
     def keep_own_draw(self, draw: str, batch: str) -> str:
         """A loop drawing one batch per rank ({call}) and keeping this rank's in {target}."""

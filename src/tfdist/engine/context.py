@@ -174,9 +174,10 @@ class Context:
             return value
 
     # ---------------------------------------------------------- findings
-    def change(self, node: cst.CSTNode, rule: str, message: str) -> None:
-        self.changes.append(F.Finding(rule, self.a.line(node), self.a.col(node), F.INFO, message, True,
-                                      self.a.end_line(node)))
+    def change(self, node: cst.CSTNode, rule: str, message: str, through: Optional[cst.CSTNode] = None) -> None:
+        """A change at node (and down to the end of ``through``, for edits of a run of statements)."""
+        end = self.a.end_line(through if through is not None else node)
+        self.changes.append(F.Finding(rule, self.a.line(node), self.a.col(node), F.INFO, message, True, end))
 
     def warn(self, node: Optional[cst.CSTNode], rule: str, message: str) -> None:
         line = self.a.line(node) if node is not None else 1
@@ -194,6 +195,10 @@ class Context:
         if key not in self._names:
             self._names[key] = self.backend.bind_name(self, key)
         return self._names[key]
+
+    def bound_names(self) -> set:
+        """The backend placeholders some template used (so far)."""
+        return set(self._names)
 
     def fill(self, template: str, **values: str) -> str:
         """Substitute ``{hvd}``-style names and given values, in one pass.

@@ -23,6 +23,10 @@ class EditPlan:
         self.before: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
         self.after: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
         self.guards: Dict[cst.CSTNode, cst.BaseExpression] = {}
+        # Runs of consecutive statements of one block put in a ``with``:
+        # first statement -> (last statement, the with-items).
+        self.spans: Dict[cst.CSTNode, tuple] = {}
+        self._in_span: Set[cst.CSTNode] = set()
 
     def replace(self, node: cst.CSTNode, fn: Replacement) -> None:
         self.replacements[node].append(fn)
@@ -40,8 +44,26 @@ class EditPlan:
         self.guards[stmt] = test
         return True
 
+    def wrap(self, stmts: List[cst.BaseStatement], items: List[cst.WithItem]) -> bool:
+        """Put consecutive statements of one block in ``with items:``; False
+        if one of them is in a span already (the caller merges spans)."""
+        def build(inner, leading):
+            return [cst.With(items=items, body=cst.IndentedBlock(body=inner), leading_lines=leading)]
+        return self.regroup(stmts, build)
+
+    def regroup(self, stmts: List[cst.BaseStatement], build) -> bool:
+        """Replace consecutive statements of one block, once every edit in
+        them is applied, by ``build(their updated forms, the first one's
+        leading lines)`` -- a list of statements (a ``with`` holding them, a
+        function defined from them and its call...)."""
+        if any(s in self._in_span for s in stmts):
+            return False
+        self.spans[stmts[0]] = (stmts[-1], build)
+        self._in_span.update(stmts)
+        return True
+
     def is_empty(self) -> bool:
-        return not (self.replacements or self.before or self.after or self.guards)
+        return not (self.replacements or self.before or self.after or self.guards or self.spans)
 
     def apply(self, module: cst.Module, parents: Optional[Mapping[cst.CSTNode, cst.CSTNode]] = None) -> cst.Module:
         """The edited module. With ``parents`` (child -> parent), only the
@@ -51,7 +73,7 @@ class EditPlan:
     def _paths(self, module, parents) -> Optional[Set[cst.CSTNode]]:
         """Every strict ancestor of an edited node; None when one is not in parents."""
         on_path: Set[cst.CSTNode] = set()
-        for group in (self.replacements, self.before, self.after, self.guards):
+        for group in (self.replacements, self.before, self.after, self.guards, self.spans):
             for node in group:
                 if node is module:
                     continue
@@ -71,6 +93,15 @@ def _split_leading(stmt: cst.BaseStatement):
     while i < len(lines) and lines[i].comment is None:
         i += 1
     return lines[:i], lines[i:]
+
+
+def _blank_lines_unindented(stmt):
+    """A statement moved into a new block: its blank leading lines stay empty
+    (not indented to the block's depth)."""
+    lines = getattr(stmt, "leading_lines", None)
+    if not lines:
+        return stmt
+    return stmt.with_changes(leading_lines=[l.with_changes(indent=False) if l.comment is None else l for l in lines])
 
 
 def _has_comment(stmt) -> bool:
@@ -96,11 +127,41 @@ class _Applier(cst.CSTTransformer):
         return updated
 
     def _body(self, originals, updateds):
+        out, where = self._plain_body(originals, updateds)
+        if self.plan.spans and any(o in self.plan.spans for o in originals):
+            return self._spans(originals, out, where)
+        return out
+
+    def _spans(self, originals, out, where):
+        """Regroup the finished body: each span's statements (with what was
+        inserted around them) under one ``with``."""
+        result: List[cst.BaseStatement] = []
+        starts = {where[o][0]: self.plan.spans[o] for o in originals if o in self.plan.spans}
+        i = 0
+        while i < len(out):
+            if i in starts:
+                last, build = starts[i]
+                end = where[last][1]
+                inner = [_blank_lines_unindented(s) for s in out[i:end + 1]]
+                leading = getattr(out[i], "leading_lines", ())
+                inner[0] = inner[0].with_changes(leading_lines=[])
+                result.extend(build(inner, leading))
+                i = end + 1
+            else:
+                result.append(out[i])
+                i += 1
+        return result
+
+    def _plain_body(self, originals, updateds):
+        """The block's statements with insertions and guards, and for each
+        original statement the (first, last) indices in it of what it became."""
         out: List[cst.BaseStatement] = []
+        where = {}
         open_guard = None  # (test code, index in out) of a guard still open
         for orig, upd in zip(originals, updateds):
             before = list(self.plan.before.get(orig, ()))
             after = list(self.plan.after.get(orig, ()))
+            first = len(out)
             if orig in self.plan.guards:
                 test = self.plan.guards[orig]
                 key = cst.Module([]).code_for_node(test)
@@ -110,6 +171,7 @@ class _Applier(cst.CSTTransformer):
                     body = prev.body.with_changes(body=[*prev.body.body, upd.with_changes(leading_lines=[])])
                     out[open_guard[1]] = prev.with_changes(body=body)
                     out.extend(after)
+                    where[orig] = (open_guard[1], len(out) - 1)
                     open_guard = None if after else open_guard
                     continue
                 upd = self._guarded(upd, test)
@@ -129,7 +191,8 @@ class _Applier(cst.CSTTransformer):
             if key is not None and not after:
                 open_guard = (key, len(out) - 1)
             out.extend(after)
-        return out
+            where[orig] = (first, len(out) - 1)
+        return out, where
 
     @staticmethod
     def _guarded(stmt: cst.BaseStatement, test: cst.BaseExpression) -> cst.If:

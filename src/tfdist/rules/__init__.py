@@ -6,7 +6,8 @@ expose ``prepare(ctx)``, run for every rule before any applies (see
 ``tfdist.engine.pipeline``). Helpers shared by several rules
 (learning-rate scaling, data division) are modules the rules call.
 """
-from . import gradient_tape, keras_fit, monitored_session, rank0_io, session, setup
+from . import (gradient_tape, keras_fit, monitored_session, rank0_io, refuse_tf1, replica_fit, replica_tape,
+               session, setup)
 
 # Order matters only for readability of the report: each rule records its
 # edits independently and the engine applies them in one pass.
@@ -21,3 +22,9 @@ SETUP_RULE = setup  # last: it places the imports and start-up code the others a
 
 # The pipeline's rules, in the order they apply.
 DEFAULT_RULES = (*PATTERN_RULES.values(), *CROSS_CUTTING_RULES, SETUP_RULE)
+
+# The rules for engines that replicate variables (tf.distribute): the same
+# cross-cutting rules and setup, pattern rules that build state in the
+# replication scope and run steps on every replica; TF1 refused.
+REPLICATED_RULES = (replica_fit, replica_tape, refuse_tf1.SESSION, refuse_tf1.MONITORED_SESSION,
+                    *CROSS_CUTTING_RULES, SETUP_RULE)

@@ -105,6 +105,8 @@ def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
         return
     _wrapped(ctx).add(node)
     template = ctx.backend.wrap_optimizer("{inner}", keras=True)
+    if template is None:
+        return  # the engine averages gradients without a wrapper
     ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     ctx.change(node, "distributed-optimizer", ctx.say("{what} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", what=what))
 
@@ -113,7 +115,8 @@ def _new_optimizer(ctx, class_short: str) -> str:
     base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
     lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[class_short]
     inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={ctx.backend.scale_lr(repr(lr))})")
-    return ctx.fill(ctx.backend.wrap_optimizer("{inner}", keras=True), inner=inner)
+    wrapper = ctx.backend.wrap_optimizer("{inner}", keras=True)
+    return inner if wrapper is None else ctx.fill(wrapper, inner=inner)
 
 
 def _optimizer(ctx, compile_call: cst.Call) -> None:

@@ -116,6 +116,9 @@ def _guard(ctx, call: cst.Call, what: str) -> None:
 def apply(ctx) -> None:
     a = ctx.a
     tf = None
+    # Engines whose saves may run collective operations (tf.distribute) have
+    # every worker save, to a path of its own; the others save on rank 0.
+    every_worker = ctx.backend.worker_write_path("path") is not None
     _with_open_statements(ctx)
     for call in a.calls:
         if _in_guarded_statement(ctx, call):
@@ -129,6 +132,8 @@ def apply(ctx) -> None:
             continue
         if m in apis.KERAS_PRINT_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
             _guard(ctx, call, f"{a.code(call.func)}()")
+        elif every_worker and _every_worker_saves(ctx, call, m, recv, names):
+            continue
         elif m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
             _guard(ctx, call, f"{a.code(call.func)}()")
         elif names & apis.KERAS_SAVE_FUNCTIONS:
@@ -147,6 +152,37 @@ def apply(ctx) -> None:
             _tf1_writer(ctx, call)
         else:
             _file_write(ctx, call, names)
+
+
+def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
+    """Checkpoints, saved models and summaries written by every worker, each
+    to its own path (the chief's is the user's); True when handled."""
+    from . import replicas
+    a = ctx.a
+    if m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+        return _redirect(ctx, call, "filepath", 0, f"{a.code(call.func)}()")
+    if names & apis.KERAS_SAVE_FUNCTIONS:
+        return _redirect(ctx, call, ("filepath", "export_dir"), 1, f"{a.code(call.func)}()")
+    if m in apis.CHECKPOINT_SAVE_METHODS and recv is not None and a.is_kind(recv, A.CHECKPOINT):
+        managers = [t.call for t in a.types(recv) if t.name == apis.TF2_CHECKPOINT_MANAGER and t.call is not None]
+        if managers:
+            for built in managers:
+                if built not in ctx.state(__name__ + ".redirected"):
+                    ctx.state(__name__ + ".redirected").add(built)
+                    _redirect(ctx, built, "directory", 1, f"checkpoint manager {a.code(recv)}")
+            return True
+        return _redirect(ctx, call, "file_prefix", 0, f"checkpoint {a.code(call.func)}()")
+    if apis.TF2_FILE_WRITER in names:
+        return _redirect(ctx, call, "logdir", 0, "summary writer")
+    return False
+
+
+def _redirect(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
+    from . import replicas
+    if not replicas.write_path(ctx, call, keyword, position, what):
+        ctx.warn(call, RULE, ctx.say("{what}: every worker must run it, each writing to a path of its own "
+                                     "(the chief to the real one): cannot find its path", what=what))
+    return True
 
 
 def _summary_prefix(ctx, call: cst.Call) -> str:

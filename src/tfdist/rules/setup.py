@@ -14,7 +14,14 @@ def apply(ctx) -> None:
     tf2 = bool(ctx.patterns & {"Keras", "GradientTape"})
     keras3 = "Keras" in ctx.patterns
     stmts = []
-    for i, template in enumerate(ctx.backend.setup(ctx, tf2=tf2, keras3_guard=keras3)):
+    early = _before_tensorflow(ctx, keras3)
+    templates = ctx.backend.setup(ctx, tf2=tf2, keras3_guard=keras3)
+    pinned = any(isinstance(t, str) and "GPU" in t for t in templates)
+    for i, template in enumerate(templates):
+        if isinstance(template, tuple):  # (template, comment): the backend's own words
+            template, comment = template
+            stmts += ctx.stmts(template, comment=comment)
+            continue
         comment = None
         if i == 0:
             comment = ctx.say("{engine}: initialize {engine}.")
@@ -48,8 +55,33 @@ def apply(ctx) -> None:
             ctx.plan.insert_before(first, new)
         ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
         return
+    if early:
+        ctx.plan.insert_before(anchor, early)
+        ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
     tf_imports = [s for m, s in imports if m == "tensorflow"]
     hvd_imports = [s for m, s in imports if m != "tensorflow"]
     ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
     ctx.plan.insert_after(setup_anchor, stmts)
-    ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if tf2 else ""))
+    ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if pinned else ""))
+
+
+def _before_tensorflow(ctx, keras_fit: bool) -> list:
+    """Statements the backend needs run before TensorFlow is imported (an
+    environment variable), with ``import os`` when the file has none yet at
+    that point."""
+    pre = getattr(ctx.backend, "pre_import", None)
+    items = pre(ctx, keras_fit=keras_fit) if pre is not None else []
+    if not items:
+        return []
+    anchor = ctx.imports.anchor_for_imports()
+    body = list(ctx.module.body)
+    stmts = []
+    os_stmt = ctx.imports.import_stmt.get("os")
+    if not (os_stmt is not None and anchor is not None and os_stmt in body and anchor in body
+            and body.index(os_stmt) < body.index(anchor) and ctx.imports.name_for("os") == "os"):
+        stmts += ctx.stmts("import os")
+        ctx.imports.bound.setdefault("os", "os")
+        ctx.imports.import_stmt["os"] = anchor
+    for template, comment in items:
+        stmts += ctx.stmts(template, comment=comment)
+    return stmts

@@ -1,0 +1,223 @@
+"""tf.distribute backend: TensorFlow's own data-parallel engine.
+
+One converted script runs both ways: with ``TF_CONFIG`` set it is one worker
+of a cluster (``MultiWorkerMirroredStrategy``), without it it uses every
+local device (``MirroredStrategy``). Following
+https://www.tensorflow.org/tutorials/distribute/multi_worker_with_keras and
+https://www.tensorflow.org/tutorials/distribute/custom_training:
+
+- variables are created in ``strategy.scope()``: mirrored, so every replica
+  starts from the same values and no broadcast is needed;
+- the optimizer sums the replicas' gradients in ``apply_gradients``; a
+  custom step therefore runs through ``strategy.run`` and divides its loss
+  by the number of replicas (what ``tf.nn.compute_average_loss`` does for a
+  per-replica mean loss), so the applied gradient is the global mean;
+- the batch a dataset yields is the *global* batch: the user's batch size is
+  kept per replica by multiplying it by ``num_replicas_in_sync``, and the
+  strategy splits (auto-shards) the data between workers;
+- every worker writes checkpoints and saved models (saving may run
+  collective operations): the chief to the user's path, the others to a
+  temporary directory removed at exit.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from .base import Backend
+
+# keras-team/keras#20585: Keras 3 fit() under MultiWorkerMirroredStrategy
+# fails; tf-keras (Keras 2) works, selected before TensorFlow is imported.
+LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
+KERAS3_MULTI_WORKER_MESSAGE = (
+    "Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): "
+    "use tf.keras with tf-keras installed (pip install tf-keras; TF_USE_LEGACY_KERAS=1)"
+)
+TF1_REFUSAL = ("TF1 Session / MonitoredTrainingSession training cannot run under tf.distribute's "
+               "strategies: convert it with --backend horovod, or port it to Keras fit or a GradientTape loop")
+
+
+class TfDistributeBackend(Backend):
+    name = "tf-distribute"
+
+    def placeholder_names(self) -> Tuple[str, ...]:
+        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data")
+
+    def message_words(self) -> Dict[str, str]:
+        return {
+            "engine": "tf.distribute",
+            "rank": "strategy.cluster_resolver.task_id",
+            "size": "strategy.num_replicas_in_sync",
+            "local_rank": "the local device",
+            "chief": "strategy.extended.should_checkpoint",
+            "broadcast_op": "(none: variables created in strategy.scope() start equal)",
+            "optimizer_wrapper": "strategy.scope()",
+            "tape_wrapper": "strategy.run",
+            "broadcast_hook": "(none)",
+            "tf1_optimizer_in_keras": "tf.distribute cannot replicate a TF1 optimizer's variables",
+            # what a user can do with a script this engine refuses
+            "alternative": ", or convert it with --backend horovod",
+        }
+
+    def estimator_refusal(self) -> str:
+        return "tf.estimator training is not supported (tf.distribute's estimator support was removed in TF 2.16)"
+
+    def implicit_gradients_refusal(self, function: str) -> str:
+        return (f"TF1 eager training with {function}(...) is not supported: compute the gradients with "
+                "tf.GradientTape in a step function")
+
+    def tf1_refusal(self) -> str:
+        return TF1_REFUSAL
+
+    def bind_name(self, ctx, key: str) -> str:
+        imports = ctx.imports
+        if key == "tf":
+            return imports.tensorflow()
+        if key == "keras":
+            return imports.keras()
+        if key == "os":
+            return imports.require("os", "os")
+        if key in ("strategy", "run_step", "write_path", "shard_by_data"):
+            return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
+                                      "shard_by_data": "shard_by_sample"}.get(key, key))
+        raise KeyError(key)
+
+    # --- process topology
+    def size(self) -> str:
+        return "{strategy}.num_replicas_in_sync"
+
+    def rank(self) -> str:
+        return "{strategy}.cluster_resolver.task_id"
+
+    def is_chief(self) -> str:
+        return "{strategy}.extended.should_checkpoint"
+
+    # --- start-up
+    def pre_import(self, ctx, keras_fit: bool) -> List[Tuple[str, str]]:
+        """(template, comment) statements before TensorFlow is first imported."""
+        if not keras_fit or ctx.facts.get("keras_flavor") == "keras":
+            return []
+        return [(
+            f"if {ctx.quoted('TF_CONFIG')} in {{os}}.environ:\n"
+            f"    {{os}}.environ.setdefault({ctx.quoted(LEGACY_KERAS_ENV)}, {ctx.quoted('1')})",
+            "tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585); "
+            "use tf-keras there.",
+        )]
+
+    def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List:
+        q = ctx.quoted
+        out = [(
+            f"{{strategy}} = ({{tf}}.distribute.MultiWorkerMirroredStrategy() if {q('TF_CONFIG')} in {{os}}.environ\n"
+            f"            else {{tf}}.distribute.MirroredStrategy())",
+            "tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.",
+        )]
+        if keras3_guard:
+            keras_version = ("{keras}.__version__" if ctx.facts.get("keras_flavor") == "keras"
+                             else f"getattr({{tf}}.keras, {q('__version__')}, {q('2')})")
+            out.append((
+                f"if {q('TF_CONFIG')} in {{os}}.environ and int({keras_version}.split({q('.')})[0]) >= 3:\n"
+                f"    raise SystemExit({q(KERAS3_MULTI_WORKER_MESSAGE)})",
+                "tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().",
+            ))
+        bound = ctx.bound_names()
+        if "run_step" in bound:
+            out.append((
+                f"def {{run_step}}(step, *args, **kwargs):\n"
+                f"    results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
+                f"    return {{tf}}.nest.map_structure(\n"
+                f"        lambda value: {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None),\n"
+                f"        results)",
+                "tf.distribute: run one training step on every replica; what it returns is averaged over them.",
+            ))
+        if "write_path" in bound:
+            out.append((
+                f"def {{write_path}}(path):\n"
+                f"    if {{strategy}}.extended.should_checkpoint:\n"
+                f"        return path\n"
+                f"    import atexit, shutil, tempfile\n"
+                f"    directory = tempfile.mkdtemp()\n"
+                f"    atexit.register(shutil.rmtree, directory, ignore_errors=True)\n"
+                f"    return {{os}}.path.join(directory, {{os}}.path.basename({{os}}.path.normpath(str(path))))",
+                "tf.distribute: every worker saves (saving can run collective operations); "
+                "only the chief writes to the real path, the others to a temporary directory removed at exit.",
+            ))
+        if "shard_by_data" in bound:
+            out.append((
+                f"def {{shard_by_data}}(dataset):\n"
+                f"    options = {{tf}}.data.Options()\n"
+                f"    options.experimental_distribute.auto_shard_policy = {{tf}}.data.experimental.AutoShardPolicy.DATA\n"
+                f"    return dataset.with_options(options)",
+                "tf.distribute: an in-memory source has no files to split: workers split it by sample.",
+            ))
+        return out
+
+    # --- optimisation
+    def scale_lr(self, lr: str) -> str:
+        return f"{lr} * {{strategy}}.num_replicas_in_sync"
+
+    def wrap_optimizer(self, optimizer: str, keras: bool):
+        return None  # the optimizer aggregates the replicas' gradients itself
+
+    def wrap_tape(self, tape: str):
+        return None
+
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str):
+        return None  # mirrored variables start equal
+
+    def tf1_broadcast_op(self) -> str:
+        raise NotImplementedError(TF1_REFUSAL)
+
+    def tf1_broadcast_hook(self) -> str:
+        raise NotImplementedError(TF1_REFUSAL)
+
+    def keras_callbacks(self) -> List[str]:
+        return []
+
+    # --- what only tf.distribute needs
+    def replica_scope(self) -> str:
+        """The with-item under which variables are created mirrored."""
+        return "{strategy}.scope()"
+
+    def per_replica_batch(self, batch: str) -> str:
+        """The global batch that keeps the user's batch on every replica."""
+        return f"{batch} * {{strategy}}.num_replicas_in_sync"
+
+    def gradient_share(self, loss: str) -> str:
+        """This replica's share of the loss: the optimizer sums the replicas'
+        gradients, so a per-replica mean loss divided by their number gives
+        the gradient of the global mean."""
+        return f"{loss} / {{strategy}}.num_replicas_in_sync"
+
+    def run_on_replicas(self, step: str, args: str) -> str:
+        return f"{{run_step}}({step}{', ' + args if args else ''})"
+
+    def distribute_dataset(self, dataset: str) -> str:
+        return f"{{strategy}}.experimental_distribute_dataset({dataset})"
+
+    def worker_write_path(self, path: str):
+        """Where this worker writes a checkpoint or saved model at ``path``."""
+        return f"{{write_path}}({path})"
+
+    # --- data
+    def shard_dataset(self, dataset: str) -> str:
+        return f"{{shard_by_data}}({dataset})"
+
+    def shard_dataset_known_size(self, dataset: str) -> str:
+        return f"{{shard_by_data}}({dataset})"
+
+    def shard_files(self, dataset: str) -> str:
+        return dataset  # AUTO policy: the strategy splits by file
+
+    def shard_array(self, array: str) -> str:
+        return array  # Keras turns arrays into a dataset the strategy splits by sample
+
+    def divide_count(self, count: str) -> str:
+        return f"max(1, {count} // {{strategy}}.num_replicas_in_sync)"
+
+    def tf1_device_config(self, tf1: str) -> str:
+        raise NotImplementedError(TF1_REFUSAL)
+
+    def tf1_visible_device_list(self) -> str:
+        raise NotImplementedError(TF1_REFUSAL)
+
+    def seed_per_rank(self, seed: str) -> str:
+        return f"{seed} + {{strategy}}.cluster_resolver.task_id"

@@ -1,0 +1,132 @@
+"""Keras ``compile``/``fit`` for engines that replicate variables
+(tf.distribute): the model, its optimizer and ``compile`` in the replication
+scope, the learning rate scaled as for Horovod, the user's batch kept per
+replica, the data split by the engine, step counts divided, progress output
+from the chief only.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from . import data_division, gradient_tape, keras_fit, replicas
+from .common import append_arg, find_arg, kwarg, method_name, receiver, source
+
+PATTERN = keras_fit.PATTERN
+RULE = "keras"
+detect = keras_fit.detect
+prepare = keras_fit.prepare
+
+KERAS_DEFAULT_BATCH = "32"  # fit()'s batch_size when absent
+
+
+def apply(ctx) -> None:
+    a = ctx.a
+    for call in keras_fit.model_calls(a, {"train_on_batch"}):
+        raise ctx.unsupported(call, "train_on_batch loops are not converted: use model.fit, or a GradientTape loop")
+    custom = gradient_tape.training_tapes(a, keras_train_step=True)
+    if custom:
+        w = custom[0][0]
+        raise ctx.unsupported(w, ctx.say(
+            "a custom train_step computing its own gradients: under {engine} its loss must be divided by the "
+            "number of replicas where fit() runs it; not converted{alternative}"))
+    compiles = keras_fit.model_calls(a, {"compile"})
+    for call in compiles:
+        keras_fit._optimizer(ctx, call)
+    fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
+    for call in fits:
+        _scope_model(ctx, call, compiles)
+        _fit(ctx, call)
+    for method, pos in keras_fit.EVAL_VERBOSE_POS.items():
+        for call in keras_fit.model_calls(a, {method}):
+            keras_fit._rank0_verbose(ctx, call, pos, default="1")
+    _csv_loggers(ctx)
+
+
+def _same_model(a: A.Analysis, x, y) -> bool:
+    if isinstance(x, cst.Name) and isinstance(y, cst.Name):
+        return x.value == y.value and a.enclosing_function(x) is a.enclosing_function(y)
+    return a.code(x) == a.code(y) and a.enclosing_function(x) is a.enclosing_function(y)
+
+
+def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
+    """Model construction, optimizer construction and compile() in the scope."""
+    a = ctx.a
+    model = receiver(fit_call)
+    stmts = replicas.construction_statements(a, model, {A.MODEL})
+    for call in compiles:
+        if _same_model(a, receiver(call), model) or any(
+                s in replicas.construction_statements(a, receiver(call), {A.MODEL}) for s in stmts):
+            stmt = a.statement_of(call)
+            if stmt not in stmts:
+                stmts.append(stmt)
+            arg = find_arg(call, "optimizer", 0)
+            if arg is not None:
+                for s in replicas.construction_statements(a, arg.value, {A.KERAS_OPTIMIZER}):
+                    if s not in stmts:
+                        stmts.append(s)
+    if not stmts:
+        ctx.warn(model, replicas.RULE, ctx.say(
+            "cannot find where {model} is built: build it and compile it inside `with {scope}:`",
+            model=a.code(model), scope=ctx.fill(ctx.backend.replica_scope())))
+        return
+    replicas.in_replica_scope(ctx, stmts, f"model {a.code(model)}, its optimizer and compile()")
+
+
+def _fit(ctx, call: cst.Call) -> None:
+    a = ctx.a
+    keras_fit._rank0_verbose(ctx, call, keras_fit.FIT_POS["verbose"], default="1")
+    x = find_arg(call, "x", keras_fit.FIT_POS["x"])
+    y = find_arg(call, "y", keras_fit.FIT_POS["y"])
+    val = find_arg(call, "validation_data", keras_fit.FIT_POS["validation_data"])
+    per_step = {}  # step-count keyword -> names of datasets batched per replica
+    if x is None:
+        ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
+    elif a.is_kind(x.value, A.DATASET):
+        _dataset(ctx, x.value, "training data")
+        per_step["steps_per_epoch"] = data_division.data_names(a, x.value)
+    elif y is not None:
+        _arrays(ctx, call)
+    else:
+        ctx.warn(x.value, data_division.RULE, ctx.say(
+            "{engine} splits only tf.data datasets and arrays between workers: turn {what} into a tf.data "
+            "dataset (batched by the per-replica batch x {size})", what=a.code(x.value)))
+    if val is not None and a.is_kind(val.value, A.DATASET):
+        _dataset(ctx, val.value, "validation data")
+        per_step["validation_steps"] = data_division.data_names(a, val.value)
+    for key in ("steps_per_epoch", "validation_steps"):
+        arg = find_arg(call, key, keras_fit.FIT_POS[key])
+        if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            if key in per_step and data_division.counts_sharded_data(ctx, arg.value, per_step[key]):
+                continue  # counted on the dataset batched per replica: global steps already
+            data_division.divide(ctx, arg.value, key)
+
+
+def _dataset(ctx, dataset, what: str) -> None:
+    replicas.dataset_batches_per_replica(ctx, dataset, what)
+    replicas.split_by_engine(ctx, dataset, what)
+
+
+def _arrays(ctx, call: cst.Call) -> None:
+    """NumPy inputs: Keras makes a dataset of them that the strategy splits
+    by sample; its batch (fit's batch_size) is kept per replica."""
+    arg = find_arg(call, "batch_size", 2)
+    if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+        replicas.keep_batch_per_replica(ctx, arg.value, "training data")
+        return
+    new = ctx.expr(ctx.backend.per_replica_batch(KERAS_DEFAULT_BATCH))
+    if arg is not None:
+        ctx.plan.replace(arg.value, lambda old: new)
+    else:
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("batch_size", new)))
+    ctx.change(call, replicas.BATCH_RULE, ctx.say("training data: fit()'s default batch (32) kept per replica"))
+
+
+def _csv_loggers(ctx) -> None:
+    """CSVLogger writes its file from every worker: each to its own path."""
+    a = ctx.a
+    for call in a.calls:
+        if a.is_name(call, {"tensorflow.keras.callbacks.CSVLogger", "keras.callbacks.CSVLogger"}):
+            if not replicas.write_path(ctx, call, "filename", 0, "CSV log"):
+                ctx.warn(call, "rank0-io", "CSVLogger without a file name: give each worker its own file")

@@ -1,0 +1,255 @@
+"""What engines that replicate variables need (tf.distribute's strategies):
+state created in the replication scope, the user's batch kept per replica,
+data split by the engine, saves written by every worker.
+
+These are intents; the backend says how (``replica_scope``,
+``per_replica_batch``, ``distribute_dataset``, ``worker_write_path``).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from .common import find_arg, method_name, source
+
+RULE = "replica-scope"
+BATCH_RULE = "per-replica-batch"
+
+
+# ------------------------------------------------------------ replica scope
+def construction_statements(a: A.Analysis, expr, kinds) -> List[cst.BaseStatement]:
+    """The statements that build the object(s) ``expr`` is bound to (of
+    these kinds), wherever they are (a factory's ``return``, ``__init__``)."""
+    out = []
+    for t in a.types(expr):
+        if t.kind in kinds and t.call is not None:
+            stmt = a.statement_of(t.call)
+            if stmt is not None and stmt not in out:
+                out.append(stmt)
+            if t.kind == A.MODEL:  # a functional model: its layers are built where they are called
+                for s in _layer_statements(a, t.call, set()):
+                    if s not in out:
+                        out.append(s)
+    return out
+
+
+def _is_layer_call(a: A.Analysis, value) -> bool:
+    """``Dense(8)(x)``, ``keras.Input(...)``, ``layers.concatenate([...])``."""
+    if not isinstance(value, cst.Call):
+        return False
+    if isinstance(value.func, cst.Call):
+        return True
+    return any(n.startswith(("tensorflow.keras.", "keras.", "tf_keras.")) for n in a.names(value))
+
+
+def _layer_statements(a: A.Analysis, node, seen: set) -> List[cst.BaseStatement]:
+    """Statements building the layers (and Keras inputs) a functional model
+    construction refers to, followed back through the names it uses."""
+    out: List[cst.BaseStatement] = []
+    for n in _names(node):
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        for origin, value in a.assigned_values(n):
+            if value is not None and _is_layer_call(a, value):
+                stmt = a.statement_of(value)
+                if stmt is not None and stmt not in out:
+                    out.append(stmt)
+                    out += [s for s in _layer_statements(a, value, seen) if s not in out]
+    return out
+
+
+def _names(node):
+    from ..engine.scopes import walk
+    return [n for n in walk(node) if isinstance(n, cst.Name)]
+
+
+def _scoped(ctx) -> set:
+    return ctx.state(__name__ + ".scoped")
+
+
+def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
+    """Run these statements in the engine's replication scope: consecutive
+    simple statements of one block share one ``with``."""
+    a = ctx.a
+    done = _scoped(ctx)
+    todo = [s for s in stmts if s not in done and not any(p in done for p in a.ancestors(s))]
+    by_block: Dict[int, List[cst.BaseStatement]] = {}
+    blocks = {}
+    for s in todo:
+        block = a.parent(s)
+        by_block.setdefault(id(block), []).append(s)
+        blocks[id(block)] = block
+    for key, group in by_block.items():
+        body = list(blocks[key].body)
+        group.sort(key=body.index)
+        runs: List[List[cst.BaseStatement]] = []
+        for s in group:
+            if runs:
+                prev = runs[-1][-1]
+                between = body[body.index(prev) + 1:body.index(s)]
+                if all(isinstance(b, cst.SimpleStatementLine) for b in between) and len(between) <= 3:
+                    runs[-1] += between + [s]
+                    continue
+            runs.append([s])
+        for run in runs:
+            item = cst.WithItem(item=ctx.expr(ctx.backend.replica_scope()))
+            if ctx.plan.wrap(run, [item]):
+                done.update(run)
+                ctx.change(run[0], RULE, ctx.say("{what} created in {scope}: mirrored on every replica, equal from the start",
+                                                 what=what, scope=ctx.fill(ctx.backend.replica_scope())), through=run[-1])
+
+
+def _enclosing_statements(a: A.Analysis, node) -> List[cst.BaseStatement]:
+    out = []
+    stmt = a.statement_of(node)
+    while stmt is not None:
+        out.append(stmt)
+        parent = a.parent(stmt)
+        stmt = a.statement_of(parent) if parent is not None else None
+    return out
+
+
+# ------------------------------------------------------------ batch per replica
+BATCH_METHODS = ("batch", "padded_batch")
+
+
+def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
+    """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
+    from its sources, or None when the flow cannot be followed to them."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return []
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            inner = batch_calls(a, f.value, seen, methods)
+            if inner is None:
+                return None
+            return ([expr] if f.attr.value in methods else []) + inner
+        if isinstance(f, cst.Name):
+            fdefs = a._local_functions(f)
+            if not fdefs:
+                return None
+            out: List[cst.Call] = []
+            for fdef in fdefs:
+                for r in A._returns(fdef):
+                    inner = batch_calls(a, r, seen, methods)
+                    if inner is None:
+                        return None
+                    out += inner
+            return out
+        return None
+    if isinstance(expr, cst.Name):
+        out = []
+        values = a.assigned_values(expr)
+        if not values:
+            return None
+        for origin, v in values:
+            if v is None:
+                return None
+            inner = batch_calls(a, v, seen, methods)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _batched(ctx) -> set:
+    return ctx.state(__name__ + ".batched")
+
+
+def keep_batch_per_replica(ctx, value: cst.BaseExpression, what: str) -> None:
+    """The engine reads a batch of this size for all replicas together:
+    multiply it so every replica still gets the user's batch."""
+    if value in _batched(ctx):
+        return
+    _batched(ctx).add(value)
+    new = ctx.expr(ctx.backend.per_replica_batch(source(ctx.module, value)))
+    ctx.plan.replace(value, lambda old: new)
+    ctx.change(value, BATCH_RULE, ctx.say("{what}: batch {batch} kept per replica (the global batch is {batch} x {size})",
+                                          what=what, batch=ctx.a.code(value)))
+
+
+def dataset_batches_per_replica(ctx, dataset, what: str) -> bool:
+    """Every ``.batch(n)`` of a dataset's flow keeps n per replica; False
+    (with a warning) when none can be found."""
+    calls = batch_calls(ctx.a, dataset)
+    if not calls:
+        ctx.warn(dataset, BATCH_RULE, ctx.say(
+            "{what}: the batch size of this dataset is the global batch under {engine}: multiply it by {size} "
+            "where the dataset is batched to keep the per-replica batch (and the learning-rate scaling) meaningful",
+            what=what))
+        return False
+    for call in calls:
+        arg = find_arg(call, "batch_size", 0)
+        if arg is not None:
+            keep_batch_per_replica(ctx, arg.value, what)
+    return True
+
+
+# ------------------------------------------------------------ data split
+SPLIT_RULE = "data-division"
+
+
+def split_by_engine(ctx, dataset, what: str) -> None:
+    """The engine splits the dataset between workers: data in memory by
+    sample (told explicitly: it has no files), files by file. Splitting by
+    sample keeps every element of the pipeline and takes each worker's
+    share at its end, so every shuffle on the way must be seeded alike."""
+    a = ctx.a
+    sources = a.dataset_sources(dataset)
+    if not sources:
+        ctx.warn(dataset, SPLIT_RULE, ctx.say(
+            "{what}: cannot find where this dataset is built: make sure {engine} can split it between workers "
+            "(files, or AutoShardPolicy.DATA for data in memory)", what=what))
+        return
+    done = ctx.state(__name__ + ".split")
+    for src in sources:
+        if src in done:
+            continue
+        done.add(src)
+        if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
+            new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
+            ctx.plan.replace(src, lambda old, new=new: new)
+            ctx.change(src, SPLIT_RULE, ctx.say("{what}: data in memory split between workers by sample", what=what))
+        else:
+            ctx.change(src, SPLIT_RULE, ctx.say("{what}: {engine} splits this dataset between workers (by file where it can)", what=what))
+    for shuffle in batch_calls(a, dataset, methods=("shuffle",)) or []:
+        if shuffle in done or find_arg(shuffle, "seed", 1) is not None:
+            continue
+        done.add(shuffle)
+        from .common import append_arg, kwarg
+        from .data_division import SHARED_SEED
+        new = ctx.expr(SHARED_SEED)
+        ctx.plan.replace(shuffle, lambda c, new=new: append_arg(c, kwarg("seed", new)))
+        ctx.change(shuffle, SPLIT_RULE, "shuffled with one seed on every worker, so their shares do not overlap")
+
+
+# ------------------------------------------------------------ saves
+SAVE_PATH_ARGS = {  # method or function -> (keyword, position) of its path
+    "save": (("filepath", "file_prefix", "export_dir"), 0),
+    "save_weights": (("filepath",), 0),
+    "write": (("file_prefix",), 0),
+}
+
+
+def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
+    """Every worker runs this save; the path is the worker's own."""
+    arg = find_arg(call, keyword, position)
+    if arg is None:
+        return False
+    template = ctx.backend.worker_write_path(source(ctx.module, arg.value, False))
+    new = ctx.expr(template)
+    ctx.plan.replace(arg.value, lambda old: new)
+    ctx.change(call, "worker-writes", ctx.say(
+        "{what} run by every worker (saving may run collective operations); the chief writes to "
+        "{path}, the other workers to a temporary directory", what=what, path=ctx.a.code(arg.value)))
+    return True
