@@ -53,18 +53,10 @@ KERAS_OPTIMIZERS = {f"keras.optimizers.{n}": lr for n, lr in KERAS_OPTIMIZER_DEF
 KERAS_LEGACY_OPTIMIZERS = {
     f"keras.optimizers.legacy.{n}": lr for n, lr in KERAS_OPTIMIZER_DEFAULT_LR.items()
 }
-# compile(optimizer="adam"): Keras' string identifiers.
-KERAS_OPTIMIZER_STRINGS = {
-    "sgd": "SGD",
-    "adam": "Adam",
-    "adamw": "AdamW",
-    "rmsprop": "RMSprop",
-    "adagrad": "Adagrad",
-    "adadelta": "Adadelta",
-    "adamax": "Adamax",
-    "nadam": "Nadam",
-    "ftrl": "Ftrl",
-}
+# compile(optimizer="adam"): Keras' string identifiers are the class names in
+# lower case -- derived from the one class table, so a class added there
+# (Lion, Adafactor...) is also known by its string.
+KERAS_OPTIMIZER_STRINGS = {name.lower(): name for name in KERAS_OPTIMIZER_DEFAULT_LR}
 KERAS_DEFAULT_COMPILE_OPTIMIZER = "rmsprop"
 KERAS_OPTIMIZER_BASES = {
     "keras.optimizers.Optimizer",

@@ -108,3 +108,19 @@ def test_endless_input_after_a_shuffle_of_unknown_data_is_not_sharded():
     r = convert_source(src, "endless.py")
     assert ".shard(" not in r.code
     assert any(w.rule == "data-division" for w in r.warnings)
+
+
+def test_every_optimizer_class_is_known_by_its_compile_string_on_both_engines():
+    """compile(optimizer="lion") and the class table are one fact: every
+    class tfdist knows a default rate for converts from its string too, with
+    that rate written out and scaled."""
+    from tfdist import apis
+    for name, lr in apis.KERAS_OPTIMIZER_DEFAULT_LR.items():
+        src = ("import tensorflow as tf\n"
+               "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+               f"model.compile(optimizer='{name.lower()}', loss='mse')\n"
+               "model.fit(tf.zeros([8, 2]), tf.zeros([8, 1]), epochs=1)\n")
+        for backend, size in (("horovod", "hvd.size()"), ("tf-distribute", "strategy.num_replicas_in_sync")):
+            result = convert_source(src, "opt.py", backend=backend)
+            assert result.status == "converted", (name, backend, result.error)
+            assert f"tf.keras.optimizers.{name}(learning_rate={lr!r} * {size})" in result.code, (name, backend)
