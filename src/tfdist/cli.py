@@ -55,7 +55,7 @@ EPILOG = """exit codes:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tfdist", description="Convert single-GPU TensorFlow training scripts to Horovod, and prove they train.",
+    p = argparse.ArgumentParser(prog="tfdist", description="Convert single-GPU TensorFlow training scripts to Horovod or tf.distribute, and prove they train.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--version", action="version", version=f"tfdist {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     an = sub.add_parser("analyze", help="explain which training pattern a script uses and why")
     an.add_argument("path", metavar="FILE")
     an.add_argument("--json", action="store_true")
+    an.add_argument("--backend", default="horovod", choices=sorted(BACKENDS),
+                    help="also say whether this engine converts the script, or why not")
     sub.add_parser("run", help="launch a (converted) script on N processes with horovodrun", add_help=False)
     sub.add_parser("verify", help="convert, run on N processes, and check the ranks trained correctly", add_help=False)
     return p
@@ -114,15 +116,20 @@ def cmd_analyze(args) -> int:
     except BadInput as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
-    a, evidence = analyse(src)
+    a, evidence = analyse(src, backend=args.backend)
+    from .assembly import convert_path
     from .engine import patterns as P
+    result = convert_path(args.path, backend=args.backend)
+    engine = {"backend": args.backend, "status": result.status, "error": result.error,
+              "error_line": result.error_line, "changes": len(result.changes), "warnings": len(result.warnings)}
     pattern = P.join_all(e.pattern for e in evidence)
     hierarchy = [f.describe() for f in a.classes.values() if f.kinds]
     types = a.describe_types()
     if args.json:
         json.dump({"path": args.path, "pattern": pattern,
                    "patterns": sorted({e.pattern for e in evidence}),
-                   "evidence": [e.__dict__ for e in evidence], "hierarchy": hierarchy, "types": types},
+                   "evidence": [e.__dict__ for e in evidence], "hierarchy": hierarchy, "types": types,
+                   "engine": engine},
                   sys.stdout, indent=2)
         print()
         return EXIT_OK
@@ -135,4 +142,9 @@ def cmd_analyze(args) -> int:
         print(f"  type      {t}")
     if pattern == P.UNKNOWN:
         print("  no training loop found")
+    elif result.error:
+        where = f"line {result.error_line}: " if result.error_line else ""
+        print(f"  engine    {args.backend}: not converted: {where}{result.error}")
+    else:
+        print(f"  engine    {args.backend}: {result.status} ({len(result.changes)} changes, {len(result.warnings)} warnings)")
     return EXIT_OK

@@ -196,3 +196,45 @@ def test_report_write_failure_is_bad_input(script, capsysbinary, tmp_path):
     code, _, err = run(capsysbinary, script, "-o", tmp_path / "o.py", "--report", script / "r.json")
     assert code == 3
     assert err.splitlines()[-1].startswith(f"tfdist: cannot write the report {script}/r.json")
+
+
+# ------------------------------------------------------------ --backend tf-distribute
+def test_tf_distribute_backend_in_every_mode(script, capsysbinary, tmp_path):
+    """The second engine through the same paths: file, --diff, --check, the
+    JSON report (which names the engine), a tree, and analyze."""
+    code, out, _ = run(capsysbinary, script, "--backend", "tf-distribute")
+    assert code == 0
+    assert b"with strategy.scope():" in out and b"hvd" not in out
+    code, out, _ = run(capsysbinary, script, "--backend", "tf-distribute", "--diff")
+    assert code == 0 and out.startswith(b"---") and script.read_bytes() == KERAS
+    code, _, _ = run(capsysbinary, script, "--backend", "tf-distribute", "--check")
+    assert code == 1 and script.read_bytes() == KERAS
+    report = tmp_path / "r.json"
+    code, _, _ = run(capsysbinary, script, "--backend", "tf-distribute", "-o", tmp_path / "o.py", "--report", report)
+    assert code == 0 and json.loads(report.read_text())["backend"] == "tf-distribute"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "train.py").write_bytes(KERAS)
+    (tree / "tf1.py").write_bytes(b"import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\n"
+                                  b"w = tf.Variable(1.0)\nloss = tf.reduce_mean(w * x)\n"
+                                  b"train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)\n"
+                                  b"with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                                  b"    for i in range(10):\n        sess.run(train_op, feed_dict={x: 1.0})\n")
+    code, _, err = run(capsysbinary, tree, "--backend", "tf-distribute", "-o", tmp_path / "tree_out")
+    assert code == 2  # one file refused
+    assert b"strategy.scope()" in (tmp_path / "tree_out" / "train.py").read_bytes()
+    assert "--backend horovod" in err
+
+
+def test_analyze_says_whether_the_engine_converts(capsys, tmp_path):
+    tf1 = tmp_path / "tf1.py"
+    tf1.write_text("import tensorflow.compat.v1 as tf\nx = tf.placeholder(tf.float32)\nw = tf.Variable(1.0)\n"
+                   "train_op = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_mean(w * x))\n"
+                   "with tf.Session() as sess:\n    sess.run(tf.global_variables_initializer())\n"
+                   "    for i in range(10):\n        sess.run(train_op, feed_dict={x: 1.0})\n")
+    assert main(["analyze", str(tf1), "--backend", "tf-distribute", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine"]["backend"] == "tf-distribute" and data["engine"]["status"] == "unsupported"
+    assert "--backend horovod" in data["engine"]["error"]
+    assert main(["analyze", str(tf1)]) == 0
+    assert "engine    horovod: converted" in capsys.readouterr().out

@@ -263,3 +263,14 @@ def test_percent_continuation_inside_brackets_is_python(tmp_path):
     assert "          %(epoch, history.history['loss'][-1]))\n" in new
     assert "    %time print('not in brackets: a magic')\n" in new
     assert "%not a magic inside a string\n" in new
+
+
+def test_notebook_with_tf_distribute_backend(nb_path):
+    from tfdist.project.notebook import convert_notebook as convert_nb
+    r = convert_nb(str(nb_path), nb_path.read_bytes(), backend="tf-distribute")
+    assert r.result.status == "converted", r.result.error
+    out = nbformat.reads(r.result.data.decode(), as_version=4)
+    nbformat.validate(out)
+    code = "\n".join(c.source for c in out.cells if c.cell_type == "code")
+    assert "with strategy.scope():" in code and "hvd" not in code
+    assert "batch_size=8 * strategy.num_replicas_in_sync" in code

@@ -366,7 +366,7 @@ def _write_report(args, rep: Reporter, mode: str, code: int) -> None:
         return
     summary = rep.summary()
     summary.update(mode=mode, exit_code=code)
-    data = json.dumps({"files": rep.entries, "summary": summary}, indent=2) + "\n"
+    data = json.dumps({"backend": args.backend, "files": rep.entries, "summary": summary}, indent=2) + "\n"
     try:
         write_atomic(args.report, data.encode("utf-8"))
     except OSError as e:
