@@ -96,8 +96,11 @@ class TfDistributeBackend(Backend):
         """(template, comment) statements before TensorFlow is first imported."""
         if not keras_fit or ctx.facts.get("keras_flavor") == "keras":
             return []
+        # Only where tf-keras is installed: TensorFlow <= 2.15 has Keras 2 as
+        # tf.keras already, and would fail to import tf.keras with the switch.
         return [(
-            f"if {ctx.quoted('TF_CONFIG')} in {{os}}.environ:\n"
+            "import importlib.util\n"
+            f"if {ctx.quoted('TF_CONFIG')} in {{os}}.environ and importlib.util.find_spec({ctx.quoted('tf_keras')}) is not None:\n"
             f"    {{os}}.environ.setdefault({ctx.quoted(LEGACY_KERAS_ENV)}, {ctx.quoted('1')})",
             "tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585); "
             "use tf-keras there.",
