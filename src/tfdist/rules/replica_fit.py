@@ -63,8 +63,11 @@ def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
                 stmts.append(stmt)
             arg = find_arg(call, "optimizer", 0)
             if arg is not None:
-                for s in replicas.construction_statements(a, arg.value, {A.KERAS_OPTIMIZER}):
-                    if s not in stmts:
+                # followed through names, parameters and factories (make_optimizer())
+                built = keras_fit._constructions(a, arg.value, 0) or []
+                for s in [a.statement_of(c) for c, _ in built] + replicas.construction_statements(
+                        a, arg.value, {A.KERAS_OPTIMIZER}):
+                    if s is not None and s not in stmts:
                         stmts.append(s)
     if not stmts:
         ctx.warn(model, replicas.RULE, ctx.say(

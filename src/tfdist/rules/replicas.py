@@ -20,10 +20,16 @@ BATCH_RULE = "per-replica-batch"
 
 
 # ------------------------------------------------------------ replica scope
-def construction_statements(a: A.Analysis, expr, kinds) -> List[cst.BaseStatement]:
+def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[cst.BaseStatement]:
     """The statements that build the object(s) ``expr`` is bound to (of
-    these kinds), wherever they are (a factory's ``return``, ``__init__``)."""
+    these kinds), wherever they are (a factory's ``return``, ``__init__``,
+    every caller's argument for a parameter)."""
     out = []
+    if isinstance(expr, cst.Name) and depth < 6:
+        for origin, _ in a.assigned_values(expr):
+            if isinstance(origin, cst.Param):
+                for _call, arg in a.argument_values(origin):
+                    out += [s for s in construction_statements(a, arg, kinds, depth + 1) if s not in out]
     for t in a.types(expr):
         if t.kind in kinds and t.call is not None:
             stmt = a.statement_of(t.call)
@@ -91,7 +97,8 @@ def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
             if runs:
                 prev = runs[-1][-1]
                 between = body[body.index(prev) + 1:body.index(s)]
-                if all(isinstance(b, cst.SimpleStatementLine) for b in between) and len(between) <= 3:
+                if len(between) <= 3 and all(isinstance(b, cst.SimpleStatementLine) and not _runs_user_code(a, b)
+                                             for b in between):
                     runs[-1] += between + [s]
                     continue
             runs.append([s])
@@ -101,6 +108,19 @@ def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
                 done.update(run)
                 ctx.change(run[0], RULE, ctx.say("{what} created in {scope}: mirrored on every replica, equal from the start",
                                                  what=what, scope=ctx.fill(ctx.backend.replica_scope())), through=run[-1])
+
+
+def _runs_user_code(a: A.Analysis, stmt) -> bool:
+    """A statement calling a function or method of this module, or a Keras
+    training/evaluation method: kept out of a scope it would only join to
+    make the ``with`` contiguous."""
+    from ..engine import dataflow
+    from ..engine.scopes import walk
+    for node in walk(stmt):
+        if isinstance(node, cst.Call):
+            if dataflow.callees(a, node) or method_name(node) in apis.KERAS_FIT_METHODS | {"evaluate", "predict"}:
+                return True
+    return False
 
 
 def _enclosing_statements(a: A.Analysis, node) -> List[cst.BaseStatement]:
@@ -152,6 +172,16 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
         if not values:
             return None
         for origin, v in values:
+            if v is None and isinstance(origin, cst.Param):  # passed in: where every caller built it
+                passed = a.argument_values(origin)
+                if not passed:
+                    return None
+                for _call, arg in passed:
+                    inner = batch_calls(a, arg, seen, methods)
+                    if inner is None:
+                        return None
+                    out += inner
+                continue
             if v is None:
                 return None
             inner = batch_calls(a, v, seen, methods)
