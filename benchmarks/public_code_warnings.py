@@ -52,7 +52,7 @@ from tfdist.engine import findings as F
 from tfdist.project import index as I
 from tfdist.project.runner import run_tasks
 from tfdist.project.walk import walk
-from tfdist.project.worker import HELPER_NOTE, NO_TF_NOTE, convert_one
+from tfdist.project.worker import HELPER_NOTE, NO_TF_NOTE, FileAnswer, FileTask, convert_one
 
 HELPER = "helper"  # a TensorFlow module without a training loop, reported unchanged in a tree
 # A textual hint only (this benchmark's own heuristic, not tfdist's analysis): a
@@ -141,8 +141,10 @@ def group_keys(messages_by_rule: Dict[str, List[str]]) -> Dict[Tuple[str, str], 
 
 
 # ------------------------------------------------------------ converting
-def _tasks(roots: List[Tuple[str, str]]) -> Tuple[List[dict], Dict[str, int], List[dict]]:
-    """Phase 1 of a tree conversion (walk, TF test, project index), for all roots."""
+def _tasks(roots: List[Tuple[str, str]]) -> Tuple[List[Tuple[str, FileTask]], Dict[str, int], List[dict]]:
+    """Phase 1 of a tree conversion (walk, TF test, project index), for all roots.
+
+    The tasks come with the root (repository) each file belongs to."""
     seen: Dict[str, int] = Counter()
     skipped: List[dict] = []
     pending = []  # (root display, entry)
@@ -180,9 +182,9 @@ def _tasks(roots: List[Tuple[str, str]]) -> Tuple[List[dict], Dict[str, int], Li
                 project = index.context_for(ab, I.notebook_summary(ab))
         except Exception:  # as the CLI does: a broken module never stops this file
             project = None
-        tasks.append({"backend": "horovod", "diff": False, "inplace": False, "backup": False, "path": e.path,
-                      "abspath": e.abspath, "kind": e.kind, "project": project, "tree": True,
-                      "symlink": e.symlink, "broken": e.broken, "mirror": False, "repo": disp})
+        tasks.append((disp, FileTask(backend="horovod", diff=False, inplace=False, backup=False, path=e.path,
+                                     abspath=e.abspath, kind=e.kind, project=project, tree=True,
+                                     symlink=e.symlink, broken=e.broken, mirror=False)))
     return tasks, dict(seen), skipped
 
 
@@ -190,18 +192,18 @@ def convert_all(roots: List[Tuple[str, str]], jobs: int) -> Tuple[List[dict], Di
     t0 = time.perf_counter()
     tasks, seen, files = _tasks(roots)
     if jobs <= 1:
-        def answers() -> Iterator[Tuple[dict, float]]:
-            for t in tasks:
+        def answers() -> Iterator[Tuple[FileAnswer, float]]:
+            for _, t in tasks:
                 s = time.perf_counter()
                 a = convert_one(t)
                 yield a, time.perf_counter() - s
         stream = answers()
     else:
-        stream = ((a, None) for a in run_tasks(iter(tasks), len(tasks), jobs))
-    for t, (ans, secs) in zip(tasks, stream):
-        entry = ans["entry"]
-        status = ans["status"]
-        if status == F.UNCHANGED and ans.get("note") == HELPER_NOTE:
+        stream = ((a, None) for a in run_tasks((t for _, t in tasks), len(tasks), jobs))
+    for (repo, t), (ans, secs) in zip(tasks, stream):
+        entry = ans.entry
+        status = ans.status
+        if status == F.UNCHANGED and ans.note == HELPER_NOTE:
             status = HELPER
         warnings = []
         for w in entry.get("warnings", []):
@@ -212,16 +214,16 @@ def convert_all(roots: List[Tuple[str, str]], jobs: int) -> Tuple[List[dict], Di
         hints = []
         if status == HELPER:
             try:
-                with open(t["abspath"], "rb") as fh:
+                with open(t.abspath, "rb") as fh:
                     hints = sorted({m.group(1).decode() for m in TRAINING_CALL.finditer(fh.read())})
             except OSError:
                 pass
-        files.append({"repo": t["repo"], "path": ans["path"], "kind": t["kind"], "status": status, "tf": True,
+        files.append({"repo": repo, "path": ans.path, "kind": t.kind, "status": status, "tf": True,
                       "training_calls": hints,
-                      "pattern": ans["pattern"], "evidence": sorted({e["pattern"] for e in entry.get("evidence", [])}),
+                      "pattern": ans.pattern, "evidence": sorted({e["pattern"] for e in entry.get("evidence", [])}),
                       "changes": [{"rule": c["rule"], "line": c["line"], "message": c["message"], "cell": c.get("cell")}
                                   for c in entry.get("changes", [])],
-                      "warnings": warnings, "error": ans.get("error"),
+                      "warnings": warnings, "error": ans.error,
                       "error_line": entry.get("error_line"), "error_cell": entry.get("error_cell"),
                       "seconds": None if secs is None else round(secs, 4)})
     return files, seen, time.perf_counter() - t0

@@ -28,7 +28,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from ..engine import findings as F
 from . import index as I
 from .walk import Entry, walk
-from .worker import NO_TF_NOTE, convert_one, replace_atomically, write_atomic
+from .worker import NO_TF_NOTE, FileAnswer, FileTask, convert_one, replace_atomically, write_atomic
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3
 ORDER = (F.CONVERTED, F.UNCHANGED, F.ALREADY, F.UNSUPPORTED, F.FAILED)
@@ -77,33 +77,33 @@ class Reporter:
         self.err.flush()
         self._shown = True
 
-    def add(self, ans: dict) -> None:
-        status = ans["status"]
+    def add(self, ans: FileAnswer) -> None:
+        status = ans.status
         self.done += 1
         self.counts[status] = self.counts.get(status, 0) + 1
-        self.entries.append(ans["entry"])
+        self.entries.append(ans.entry)
         if status == F.CONVERTED:
-            self.would_change.append(ans["path"])
-            self.changes += ans["changes"]
-            self.warnings += ans["warnings"]
+            self.would_change.append(ans.path)
+            self.changes += ans.changes
+            self.warnings += ans.warnings
         if status in (F.UNSUPPORTED, F.FAILED):
-            self.attention.setdefault((status, _reason(ans["error"] or "")), []).append(ans["path"])
+            self.attention.setdefault((status, _reason(ans.error or "")), []).append(ans.path)
         lines = []
         important = status in (F.UNSUPPORTED, F.FAILED)
         if self.tree and (not self.args.quiet or important):
-            lines.append(f"{ans['path']}: {_status_phrase(ans)}")
+            lines.append(f"{ans.path}: {_status_phrase(ans)}")
         if not self.args.quiet or important:
-            lines += [ln for ln in ans["lines"] if not self.args.quiet or ": ERROR " in ln]
+            lines += [ln for ln in ans.lines if not self.args.quiet or ": ERROR " in ln]
         if lines:
             self._clear()
             for ln in lines:
                 print(ln, file=self.err)
-        if ans.get("diff"):
+        if ans.diff:
             self._clear()
-            sys.stdout.write(ans["diff"])
+            sys.stdout.write(ans.diff)
             sys.stdout.flush()
         if self.progress:
-            self._draw(ans["path"], force=bool(lines))
+            self._draw(ans.path, force=bool(lines))
 
     def finish(self) -> None:
         self._clear()
@@ -152,15 +152,15 @@ class Reporter:
         return out
 
 
-def _status_phrase(ans: dict) -> str:
-    s = ans["status"]
+def _status_phrase(ans: FileAnswer) -> str:
+    s = ans.status
     if s == F.CONVERTED:
-        w = f", {ans['warnings']} warnings" if ans["warnings"] else ""
-        return f"converted ({ans['pattern']}, {ans['changes']} changes{w})"
+        w = f", {ans.warnings} warnings" if ans.warnings else ""
+        return f"converted ({ans.pattern}, {ans.changes} changes{w})"
     if s in (F.UNSUPPORTED, F.FAILED):
-        return f"{LABEL[s]}: {ans['error']}"
-    if ans.get("note"):
-        return f"{LABEL[s]}: {ans['note']}"
+        return f"{LABEL[s]}: {ans.error}"
+    if ans.note:
+        return f"{LABEL[s]}: {ans.note}"
     return LABEL[s]
 
 
@@ -190,7 +190,7 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
         yield chunk
 
 
-def _run_chunk(tasks: List[dict]) -> List[dict]:
+def _run_chunk(tasks: List[FileTask]) -> List[FileAnswer]:
     return [convert_one(t) for t in tasks]
 
 
@@ -203,20 +203,20 @@ def _mp_context():
         return mp.get_context("spawn")
 
 
-def _isolated(task: dict) -> dict:
+def _isolated(task: FileTask) -> FileAnswer:
     """One task in a fresh process: if it crashes, only it fails."""
     try:
         with ProcessPoolExecutor(1, mp_context=_mp_context()) as ex:
             return ex.submit(_run_chunk, [task]).result()[0]
     except BrokenProcessPool:
-        r = F.FileResult(path=task["path"], status=F.FAILED,
+        r = F.FileResult(path=task.path, status=F.FAILED,
                          error="the parser crashed on this file (too deeply nested?); nothing written")
-        return {"path": task["path"], "status": F.FAILED, "pattern": r.pattern, "entry": {**r.to_json(), "kind": task["kind"]},
-                "lines": r.human_lines(), "changes": 0, "warnings": 0, "error": r.error, "note": None,
-                "diff": None, "stdout": None, "written": None}
+        return FileAnswer(path=task.path, status=F.FAILED, pattern=r.pattern, changes=0, warnings=0, error=r.error,
+                          note=None, entry={**r.to_json(), "kind": task.kind}, lines=r.human_lines(),
+                          diff=None, stdout=None, written=None)
 
 
-def run_tasks(tasks: Iterable[dict], n: int, jobs: int) -> Iterator[dict]:
+def run_tasks(tasks: Iterable[FileTask], n: int, jobs: int) -> Iterator[FileAnswer]:
     """Answers in task order; a process pool when there is enough work."""
     if jobs <= 1 or n <= 1:
         for t in tasks:
@@ -302,19 +302,20 @@ def _run(args) -> int:
     return _tree(args, mode, paths)
 
 
-def _base_task(args, mode: str) -> dict:
+def _mode_fields(args, mode: str) -> dict:
+    """The FileTask fields every file of a run shares: the backend and what the mode asks."""
     return {"backend": args.backend, "diff": mode == "diff", "inplace": mode == "in-place",
             "backup": not args.no_backup}
 
 
 def _single(args, mode: str, path: str, stdin: bool = False) -> int:
-    task = _base_task(args, mode)
+    fields = _mode_fields(args, mode)
     kind = "ipynb" if path.endswith(".ipynb") else "py"
     if stdin:
         data = sys.stdin.buffer.read()
-        task.update(path="<stdin>", abspath=None, data=data, kind="py", project=None)
+        fields.update(path="<stdin>", abspath=None, data=data, kind="py", project=None)
         if data.lstrip()[:1] == b"{" and b'"cells"' in data:
-            task["kind"] = "ipynb"
+            fields["kind"] = "ipynb"
     else:
         project = None
         if os.path.isfile(path):
@@ -322,22 +323,22 @@ def _single(args, mode: str, path: str, stdin: bool = False) -> int:
                 project = I.project_context_for_file(path)
             except Exception:  # a broken sibling never stops this file
                 project = None
-        task.update(path=path, abspath=os.path.abspath(path), kind=kind, project=project,
-                    symlink=os.path.islink(path))
+        fields.update(path=path, abspath=os.path.abspath(path), kind=kind, project=project,
+                      symlink=os.path.islink(path))
     if mode == "output":
         out = args.output
         if os.path.isdir(out) and not stdin:
             out = os.path.join(out, os.path.basename(path))
         if not stdin and os.path.exists(out) and os.path.samefile(out, path):
             raise UsageError(f"-o {args.output} is the input file itself; use --in-place")
-        task["output"] = out
-    task["stdout"] = mode == "stdout"
+        fields["output"] = out
+    task = FileTask(**fields, stdout=mode == "stdout")
     rep = Reporter(args, tree=False, total=1)
     ans = None
     if mode == "check":
         # CI / pre-commit: like a tree, a file that imports neither TensorFlow nor
         # Keras (an empty __init__.py, other code) is fine and not even parsed.
-        data = task.get("data")
+        data = task.data
         if data is None and os.path.isfile(path):
             try:
                 with open(path, "rb") as f:
@@ -345,16 +346,16 @@ def _single(args, mode: str, path: str, stdin: bool = False) -> int:
             except OSError:
                 data = None
         if data is not None and not I.uses_tf(data):
-            e = Entry(path=task["path"], rel=os.path.basename(path), root="", kind=task["kind"])
+            e = Entry(path=task.path, rel=os.path.basename(path), root="", kind=task.kind)
             ans = _plain(e, F.UNCHANGED, note=NO_TF_NOTE)
     if ans is None:
         ans = convert_one(task)
     rep.add(ans)
-    if ans["stdout"] is not None:
-        sys.stdout.buffer.write(ans["stdout"])
+    if ans.stdout is not None:
+        sys.stdout.buffer.write(ans.stdout)
         sys.stdout.flush()
     rep.finish()
-    pattern = f" (pattern: {ans['pattern']})" if ans["status"] != F.FAILED else ""
+    pattern = f" (pattern: {ans.pattern})" if ans.status != F.FAILED else ""
     print(rep.summary_lines(mode == "check")[0] + pattern, file=sys.stderr)
     code = rep.exit_code(mode == "check")
     _write_report(args, rep, mode, code)
@@ -435,12 +436,12 @@ def _tree(args, mode: str, paths: List[str]) -> int:
 
     total = sum(1 for e in entries if e.kind != "other")
     rep = Reporter(args, tree=True, total=total)
-    base = _base_task(args, mode)
+    shared = _mode_fields(args, mode)
 
     def out_path(i: int) -> Optional[str]:
         return outs[i]
 
-    def tasks() -> Iterator[dict]:
+    def tasks() -> Iterator[FileTask]:
         for i, e in enumerate(entries):
             if not needs.get(i):
                 continue
@@ -453,13 +454,10 @@ def _tree(args, mode: str, paths: List[str]) -> int:
                     project = index.context_for(ab, I.notebook_summary(ab))
             except Exception:  # a broken module never stops this file
                 project = None
-            t = dict(base, path=e.path, abspath=e.abspath, kind=e.kind, project=project, tree=True,
-                     symlink=e.symlink, broken=e.broken, mirror=True)
-            if e.symlink and not e.broken:
-                t["link_in_tree"] = _target_in_tree(e, real_files)
-            if outdir:
-                t["output"] = out_path(i)
-            yield t
+            yield FileTask(**shared, path=e.path, abspath=e.abspath, kind=e.kind, project=project, tree=True,
+                           symlink=e.symlink, broken=e.broken, mirror=True,
+                           link_in_tree=_target_in_tree(e, real_files) if e.symlink and not e.broken else None,
+                           output=out_path(i) if outdir else None)
 
     n_tasks = sum(1 for v in needs.values() if v)
     jobs = args.jobs or os.cpu_count() or 1
@@ -495,13 +493,14 @@ def _tree(args, mode: str, paths: List[str]) -> int:
     return code
 
 
-def _plain(e: Entry, status: str, note: Optional[str] = None, error: Optional[str] = None) -> dict:
+def _plain(e: Entry, status: str, note: Optional[str] = None, error: Optional[str] = None) -> FileAnswer:
+    """The answer for a file that is not converted (no TensorFlow import, a failed copy)."""
     entry = {"path": e.path, "status": status, "pattern": "Unknown", "changes": [], "warnings": [],
              "error": error, "error_line": None, "evidence": [], "hierarchy": [], "kind": e.kind, "written": None}
     if note:
         entry["note"] = note
-    return {"path": e.path, "status": status, "pattern": "Unknown", "entry": entry, "lines": [], "changes": 0,
-            "warnings": 0, "error": error, "note": note, "diff": None, "stdout": None, "written": None}
+    return FileAnswer(path=e.path, status=status, pattern="Unknown", changes=0, warnings=0, error=error, note=note,
+                      entry=entry, lines=[], diff=None, stdout=None, written=None)
 
 
 def _target_in_tree(e: Entry, real_files: Dict[str, str]) -> Optional[str]:

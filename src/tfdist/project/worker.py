@@ -1,8 +1,10 @@
 """Converting one file and writing its output: the unit of work of a tree.
 
-Runs in worker processes. A task is a small dict; the answer is a small
-dict (status, report entry, human lines, diff text): converted code never
-travels back to the parent unless it must go to stdout.
+Runs in worker processes. A task is a small :class:`FileTask`; the answer
+is a small :class:`FileAnswer` (status, report entry, human lines, diff
+text): converted code never travels back to the parent unless it must go
+to stdout. Both are frozen dataclasses defined at module level, so
+multiprocessing pickles them.
 """
 from __future__ import annotations
 
@@ -11,14 +13,118 @@ import io
 import os
 import tempfile
 import tokenize
-from typing import Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional
 
 from ..engine import findings as F
 from ..assembly import convert_path
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.analysis import ProjectContext
+
 NO_LOOP = "no training loop found"
 HELPER_NOTE = "imports TensorFlow/Keras but has no training loop (a helper module): left unchanged"
 NO_TF_NOTE = "does not import TensorFlow or Keras: left unchanged (not parsed)"
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One file to convert, and what to do with the result.
+
+    The file:
+      ``path``: the path as shown to the user (messages, report, diff
+      headers); ``"<stdin>"`` for standard input.
+      ``kind``: ``"py"`` or ``"ipynb"``.
+      ``backend``: the backend name to convert for.
+      ``abspath``: where to read the file (and, with ``inplace``, to write
+      it); None for stdin.
+      ``data``: the source bytes when they are already in memory (stdin);
+      None means read ``abspath``.
+      ``project``: the cross-module facts of the modules around the file
+      (see :mod:`tfdist.project.index`), or None.
+
+    Where it lives:
+      ``tree``: part of a tree run (a TensorFlow module without a training
+      loop is then a helper module, reported unchanged, not unsupported).
+      ``symlink``: ``path`` is a symbolic link; ``broken``: a link whose
+      target does not exist.
+      ``link_in_tree``: for a link, the tree path of the file it points to
+      when that file is converted in the same run (the link is then left
+      alone), else None.
+
+    What the mode asks (see :mod:`tfdist.project.runner`):
+      ``diff``: make a unified diff of a converted file.
+      ``inplace``: replace the file itself when it changes; ``backup``:
+      keep the original as FILE.orig first.
+      ``stdout``: send the resulting bytes back to print them.
+      ``output``: the file to write the result to (``-o``), or None;
+      ``mirror``: write there even when unchanged (a tree copy is complete).
+    """
+
+    # The file
+    path: str
+    kind: str
+    backend: str
+    abspath: Optional[str] = None
+    data: Optional[bytes] = None
+    project: Optional["ProjectContext"] = None
+    # Where it lives
+    tree: bool = False
+    symlink: bool = False
+    broken: bool = False
+    link_in_tree: Optional[str] = None
+    # What the mode asks
+    diff: bool = False
+    inplace: bool = False
+    backup: bool = False
+    stdout: bool = False
+    output: Optional[str] = None
+    mirror: bool = False
+
+
+@dataclass(frozen=True)
+class FileAnswer:
+    """What converting one file gave, sent back to the parent process.
+
+    The outcome (for the tallies and the human status line):
+      ``path``: the task's display path.
+      ``status``: one of the :mod:`tfdist.engine.findings` statuses
+      (converted, unchanged, already distributed, unsupported, failed),
+      after any write error.
+      ``pattern``: the training pattern found (``"Unknown"`` when none).
+      ``changes`` / ``warnings``: how many changes and warnings the
+      conversion made (counts, not the findings themselves).
+      ``error``: why the file was refused or failed, else None.
+      ``note``: why a file is left unchanged (a helper module, no
+      TensorFlow import, a link to a converted file), else None.
+
+    For the report and the terminal:
+      ``entry``: the file's entry in the ``--report`` JSON, a plain dict
+      serialised as it is (its keys and their order are the report's).
+      ``lines``: the human lines about the file (findings, errors) for
+      stderr.
+
+    Payloads (None when the mode does not ask for them):
+      ``diff``: the unified diff text (``--diff``).
+      ``stdout``: the converted bytes to print (stdout mode).
+      ``written``: the path actually written (``-o`` / ``--in-place``).
+    """
+
+    # The outcome
+    path: str
+    status: str
+    pattern: str
+    changes: int
+    warnings: int
+    error: Optional[str]
+    note: Optional[str]
+    # For the report and the terminal
+    entry: dict
+    lines: List[str]
+    # Payloads
+    diff: Optional[str] = None
+    stdout: Optional[bytes] = None
+    written: Optional[str] = None
 
 
 class WriteError(Exception):
@@ -69,21 +175,21 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8", "replace")
 
 
-def convert_one(task: dict) -> dict:
+def convert_one(task: FileTask) -> FileAnswer:
     """Convert (or refuse) one file and write what the mode asks. Never raises."""
     try:
         return _convert_one(task)
     except Exception as e:  # pragma: no cover - last resort, one file never stops a tree
-        path = task["path"]
+        path = task.path
         r = F.FileResult(path=path, status=F.FAILED, error=f"internal error: {type(e).__name__}: {e}")
         return _answer(task, r, None, note=None)
 
 
-def _read(task: dict):
-    if task.get("data") is not None:
-        return task["data"], None
-    src = task["abspath"]
-    if task.get("broken"):
+def _read(task: FileTask):
+    if task.data is not None:
+        return task.data, None
+    src = task.abspath
+    if task.broken:
         return None, "broken symbolic link (its target does not exist)"
     try:
         if not os.path.exists(src):
@@ -96,77 +202,79 @@ def _read(task: dict):
         return None, f"cannot read: {e.strerror or e}"
 
 
-def _convert_one(task: dict) -> dict:
-    path = task["path"]
+def _convert_one(task: FileTask) -> FileAnswer:
+    path = task.path
     data, err = _read(task)
     if err:
         return _answer(task, F.FileResult(path=path, status=F.FAILED, error=err), None, note=None)
     note = None
     nb = None
-    if task["kind"] == "ipynb":
+    if task.kind == "ipynb":
         from .notebook import convert_notebook
 
-        nb = convert_notebook(path, data, task["backend"], task.get("project"))
+        nb = convert_notebook(path, data, task.backend, task.project)
         result = nb.result
     else:
-        result = convert_path(path, task["backend"], task.get("project"), data=data)
-    if task.get("tree") and result.status == F.UNSUPPORTED and (result.error or "").startswith(NO_LOOP) \
+        result = convert_path(path, task.backend, task.project, data=data)
+    if task.tree and result.status == F.UNSUPPORTED and (result.error or "").startswith(NO_LOOP) \
             and not result.evidence:
         result.status, result.error, result.error_line, result.data = F.UNCHANGED, None, None, data
         note = HELPER_NOTE
     return _answer(task, result, data, note=note, nb=nb)
 
 
-def _answer(task: dict, result: F.FileResult, data: Optional[bytes], note: Optional[str], nb=None) -> dict:
-    path = task["path"]
+def _answer(task: FileTask, result: F.FileResult, data: Optional[bytes], note: Optional[str],
+            nb=None) -> FileAnswer:
+    path = task.path
     entry = nb.to_json() if nb is not None else result.to_json()
-    entry["kind"] = task["kind"]
+    entry["kind"] = task.kind
     if note:
         entry["note"] = note
     lines = nb.human_lines() if nb is not None else result.human_lines()
-    out = {"path": path, "status": result.status, "pattern": result.pattern, "entry": entry, "lines": lines,
-           "changes": len(result.changes), "warnings": len(result.warnings), "error": result.error,
-           "note": note, "diff": None, "stdout": None, "written": None}
+    status, error, diff, stdout, written = result.status, result.error, None, None, None
+    n_changes, n_warnings = len(result.changes), len(result.warnings)
     changed = result.status == F.CONVERTED and result.data is not None and data is not None and result.data != data
-    if task.get("diff") and changed:
+    if task.diff and changed:
         if nb is not None:
-            out["diff"] = nb.diff()
+            diff = nb.diff()
         else:
-            out["diff"] = "".join(difflib.unified_diff(
+            diff = "".join(difflib.unified_diff(
                 decode(data).splitlines(keepends=True), result.code.splitlines(keepends=True),
                 fromfile="a/" + path.lstrip("/"), tofile="b/" + path.lstrip("/")))
-    if task.get("stdout") and result.data is not None and result.status in (F.CONVERTED, F.UNCHANGED, F.ALREADY):
-        out["stdout"] = result.data
+    if task.stdout and result.data is not None and result.status in (F.CONVERTED, F.UNCHANGED, F.ALREADY):
+        stdout = result.data
     try:
-        if task.get("inplace") and changed:
-            target = task["abspath"]
-            if task.get("symlink"):
-                if task.get("link_in_tree"):  # its target is converted as a file of the tree
-                    note = f"a symbolic link to {task['link_in_tree']}, which is converted itself: link left alone"
-                    out.update(status=F.UNCHANGED, note=note, diff=None, lines=[])
+        if task.inplace and changed:
+            target = task.abspath
+            if task.symlink:
+                if task.link_in_tree:  # its target is converted as a file of the tree
+                    note = f"a symbolic link to {task.link_in_tree}, which is converted itself: link left alone"
                     entry.update(status=F.UNCHANGED, note=note, changes=[], warnings=[])
-                    out["entry"]["written"] = None
-                    return out
+                    entry["written"] = None
+                    return FileAnswer(path=path, status=F.UNCHANGED, pattern=result.pattern, changes=n_changes,
+                                      warnings=n_warnings, error=error, note=note, entry=entry, lines=[],
+                                      diff=None, stdout=stdout, written=None)
                 raise WriteError("a symbolic link to a file outside the tree: not replaced in place "
                                  "(convert the file it points to)")
-            if task.get("backup"):
+            if task.backup:
                 backup = target + ".orig"
                 if os.path.lexists(backup):
                     raise WriteError(f"backup {os.path.basename(backup)} exists already; remove it or use --no-backup")
                 write_atomic(backup, data, mode_from=target)
             write_atomic(target, result.data, mode_from=target)
-            out["written"] = target
-        elif task.get("output"):
+            written = target
+        elif task.output:
             payload = result.data if result.data is not None else data
-            if payload is not None and (changed or task.get("mirror") or result.status in (F.UNCHANGED, F.ALREADY)):
-                write_atomic(task["output"], payload, mode_from=None if task.get("data") is not None else task["abspath"])
-                out["written"] = task["output"]
+            if payload is not None and (changed or task.mirror or result.status in (F.UNCHANGED, F.ALREADY)):
+                write_atomic(task.output, payload, mode_from=None if task.data is not None else task.abspath)
+                written = task.output
     except (OSError, WriteError) as e:
         msg = str(e) if isinstance(e, WriteError) else f"cannot write: {e.strerror or e}"
-        out["status"] = F.FAILED
-        out["error"] = msg
-        out["lines"] = [*lines, f"{path}: ERROR error: {msg}"]
+        status = F.FAILED
+        error = msg
+        lines = [*lines, f"{path}: ERROR error: {msg}"]
         entry["status"], entry["error"] = F.FAILED, msg
-        out["diff"] = None
-    out["entry"]["written"] = out["written"]
-    return out
+        diff = None
+    entry["written"] = written
+    return FileAnswer(path=path, status=status, pattern=result.pattern, changes=n_changes, warnings=n_warnings,
+                      error=error, note=note, entry=entry, lines=lines, diff=diff, stdout=stdout, written=written)
