@@ -20,13 +20,33 @@ from .engine.source import SourceFile
 DEFAULT_BACKEND = "horovod"
 
 
+#: Conversion options a backend can take, by the name a pipeline key gives
+#: them (``tf-distribute+fault-tolerant``) -> the backend's keyword argument.
+OPTIONS = {"fault-tolerant": "fault_tolerant"}
+
+
+def pipeline_key(backend: str, *options: str) -> str:
+    """The registered name of a backend's pipeline with these options."""
+    return "+".join([backend, *sorted(options)])
+
+
 def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
-    """The pipeline of one engine: the default rules, emitting through this backend."""
+    """The pipeline of one engine: the default rules, emitting through this
+    backend (``name+option...`` configures the backend with options)."""
+    name, *options = backend.split("+")
     try:
-        cls = BACKENDS[backend]
+        cls = BACKENDS[name]
     except KeyError:
-        raise ValueError(f"unknown backend {backend!r} (available: {', '.join(sorted(BACKENDS))})") from None
-    backend_ = cls()
+        raise ValueError(f"unknown backend {name!r} (available: {', '.join(sorted(BACKENDS))})") from None
+    kwargs = {}
+    for option in options:
+        if option not in OPTIONS:
+            raise ValueError(f"unknown option {option!r} for backend {name!r}")
+        kwargs[OPTIONS[option]] = True
+    try:
+        backend_ = cls(**kwargs)
+    except TypeError:
+        raise ValueError(f"backend {name!r} takes no option {', '.join(options)}") from None
     # An engine that creates variables in a replication scope (tf.distribute)
     # needs the rules that put state there and run steps on every replica.
     replicated = getattr(backend_, "replica_scope", None) is not None
@@ -35,6 +55,8 @@ def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
 
 for _name in BACKENDS:
     _pipeline.register(_name, lambda _name=_name: build_pipeline(_name))
+_pipeline.register(pipeline_key("tf-distribute", "fault-tolerant"),
+                   lambda: build_pipeline(pipeline_key("tf-distribute", "fault-tolerant")))
 
 
 def pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if any file would change (for CI and pre-commit)")
     c.add_argument("--backend", default="horovod", choices=sorted(BACKENDS))
+    c.add_argument("--fault-tolerant", action="store_true",
+                   help="tf-distribute: Keras fit() backs up its state every epoch "
+                        "(BackupAndRestore), so a restarted worker resumes where it stopped")
     c.add_argument("--report", metavar="REPORT.json", help="write a JSON report of every file and change")
     c.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
                    help="processes for trees (default: one per core)")
@@ -106,6 +109,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 def cmd_convert(args) -> int:
     """Single files, stdin, notebooks and trees share one code path (tfdist.project.runner)."""
     from .project import cli_convert_many
+
+    if args.fault_tolerant and args.backend != "tf-distribute":
+        print("tfdist convert: --fault-tolerant needs --backend tf-distribute (Keras BackupAndRestore under "
+              "tf.distribute)", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
     return cli_convert_many(args)
 

@@ -124,3 +124,28 @@ def test_every_optimizer_class_is_known_by_its_compile_string_on_both_engines():
             result = convert_source(src, "opt.py", backend=backend)
             assert result.status == "converted", (name, backend, result.error)
             assert f"tf.keras.optimizers.{name}(learning_rate={lr!r} * {size})" in result.code, (name, backend)
+
+
+def test_fault_tolerant_puts_backup_and_restore_first_in_every_callbacks_form():
+    from tfdist.assembly import pipeline_key
+    key = pipeline_key("tf-distribute", "fault-tolerant")
+    backup = "tf.keras.callbacks.BackupAndRestore(backup_dir='./backup_and_restore')"  # the file's quotes
+    head = ("import tensorflow as tf\n"
+            "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+            "model.compile(optimizer='sgd', loss='mse')\n"
+            "stop = tf.keras.callbacks.EarlyStopping()\n"
+            "cbs = [stop]\n")
+    cases = {
+        "": f"callbacks=[{backup}]",
+        ", callbacks=None": f"callbacks=[{backup}]",
+        ", callbacks=[stop]": f"callbacks=[{backup}, stop]",
+        ", callbacks=cbs": f"callbacks=[{backup}, *cbs]",
+    }
+    for tail, expected in cases.items():
+        src = head + f"model.fit(tf.zeros([8, 2]), tf.zeros([8, 1]){tail})\n"
+        result = convert_source(src, "ft.py", backend=key)
+        assert result.status == "converted", result.error
+        assert expected in result.code, (tail, result.code)
+        assert any(c.rule == "fault-tolerance" for c in result.changes)
+    plain = convert_source(head + "model.fit(tf.zeros([8, 2]), tf.zeros([8, 1]))\n", "ft.py", backend="tf-distribute")
+    assert "BackupAndRestore" not in plain.code

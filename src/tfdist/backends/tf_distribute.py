@@ -32,12 +32,21 @@ KERAS3_MULTI_WORKER_MESSAGE = (
     "Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): "
     "use tf.keras with tf-keras installed (pip install tf-keras; TF_USE_LEGACY_KERAS=1)"
 )
+# Where fit() keeps the state a restarted worker resumes from (every worker
+# must reach it: a shared file system across hosts); Keras removes it when
+# training ends normally.
+BACKUP_DIR = "./backup_and_restore"
 TF1_REFUSAL = ("TF1 Session / MonitoredTrainingSession training cannot run under tf.distribute's "
                "strategies: convert it with --backend horovod, or port it to Keras fit or a GradientTape loop")
 
 
 class TfDistributeBackend(Backend):
     name = "tf-distribute"
+
+    def __init__(self, fault_tolerant: bool = False):
+        # --fault-tolerant: Keras fit() backs up its state every epoch and a
+        # restarted (killed) worker resumes from it.
+        self.fault_tolerant = fault_tolerant
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data")
@@ -195,6 +204,13 @@ class TfDistributeBackend(Backend):
 
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"
+
+    def fit_backup_callback(self, ctx):
+        """A callback every worker runs so an interrupted fit() resumes, or None."""
+        if not self.fault_tolerant:
+            return None
+        keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
+        return f"{keras}.callbacks.BackupAndRestore(backup_dir={ctx.quoted(BACKUP_DIR)})"
 
     def worker_write_path(self, path: str):
         """Where this worker writes a checkpoint or saved model at ``path``."""

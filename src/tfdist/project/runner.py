@@ -304,7 +304,9 @@ def _run(args) -> int:
 
 def _mode_fields(args, mode: str) -> dict:
     """The FileTask fields every file of a run shares: the backend and what the mode asks."""
-    return {"backend": args.backend, "diff": mode == "diff", "inplace": mode == "in-place",
+    from ..assembly import pipeline_key
+    options = ["fault-tolerant"] if getattr(args, "fault_tolerant", False) else []
+    return {"backend": pipeline_key(args.backend, *options), "diff": mode == "diff", "inplace": mode == "in-place",
             "backup": not args.no_backup}
 
 

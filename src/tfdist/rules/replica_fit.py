@@ -80,6 +80,9 @@ def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
 def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
     keras_fit._rank0_verbose(ctx, call, keras_fit.FIT_POS["verbose"], default="1")
+    backup = ctx.backend.fit_backup_callback(ctx) if hasattr(ctx.backend, "fit_backup_callback") else None
+    if backup is not None:
+        _add_callback_first(ctx, call, backup)
     x = find_arg(call, "x", keras_fit.FIT_POS["x"])
     y = find_arg(call, "y", keras_fit.FIT_POS["y"])
     val = find_arg(call, "validation_data", keras_fit.FIT_POS["validation_data"])
@@ -104,6 +107,28 @@ def _fit(ctx, call: cst.Call) -> None:
             if key in per_step and data_division.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
             data_division.divide(ctx, arg.value, key)
+
+
+def _add_callback_first(ctx, call: cst.Call, template: str) -> None:
+    """Put a callback first in fit()'s callbacks, whatever form they take."""
+    a = ctx.a
+    new = ctx.fill(template)
+    arg = find_arg(call, "callbacks", keras_fit.FIT_POS["callbacks"])
+    message = ctx.say("fit() backs up its state every epoch ({callback}): a restarted worker resumes where it stopped",
+                      callback=new.split("(")[0])
+    if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+        value = ctx.expr(f"[{new}]")
+        if arg is None:
+            ctx.plan.replace(call, lambda c: append_arg(c, kwarg("callbacks", value)))
+        else:
+            ctx.plan.replace(arg.value, lambda old: value)
+    elif isinstance(arg.value, cst.List):
+        element = ctx.expr(new)
+        from .common import prepend_elements
+        ctx.plan.replace(arg.value, lambda upd: prepend_elements(upd, [element], layout=arg.value))
+    else:
+        ctx.plan.replace(arg.value, lambda upd: ctx.expr(f"[{new}, *{{inner}}]", inner=ctx.module.code_for_node(upd)))
+    ctx.change(call, "fault-tolerance", message)
 
 
 def _dataset(ctx, dataset, what: str) -> None:
