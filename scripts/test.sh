@@ -2,7 +2,11 @@
 # The README's test command: installs everything it needs (TensorFlow 2.15.1,
 # Horovod 0.28.1 with Gloo, test dependencies, tfdist itself) through
 # scripts/setup_runtime.sh, then runs the fast tests (pure conversion) and
-# the slow ones (real multi-process runs under horovodrun).
+# the slow ones (real multi-process runs under horovodrun).  For the slow
+# tier it also builds the tf-distribute stack (TensorFlow 2.21, Keras 3,
+# tf-keras: `scripts/setup_runtime.sh tf-distribute`) and exports its path as
+# TFDIST_TF_DISTRIBUTE_VENV: pytest keeps running on the Horovod stack and
+# the tf-distribute tests start that environment's tfdist as subprocesses.
 #   bash scripts/test.sh            everything
 #   bash scripts/test.sh fast       conversion tests only
 #   bash scripts/test.sh slow       multi-process tests only
@@ -11,6 +15,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=$(bash scripts/setup_runtime.sh | tail -n 1)
 export PATH="$venv/bin:$PATH"
 tier=${1:-all}
+if [ "$tier" = slow ] || [ "$tier" = all ]; then
+  TFDIST_TF_DISTRIBUTE_VENV=$(bash scripts/setup_runtime.sh tf-distribute | tail -n 1)
+  export TFDIST_TF_DISTRIBUTE_VENV
+fi
 case "$tier" in
   fast) exec "$venv/bin/python" -m pytest tests/fast -q -p no:cacheprovider ;;
   slow) exec "$venv/bin/python" -m pytest tests/slow -q -p no:cacheprovider --durations=15 ;;

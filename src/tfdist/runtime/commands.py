@@ -13,29 +13,48 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 3
 
-RUN_DESCRIPTION = """\
-Launch a (converted) training script on N processes with horovodrun
-(Gloo on localhost by default) and stream its output; horovodrun prefixes
-every line with the rank, e.g. "[1]<stdout>:epoch 1 ...".
+#: Engines ``tfdist run`` / ``verify`` can launch (the runtime side of
+#: tfdist.backends; this module must not import TensorFlow or the converter).
+BACKENDS = ("horovod", "tf-distribute")
 
+RUN_DESCRIPTION = """\
+Launch a (converted) training script on N processes and stream its output,
+every line prefixed with the rank, e.g. "[1]<stdout>:epoch 1 ...".
+
+--backend horovod (default): under horovodrun (Gloo on localhost by default).
 If one rank fails, horovodrun terminates the others and tfdist exits non-zero.
+
+--backend tf-distribute: tfdist starts N workers itself, each with its own
+TF_CONFIG ({"cluster": {"worker": [...]}, "task": {"type": "worker",
+"index": RANK}}), for scripts that build a tf.distribute
+MultiWorkerMirroredStrategy; worker 0 is the chief.  On one host the workers
+listen on free localhost ports.  With several hosts (-H host1:2,host2:2)
+worker i listens on --port + i, and tfdist starts ONLY THE WORKERS
+OF THE MACHINE IT RUNS ON (the host in -H that names this machine, or
+--this-host): run the same command on every host, adding --this-host NAME
+where the name in -H is not this machine's own.  tfdist does not log in to
+other hosts.  If one worker exits non-zero, tfdist kills the others on this
+machine (they would wait forever for it) and exits with its status.
+
 If the whole job is still running after --timeout seconds, tfdist kills it
-(horovodrun, every rank and their children) and exits 124."""
+(every rank and their children) and exits 124."""
 
 RUN_EPILOG = """\
 exit status: the job's (0 when every rank succeeded, non-zero if any failed),
-  124 on timeout, 130 when interrupted, 3 when horovodrun is not installed or
-  SCRIPT does not exist.
+  124 on timeout, 130 when interrupted, 3 when horovodrun is not installed
+  (--backend horovod), SCRIPT does not exist or -H cannot be used.
 
 Everything after SCRIPT is passed to the script, so tfdist options go before it:
-  tfdist run -np 4 --timeout 3600 train.py --epochs 10"""
+  tfdist run -np 4 --timeout 3600 train.py --epochs 10
+  tfdist run --backend tf-distribute -np 2 train_dist.py --epochs 10"""
 
 VERIFY_DESCRIPTION = """\
 Check that a converted script trains correctly on N processes.
 
 Converts SCRIPT with tfdist (unless --converted), runs the ORIGINAL once as a
-single process and the CONVERTED script under horovodrun on N CPU processes,
-each run in its own fresh temporary working directory, with a probe that
+single process and the CONVERTED script on N CPU processes (under horovodrun,
+or as N TF_CONFIG workers with --backend tf-distribute), each run in its own
+fresh temporary working directory, with a probe that
 observes from outside the script: the final trainable (floating-point)
 variables, optimizer steps, and the checkpoint/summary/model files each rank
 wrote.  It prints PASS only when
@@ -44,7 +63,12 @@ wrote.  It prints PASS only when
   * all ranks hold bitwise-identical final trainable variables,
   * each rank took ~1/N of the original's optimizer steps
     (within +/-20% or +/-1 step, whichever is larger),
-  * only rank 0 wrote checkpoint / summary / model files,
+  * only rank 0 wrote checkpoint / summary / model files (tf-distribute: at
+    the user's paths.  The other workers' saves into TensorFlow's
+    multi-worker temporary directories (<dir>/workertemp_<N>/) that they
+    removed again are allowed, and files in the system's temporary directory
+    are not recorded at all; a non-chief's file at the user's paths, or a
+    workertemp file left behind, is a FAIL),
   * when the runs recorded the samples they trained on (TF1 feed_dict of a
     train step, eager tf.data iteration, Model.fit on NumPy arrays): every
     sample a rank fed carries the labels the original fed it with, and the
@@ -64,8 +88,22 @@ VERIFY_EPILOG = """\
   cannot be cut short without changing what the script computes: for them
   --steps has no effect and the scripts run to completion (a warning says so).
 
+--backend tf-distribute: the original runs as one process without TF_CONFIG
+  and the converted script as N TF_CONFIG workers on localhost, both with the
+  same interpreter (--python, default: the one running tfdist; it needs
+  TensorFlow, e.g. the environment `bash scripts/setup_runtime.sh
+  tf-distribute` builds).  Ranks are TF_CONFIG task indices (worker 0 is the
+  chief); each worker must build a MultiWorkerMirroredStrategy spanning all N
+  workers.  Samples: the batches of a dataset iterated eagerly (also through
+  experimental_distribute_dataset, whose per-replica batches are this
+  worker's rows, whether the step itself is a tf.function or not) and eager
+  tape steps are recorded.  Model.fit on a dataset is not (it iterates inside
+  a tf.function), nor, under MultiWorkerMirroredStrategy, Model.fit on NumPy
+  arrays (the strategy shards them inside fit): such scripts get no sample
+  checks, and a warning says so.
+
 exit status: 0 PASS, 1 FAIL, 3 bad input (missing script, not convertible) or
-  Horovod not installed.
+  Horovod not installed (--backend horovod).
 
 Everything after SCRIPT is passed to both runs of the script:
   tfdist verify -np 2 --steps 20 train.py --epochs 1"""
@@ -92,6 +130,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be a TCP port (1-65535)")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -102,21 +147,33 @@ def _positive_int(text: str) -> int:
 def build_run_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tfdist run", description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                usage="tfdist run -np N [-H HOSTS] [--gloo | --mpi] [--timeout SECONDS] SCRIPT [ARGS...]")
+                usage="tfdist run [--backend {horovod,tf-distribute}] -np N [-H HOSTS] [--gloo | --mpi] "
+                      "[--this-host HOST] [--port PORT] [--timeout SECONDS] [--python PYTHON] SCRIPT [ARGS...]")
+    p.add_argument("--backend", choices=BACKENDS, default="horovod",
+                   help="horovod: launch with horovodrun (default); tf-distribute: start N TF_CONFIG workers")
     p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, required=True, metavar="N",
                    help="number of processes (ranks)")
     p.add_argument("-H", "--hosts", metavar="HOSTS",
-                   help='hosts and slots, e.g. "host1:4,host2:4" (default: localhost:N)')
+                   help='hosts and slots, e.g. "host1:4,host2:4" (default: localhost:N); tf-distribute starts '
+                        "only this machine's workers (see above)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--gloo", dest="mpi", action="store_false", help="use Gloo (default)")
-    mode.add_argument("--mpi", dest="mpi", action="store_true", help="use MPI (needs Horovod built with MPI)")
+    mode.add_argument("--gloo", dest="mpi", action="store_false", help="horovod: use Gloo (default)")
+    mode.add_argument("--mpi", dest="mpi", action="store_true",
+                      help="horovod: use MPI (needs Horovod built with MPI)")
     p.set_defaults(mpi=False)
+    p.add_argument("--this-host", metavar="HOST",
+                   help="tf-distribute with several hosts: which host of -H this machine is "
+                        "(default: the one whose name is this machine's)")
+    p.add_argument("--port", type=_port, metavar="PORT",
+                   help="tf-distribute: worker i listens on PORT + i "
+                        f"(default: free ports on one host, {launcher.DEFAULT_BASE_PORT} with several hosts)")
     p.add_argument("--timeout", type=_positive_float, default=0.0, metavar="SECONDS",
                    help="kill the whole job after this many seconds and exit 124 "
                         "(default: 0 = no limit, since real training runs take hours; a rank "
                         "that dies ends the whole job anyway - set it to bound a possible deadlock)")
     p.add_argument("--python", metavar="PYTHON",
-                   help="interpreter for the ranks (default: the one horovodrun is installed for)")
+                   help="interpreter for the ranks (default: the one horovodrun is installed for; "
+                        "tf-distribute: the one running tfdist)")
     p.add_argument("script", metavar="SCRIPT", help="the training script")
     _optional_remainder(p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                                        help="arguments for the script"))
@@ -126,18 +183,24 @@ def build_run_parser() -> argparse.ArgumentParser:
 def build_verify_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                usage="tfdist verify [-np N] [--steps K] [--converted] [--timeout S] [--json] [--keep] [-v] "
-                      "SCRIPT [ARGS...]")
+                usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted] "
+                      "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [ARGS...]")
+    p.add_argument("--backend", choices=BACKENDS, default="horovod",
+                   help="the engine: convert with it and run the ranks under horovodrun (horovod, default) "
+                        "or as TF_CONFIG workers (tf-distribute)")
     p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, default=2, metavar="N",
                    help="number of ranks for the converted script (default: 2)")
     p.add_argument("--steps", type=_positive_int, metavar="K",
                    help="quick check: stop Keras Model.fit after K optimizer steps in the original and "
                         "ceil(K/N) per rank (see below)")
     p.add_argument("--converted", action="store_true",
-                   help="SCRIPT is already a Horovod script: do not convert it (the 'original' run is then "
-                        "the same script as one process)")
+                   help="SCRIPT is already a Horovod (or, with --backend tf-distribute, a tf.distribute) script: "
+                        "do not convert it (the 'original' run is then the same script as one process)")
     p.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
                    help="limit for each of the two runs, in seconds (default: 600; 0 = no limit)")
+    p.add_argument("--python", metavar="PYTHON",
+                   help="interpreter for both runs (default: tf-distribute: the one running tfdist; "
+                        "horovod: the one horovodrun belongs to)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON on stdout")
     p.add_argument("--keep", action="store_true", help="keep the temporary run directories and logs")
     p.add_argument("-v", "--verbose", action="store_true", help="stream the runs' output to stderr")
@@ -159,6 +222,12 @@ def run_main(argv: Optional[List[str]] = None) -> int:
     if not os.path.isfile(args.script):
         _err(prog, f"no such script: {args.script}")
         return EXIT_BAD_INPUT
+    if args.backend == "tf-distribute":
+        return _run_tf_distribute(prog, args)
+    for option, value in (("--this-host", args.this_host), ("--port", args.port)):
+        if value is not None:
+            _err(prog, f"{option} is for --backend tf-distribute")
+            return EXIT_BAD_INPUT
     horovodrun = launcher.find_horovodrun()
     if horovodrun is None:
         _err(prog, str(launcher.RuntimeMissing()))
@@ -187,6 +256,49 @@ def run_main(argv: Optional[List[str]] = None) -> int:
     return result.returncode
 
 
+def _run_tf_distribute(prog: str, args) -> int:
+    if args.mpi:
+        _err(prog, "--mpi is for --backend horovod")
+        return EXIT_BAD_INPUT
+    try:
+        workers = launcher.tf_distribute_workers(args.np, args.hosts, this_host=args.this_host,
+                                                 base_port=args.port)
+    except launcher.HostsError as exc:
+        _err(prog, str(exc))
+        return EXIT_BAD_INPUT
+    local = [w for w in workers if w.local]
+    remote = [w for w in workers if not w.local]
+    if remote:
+        hosts = sorted({w.host for w in remote}, key=[w.host for w in workers].index)
+        here = local[0].host
+        sys.stderr.write(f"{prog}: starting workers {', '.join(str(w.rank) for w in local)} of {args.np} here "
+                         f"({here}); start the others on {', '.join(hosts)} with the same command plus "
+                         "--this-host HOST (tfdist does not log in to other hosts)\n")
+        sys.stderr.flush()
+    python = args.python or sys.executable
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        result = launcher.execute_workers(workers, [python, args.script, *args.args], timeout=args.timeout or None,
+                                          env=env, sink=launcher.stream_to(sys.stdout))
+    except KeyboardInterrupt:
+        _err(prog, "interrupted; the workers were killed")
+        return launcher.EXIT_INTERRUPTED
+    except OSError as exc:
+        _err(prog, f"could not start {python}: {exc}")
+        return EXIT_BAD_INPUT
+    if result.timed_out:
+        _err(prog, f"timed out after {args.timeout:g}s; killed the job "
+                   f"({len(result.killed_pids) or len(local)} process(es)) - raise --timeout if it needs longer")
+        return launcher.EXIT_TIMEOUT
+    if result.returncode != 0:
+        stopped = [w.rank for w, code in zip(local, result.worker_returncodes) if code is None]
+        sys.stderr.write(f"{prog}: the job failed (worker {result.failed_worker} exited {result.returncode}"
+                         + (f"; killed worker(s) {', '.join(map(str, stopped))}" if stopped else "")
+                         + "); see the rank-prefixed output above\n")
+    return result.returncode
+
+
 def verify_main(argv: Optional[List[str]] = None) -> int:
     from . import verify
 
@@ -196,7 +308,8 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
     sink = launcher.stream_to(sys.stderr) if args.verbose else None
     try:
         report = verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
-                                      steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink)
+                                      steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
+                                      backend=args.backend, python=args.python)
     except verify.VerifyInputError as exc:
         _err(prog, str(exc))
         return EXIT_BAD_INPUT

@@ -1,10 +1,14 @@
-"""Launching scripts under ``horovodrun`` with streaming output and a hard
-timeout that takes the whole process tree down."""
+"""Launching scripts with streaming output and a hard timeout that takes the
+whole process tree down: under ``horovodrun`` (the Horovod engine), or as N
+``TF_CONFIG`` workers started by tfdist itself (the tf-distribute engine,
+:func:`execute_workers`)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +29,8 @@ KILL_GRACE_S = 5.0
 #: Environment variables that make a process think it is one rank of a job;
 #: removed for single-process reference runs.
 LAUNCHER_ENV_PREFIXES = ("HOROVOD_", "OMPI_", "PMI_", "PMIX_")
+#: The same for tf.distribute (MultiWorkerMirroredStrategy reads TF_CONFIG).
+LAUNCHER_ENV_NAMES = ("TF_CONFIG",)
 
 
 class RuntimeMissing(RuntimeError):
@@ -73,7 +79,8 @@ def horovodrun_command(np: int, command: Sequence[str], *, horovodrun: str, host
 
 
 def single_process_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if not k.startswith(LAUNCHER_ENV_PREFIXES)}
+    return {k: v for k, v in env.items()
+            if not k.startswith(LAUNCHER_ENV_PREFIXES) and k not in LAUNCHER_ENV_NAMES}
 
 
 # --------------------------------------------------------------------------
@@ -138,37 +145,48 @@ def kill_tree(proc: subprocess.Popen, known: dict[int, str], grace: float = KILL
     """SIGTERM the launcher, its process group and every known descendant;
     SIGKILL whatever is still alive after ``grace`` seconds.  Returns the
     pids that were signalled."""
-    known = dict(known)
-    known.update(_descendants(proc.pid, _proc_table()))
+    return kill_trees([(proc, known)], grace)
+
+
+def kill_trees(jobs: Sequence[tuple[subprocess.Popen, dict[int, str]]], grace: float = KILL_GRACE_S) -> list[int]:
+    """:func:`kill_tree` for several process trees at once (one grace period
+    for all of them)."""
+    jobs = [(proc, {**known, **_descendants(proc.pid, _proc_table())}) for proc, known in jobs]
     signalled = []
 
     def send(sig):
-        if proc.poll() is None:
-            for target in (lambda: os.killpg(proc.pid, sig), lambda: proc.send_signal(sig)):
-                try:
-                    target()
-                except OSError:
-                    pass
-        for pid, start in known.items():
-            if _alive(pid, start):
-                try:
-                    os.kill(pid, sig)
-                    if pid not in signalled:
-                        signalled.append(pid)
-                except OSError:
-                    pass
+        for proc, known in jobs:
+            if proc.poll() is None:
+                for target in (lambda: os.killpg(proc.pid, sig), lambda: proc.send_signal(sig)):
+                    try:
+                        target()
+                    except OSError:
+                        pass
+            for pid, start in known.items():
+                if _alive(pid, start):
+                    try:
+                        os.kill(pid, sig)
+                        if pid not in signalled:
+                            signalled.append(pid)
+                    except OSError:
+                        pass
+
+    def finished():
+        return all(proc.poll() is not None and not any(_alive(p, s) for p, s in known.items())
+                   for proc, known in jobs)
 
     send(signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not any(_alive(p, s) for p, s in known.items()):
+        if finished():
             break
         time.sleep(0.1)
     send(signal.SIGKILL)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
+    for proc, _ in jobs:
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
     return signalled
 
 
@@ -181,10 +199,56 @@ class LaunchResult:
     tail: list[str] = field(default_factory=list)
     killed_pids: list[int] = field(default_factory=list)
     leftover_pids: list[int] = field(default_factory=list)
+    #: tf-distribute: each worker's exit status (None: killed by tfdist after
+    #: another worker failed or on timeout), and the first worker that failed.
+    worker_returncodes: list[int | None] = field(default_factory=list)
+    failed_worker: int | None = None
 
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
+
+
+class _Output:
+    """Where launched processes' lines go: ``sink``, the log file and the last
+    ``tail_lines`` lines; thread-safe (one reader thread per stream)."""
+
+    def __init__(self, sink: Callable[[str], None] | None, log_path: str | os.PathLike | None, tail_lines: int):
+        self.sink = sink
+        self.tail: deque[str] = deque(maxlen=tail_lines)
+        self.log = open(log_path, "w", encoding="utf-8", errors="replace") if log_path else None
+        self.lock = threading.Lock()
+
+    def line(self, line: str) -> None:
+        with self.lock:
+            self.tail.append(line.rstrip("\n"))
+            if self.log is not None:
+                self.log.write(line)
+                self.log.flush()
+            if self.sink is not None:
+                try:
+                    self.sink(line)
+                except Exception:  # noqa: BLE001 - a broken sink must not hang us
+                    pass
+
+    def reader(self, stream, prefix: str = "") -> threading.Thread:
+        def pump():
+            try:
+                for raw in iter(stream.readline, b""):
+                    text = raw.decode("utf-8", "replace")
+                    if prefix and not text.endswith("\n"):
+                        text += "\n"   # a last line without newline stays one prefixed line
+                    self.line(prefix + text)
+            except (OSError, ValueError):
+                pass
+
+        thread = threading.Thread(target=pump, name="tfdist-output", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
 
 
 def execute(command: Sequence[str], *, timeout: float | None = None, env: Mapping[str, str] | None = None,
@@ -197,29 +261,10 @@ def execute(command: Sequence[str], *, timeout: float | None = None, env: Mappin
     descendant still alive is killed too and output reading stops."""
     command = [os.fspath(c) for c in command]
     start = time.monotonic()
-    tail: deque[str] = deque(maxlen=tail_lines)
-    log = open(log_path, "w", encoding="utf-8", errors="replace") if log_path else None
+    out = _Output(sink, log_path, tail_lines)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
-
-    def pump():
-        try:
-            for raw in iter(proc.stdout.readline, b""):
-                line = raw.decode("utf-8", "replace")
-                tail.append(line.rstrip("\n"))
-                if log is not None:
-                    log.write(line)
-                    log.flush()
-                if sink is not None:
-                    try:
-                        sink(line)
-                    except Exception:  # noqa: BLE001 - a broken sink must not hang us
-                        pass
-        except (OSError, ValueError):
-            pass
-
-    reader = threading.Thread(target=pump, name="tfdist-output", daemon=True)
-    reader.start()
+    reader = out.reader(proc.stdout)
     known: dict[int, str] = {}
     timed_out = False
     killed: list[int] = []
@@ -245,31 +290,254 @@ def execute(command: Sequence[str], *, timeout: float | None = None, env: Mappin
         # the job running behind us.
         kill_tree(proc, known)
         reader.join(timeout=2)
-        if log is not None:
-            log.close()
+        out.close()
         raise
     # The launcher is gone; anything it left behind would hold our pipe open.
-    leftovers = [pid for pid, st in known.items() if _alive(pid, st)]
-    if leftovers:
-        for pid in leftovers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    leftovers = _kill_leftovers(known)
     reader.join(timeout=5)
     try:
         proc.stdout.close()
     except OSError:
         pass
-    if log is not None:
-        log.close()
+    out.close()
     rc = proc.returncode if proc.returncode is not None else -9
     if timed_out:
         rc = EXIT_TIMEOUT
     elif rc < 0:
         rc = 128 - rc
     return LaunchResult(returncode=rc, timed_out=timed_out, duration_s=time.monotonic() - start,
-                        command=command, tail=list(tail), killed_pids=killed, leftover_pids=leftovers)
+                        command=command, tail=list(out.tail), killed_pids=killed, leftover_pids=leftovers)
+
+
+def _kill_leftovers(known: dict[int, str]) -> list[int]:
+    leftovers = [pid for pid, st in known.items() if _alive(pid, st)]
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return leftovers
+
+
+# --------------------------------------------------------------------------
+# tf.distribute: TF_CONFIG workers started by tfdist itself
+# --------------------------------------------------------------------------
+
+#: First port of a multi-host cluster (worker i listens on PORT + i).
+DEFAULT_BASE_PORT = 23456
+LOCAL_HOST_NAMES = ("localhost", "127.0.0.1", "::1", "ip6-localhost")
+
+
+class HostsError(ValueError):
+    """A -H / --this-host value that cannot describe the cluster."""
+
+
+@dataclass
+class Worker:
+    """One tf.distribute worker: its index in TF_CONFIG (= its rank), where it
+    runs, and its TF_CONFIG."""
+    rank: int
+    host: str
+    port: int
+    tf_config: str
+    local: bool = True      # started by this tfdist
+
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
+        env = dict(base)
+        env["TF_CONFIG"] = self.tf_config
+        return env
+
+
+def parse_hosts(hosts: str) -> list[tuple[str, int]]:
+    """``"h1:2,h2:4"`` -> [("h1", 2), ("h2", 4)]; a host without ``:slots`` has 1 slot."""
+    out: list[tuple[str, int]] = []
+    for item in hosts.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, slots = item.rpartition(":")
+        if not sep:
+            name, slots = item, "1"
+        if not name or not slots.isdigit() or int(slots) < 1:
+            raise HostsError(f"bad host entry {item!r} (expected HOST:SLOTS, e.g. host1:2)")
+        if any(name == seen for seen, _ in out):
+            raise HostsError(f"host {name!r} is listed twice")
+        out.append((name, int(slots)))
+    if not out:
+        raise HostsError("no hosts given")
+    return out
+
+
+def is_local_host(host: str) -> bool:
+    if host in LOCAL_HOST_NAMES or host.startswith("127."):
+        return True
+    try:
+        return host in (socket.gethostname(), socket.getfqdn())
+    except OSError:
+        return False
+
+
+def free_ports(n: int, host: str = "localhost") -> list[int]:
+    """``n`` distinct TCP ports that are free on this machine right now (all
+    bound at once, then released: another program may still take one before
+    the workers bind it, which makes a worker fail at start-up)."""
+    sockets = []
+    try:
+        for _ in range(n):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1" if host in LOCAL_HOST_NAMES else "", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def tf_config(cluster: Sequence[str], index: int) -> str:
+    """``{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}}``"""
+    return json.dumps({"cluster": {"worker": list(cluster)}, "task": {"type": "worker", "index": index}})
+
+
+def tf_distribute_workers(np: int, hosts: str | None = None, *, this_host: str | None = None,
+                          base_port: int | None = None) -> list[Worker]:
+    """The ``np`` workers of a tf.distribute cluster (worker index = rank;
+    MultiWorkerMirroredStrategy makes worker 0 the chief).
+
+    One host (no ``hosts``, or a single local host): free localhost ports.
+    Several hosts: ``hosts`` slots are filled in order; worker i listens on
+    ``base_port + i`` (default DEFAULT_BASE_PORT; distinct ports on every host,
+    so two "hosts" may even be two names of one machine) and only the
+    workers of this machine (``this_host``, else the host that names this
+    machine) are marked ``local``: the other hosts' workers must be started
+    there, by the same command with ``--this-host``."""
+    entries = parse_hosts(hosts) if hosts else [("localhost", np)]
+    total = sum(slots for _, slots in entries)
+    if total < np:
+        raise HostsError(f"-np {np} needs {np} slots, the hosts have {total}")
+    placed: list[tuple[str, int]] = []          # (host, slot on that host)
+    for name, slots in entries:
+        for slot in range(slots):
+            if len(placed) < np:
+                placed.append((name, slot))
+    used = []
+    for name, _ in placed:
+        if name not in used:
+            used.append(name)
+    if this_host is not None:
+        if this_host not in used:
+            raise HostsError(f"--this-host {this_host!r} is not one of the hosts that get workers ({', '.join(used)})")
+        local_hosts = {this_host}
+    elif len(used) == 1 and is_local_host(used[0]):
+        local_hosts = {used[0]}
+    else:
+        local_hosts = {h for h in used if is_local_host(h)}
+        if len(local_hosts) > 1:
+            raise HostsError("several hosts name this machine (" + ", ".join(sorted(local_hosts))
+                             + "): say which one this is with --this-host")
+        if not local_hosts:
+            raise HostsError("none of the hosts is this machine (" + ", ".join(used)
+                             + "): run tfdist on one of them, or say which one this is with --this-host")
+    if len(used) == 1 and is_local_host(used[0]) and base_port is None:
+        ports = free_ports(np, used[0])
+    else:
+        base = DEFAULT_BASE_PORT if base_port is None else base_port
+        ports = [base + i for i in range(len(placed))]
+        if ports[-1] > 65535:
+            raise HostsError(f"--port {base} + {np} workers goes past port 65535")
+    cluster = [f"{name}:{port}" for (name, _), port in zip(placed, ports)]
+    return [Worker(rank=i, host=name, port=ports[i], tf_config=tf_config(cluster, i), local=name in local_hosts)
+            for i, (name, _) in enumerate(placed)]
+
+
+def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeout: float | None = None,
+                    env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+                    sink: Callable[[str], None] | None = None, log_path: str | os.PathLike | None = None,
+                    tail_lines: int = 200) -> LaunchResult:
+    """Start ``command`` once per local worker, each with its TF_CONFIG and in
+    its own session; stream every line prefixed like horovodrun does
+    (``[RANK]<stdout>:`` / ``[RANK]<stderr>:``) to ``sink`` and ``log_path``.
+
+    As soon as one worker exits non-zero, every other worker (and their
+    children) is killed - the survivors would otherwise wait forever in a
+    collective - and its exit status is the result's.  ``timeout`` (seconds,
+    None/0 = no limit) kills them all and returns EXIT_TIMEOUT."""
+    command = [os.fspath(c) for c in command]
+    local = [w for w in workers if w.local]
+    base_env = dict(os.environ if env is None else env)
+    start = time.monotonic()
+    out = _Output(sink, log_path, tail_lines)
+    procs: list[subprocess.Popen] = []
+    readers: list[threading.Thread] = []
+    known: list[dict[int, str]] = []
+    timed_out = False
+    killed: list[int] = []
+    failed: int | None = None
+    codes: dict[int, int | None] = {}
+    deadline = start + timeout if timeout else None
+    last_scan = 0.0
+    try:
+        for w in local:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=w.env(base_env), cwd=cwd,
+                                    start_new_session=True)
+            procs.append(proc)
+            known.append({})
+            readers.append(out.reader(proc.stdout, f"[{w.rank}]<stdout>:"))
+            readers.append(out.reader(proc.stderr, f"[{w.rank}]<stderr>:"))
+        while True:
+            for w, proc in zip(local, procs):
+                if w.rank not in codes and proc.poll() is not None:
+                    codes[w.rank] = proc.returncode
+                    if proc.returncode != 0 and failed is None:
+                        failed = w.rank
+            if failed is not None or len(codes) == len(procs):
+                break
+            now = time.monotonic()
+            if now - last_scan >= 1.0:
+                for proc, kn in zip(procs, known):
+                    if proc.poll() is None:
+                        kn.update(_descendants(proc.pid, _proc_table()))
+                last_scan = now
+            if deadline is not None and now >= deadline:
+                timed_out = True
+                break
+            time.sleep(0.2)
+        if timed_out or failed is not None:
+            running = [(p, kn) for p, kn in zip(procs, known) if p.poll() is None or kn]
+            if running:
+                killed = kill_trees(running)
+    except BaseException:
+        # Ctrl-C, a start-up error, or the caller's own timeout: never leave
+        # workers running behind us.
+        kill_trees(list(zip(procs, known)))
+        for r in readers:
+            r.join(timeout=2)
+        out.close()
+        raise
+    leftovers = _kill_leftovers({pid: st for kn in known for pid, st in kn.items()})
+    for r in readers:
+        r.join(timeout=5)
+    for proc in procs:
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    out.close()
+
+    def status(code: int | None) -> int | None:
+        return None if code is None else (128 - code if code < 0 else code)
+
+    worker_codes = [status(codes.get(w.rank)) for w in local]
+    if timed_out:
+        rc = EXIT_TIMEOUT
+    elif failed is not None:
+        rc = status(codes[failed]) or 1
+    else:
+        rc = 0
+    return LaunchResult(returncode=rc, timed_out=timed_out, duration_s=time.monotonic() - start,
+                        command=command, tail=list(out.tail), killed_pids=killed, leftover_pids=leftovers,
+                        worker_returncodes=worker_codes, failed_worker=failed)
 
 
 def stream_to(stream) -> Callable[[str], None]:

@@ -22,7 +22,20 @@ Keras / h5py.  They watch from outside the user's code:
 
 At exit each process writes ``rank-<R>.json`` into ``$TFDIST_PROBE_DIR``
 (rank from HOROVOD_RANK / OMPI_COMM_WORLD_RANK / PMI_RANK, else
-``hvd.rank()``, else 0).  Every observer is wrapped so that a failure inside
+``hvd.rank()``, else the task of ``TF_CONFIG`` (tf.distribute: a "chief" task
+is rank 0 and pushes the workers' indices up by one), else 0).
+
+TensorFlow 2.15 (Keras 2) and TensorFlow 2.16+ (Keras 3, or tf-keras with
+``TF_USE_LEGACY_KERAS=1``) are both observed.  tf.distribute variables
+(MirroredVariable, SyncOnReadVariable) are read on each process from their
+local primary copy (never through a cross-worker reduction, which could hang
+at exit), and their per-device copies are not counted again; the
+tf.distribute strategies the script built are recorded (``strategies``:
+class, replicas in sync, workers, chief or not).  Files keep whether they
+still existed at exit (``exists_at_exit``), so that ``tfdist verify`` can
+tell the temporary directories TensorFlow's multi-worker rule gives
+non-chief workers (``.../workertemp_<N>/...``, removed again) from writes to
+the user's paths.  Every observer is wrapped so that a failure inside
 the probe is recorded in ``probe_errors`` and never reaches the script.
 
 ``--as-file ORIG`` runs SCRIPT's code but presents it to itself as ORIG
@@ -97,9 +110,18 @@ import types
 RANK_ENV_VARS = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 SIZE_ENV_VARS = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
+#: tf.distribute: TF_CONFIG (its task gives the rank, its cluster the size).
+TF_CONFIG_ENV = "TF_CONFIG"
+TF_CONFIG_RANKED_TASKS = ("chief", "worker")    # in rank order; ps/evaluator tasks are not ranks
+
 #: Modules whose import triggers installing observers ("hook groups").
 POST_IMPORT_HOOKS = {
     "tensorflow": "tensorflow",
+    # Keras 3 (TensorFlow >= 2.16): optimizers, Model.save*, Model.__call__,
+    # and fit (defined by the TensorFlow backend's trainer).
+    "keras.src.optimizers.base_optimizer": "keras3_optimizer",
+    "keras.src.models.model": "keras3_model",
+    "keras.src.backend.tensorflow.trainer": "keras3_trainer",
     # Keras 2.13-2.15 (tf.keras in TF 2.15), keras<2.13, tf_keras.
     "keras.src.engine.training": "keras_model",
     "keras.engine.training": "keras_model",
@@ -129,6 +151,19 @@ TF_VARIABLE_STORAGE_CLASSES = (
 )
 #: Variable classes that only alias another variable (``assign`` results).
 TF_VARIABLE_ALIAS_CLASS_NAMES = frozenset({"_UnreadVariable"})
+#: tf.distribute variables: one value per process, held by per-device
+#: component variables (``.values``; the first is the primary).
+TF_DISTRIBUTED_VARIABLE_CLASS = ("tensorflow.python.distribute.values", "DistributedVariable")
+#: TensorFlow internals that create float tf.Variables of their own (left
+#: trainable by default) which are no model variables: not recorded.
+TF_INTERNAL_VARIABLE_CREATORS = (
+    # the ordering token of collective all-reduce (MirroredStrategy, MultiWorkerMirroredStrategy)
+    ("tensorflow.python.distribute.cross_device_utils", "CollectiveReplicaLauncher.__init__"),
+)
+#: tf.distribute strategies (instances recorded at creation; the default
+#: strategy is not one the script built).
+TF_STRATEGY_BASE_CLASS = ("tensorflow.python.distribute.distribute_lib", "StrategyBase")
+TF_DEFAULT_STRATEGY_CLASS_NAMES = frozenset({"_DefaultDistributionStrategy", "_DefaultDistributionStrategyV1"})
 
 #: TF1 sessions, and the graph element classes their fetches are made of.
 TF_SESSION_CLASS = ("tensorflow.python.client.session", "BaseSession")
@@ -145,9 +180,19 @@ TF1_TRAINABLE_COLLECTION = "trainable_variables"
 KERAS_OPTIMIZER_BASES = {
     "keras_optimizer": "_BaseOptimizer",
     "keras_legacy_optimizer": "OptimizerV2",
+    "keras3_optimizer": "BaseOptimizer",
 }
 KERAS_ITERATIONS_ATTR = "_iterations"
 KERAS_MODEL_CLASS = "Model"
+#: Keras 3: fit lives in the backend's trainer class (Model inherits it),
+#: Model.__call__ is Layer.__call__ (wrapped on Model only), and a Keras
+#: variable holds its tf.Variable in ``_value``.
+KERAS3_TRAINER_CLASS = "TensorFlowTrainer"
+KERAS3_CALLBACKS_MODULE = "keras.src.callbacks"
+KERAS3_VARIABLE_VALUE_ATTR = "_value"
+#: Keras 3 trainer methods that read a batch only to build the model (under
+#: a tf.distribute strategy fit peeks at one batch first): not training samples.
+KERAS3_PEEK_METHODS = ("_maybe_symbolic_build",)
 
 # File-writing entry points: (module, "Class.method" or "function", how to
 # find the path, kind).  "arg:<index>:<name>" = positional index (counting
@@ -178,6 +223,11 @@ H5PY_FILE_CLASS = ("h5py", "File")
 
 #: File kinds that only rank 0 may write.
 GATED_KINDS = ("checkpoint", "summary", "model")
+#: The temporary directories tf.distribute's multi-worker rule gives
+#: non-chief workers (tensorflow/tf_keras distributed_file_utils: a
+#: ``workertemp_<task id>`` directory inside the user's directory, removed
+#: after each save).
+MULTI_WORKER_TEMP_DIR = re.compile(r"(^|/)workertemp_\d+(/|$)")
 #: Path patterns -> kind (checked on the basename/path; first match wins).
 PATH_KIND_PATTERNS = (
     (re.compile(r"events\.out\.tfevents"), "summary"),
@@ -189,6 +239,10 @@ TEMP_FILE_PATTERNS = (re.compile(r"\.tmp[0-9a-f]{32}$"), re.compile(r"_temp(_[0-
 
 #: Eager tf.data iteration and eager tensors (sample recording).
 TF_DATA_ITERATOR_CLASS = ("tensorflow.python.data.ops.iterator_ops", "OwnedIterator")
+#: Eager iteration of a tf.distribute dataset (``experimental_distribute_dataset``):
+#: elements hold PerReplica values (one batch per local replica).
+TF_DISTRIBUTED_ITERATOR_CLASS = ("tensorflow.python.distribute.input_lib", "DistributedIteratorBase")
+TF_PER_REPLICA_CLASS_NAMES = frozenset({"PerReplica"})
 TF_EAGER_TENSOR_CLASS = ("tensorflow.python.framework.ops", "EagerTensor")
 #: Eager GradientTape loops (tape sample source): the tape class whose
 #: __enter__/__exit__ delimit one step, the Keras loss base class (in the
@@ -305,6 +359,10 @@ class _State:
         self.storage_classes: tuple = ()
         self.keras_optimizers: list = []   # strong refs
         self.keras_optimizer_ids: set[int] = set()
+        self.distributed_var_class = None  # tf.distribute DistributedVariable, once resolved
+        self.component_ids: set[int] = set()   # per-device copies of distributed variables
+        self.strategies: list = []         # tf.distribute strategies the script built
+        self.internal = threading.local()  # inside TF internals that create non-model variables
         self.sessions: list = []           # weakrefs to open TF1 sessions
         self.graph_snapshots: dict = {}    # id(graph) -> snapshot dict
         self.graph_order: list = []
@@ -329,10 +387,12 @@ class _State:
         self.sample_capped = False
         self.sample_values_cap = 0
         self.sample_values: dict = {}      # hash -> {"dtype", "shape", "b64"}
+        self.sample_skipped: list = []     # sources seen but not recorded, and why
         self.iterators = 0
         self.fit_samples_calls = 0
         self.fetch_seq = 0
         self.keras_fit_depth = 0
+        self.peeking = 0                   # inside a Keras 3 method that peeks at a batch
         self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
         self.tape_batches = 0
         self.exit_code = None
@@ -612,11 +672,18 @@ def _install_variable_tracking():
         _note_error("variables", RuntimeError("no TF variable classes found"))
         return
 
+    found = _resolve(*TF_DISTRIBUTED_VARIABLE_CLASS)
+    STATE.distributed_var_class = found[2] if found is not None and isinstance(found[2], type) else None
+
     def make(orig):
         def __call__(cls, *args, **kwargs):
             var = orig(cls, *args, **kwargs)
             try:
-                if (isinstance(var, STATE.storage_classes)
+                if getattr(STATE.internal, "depth", 0):
+                    pass
+                elif STATE.distributed_var_class is not None and isinstance(var, STATE.distributed_var_class):
+                    _track_distributed_variable(var)
+                elif (isinstance(var, STATE.storage_classes)
                         and type(var).__name__ not in TF_VARIABLE_ALIAS_CLASS_NAMES
                         and id(var) not in STATE.variable_ids):
                     with STATE.lock:
@@ -630,8 +697,93 @@ def _install_variable_tracking():
     module_name, cls_name = TF_VARIABLE_METACLASS
     _patch(module_name, cls_name + ".__call__", make)
 
+    def make_internal(orig):
+        def internal(*args, **kwargs):
+            STATE.internal.depth = getattr(STATE.internal, "depth", 0) + 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                STATE.internal.depth -= 1
+        return internal
+
+    for module_name, qualname in TF_INTERNAL_VARIABLE_CREATORS:
+        _patch(module_name, qualname, make_internal)
+
+
+def _track_distributed_variable(var) -> None:
+    """Record a tf.distribute variable once, in place of its per-device
+    components (created - and recorded - just before it)."""
+    components = list(getattr(var, "_values", None) or getattr(var, "values", None) or ())
+    ids = {id(c) for c in components}
+    with STATE.lock:
+        STATE.component_ids.update(ids)
+        if ids & STATE.variable_ids:
+            STATE.variables[:] = [v for v in STATE.variables if id(v) not in ids]
+            STATE.variable_ids.difference_update(ids)
+        if id(var) not in STATE.variable_ids:
+            STATE.variable_ids.add(id(var))
+            STATE.variables.append(var)
+
+
+def _local_variable(var):
+    """The tf.Variable whose value this process holds: a Keras 3 variable's
+    backing variable, a tf.distribute variable's primary (local) copy."""
+    if type(var).__module__.startswith("keras.") and hasattr(var, KERAS3_VARIABLE_VALUE_ATTR):
+        inner = getattr(var, KERAS3_VARIABLE_VALUE_ATTR)
+        if inner is not None:
+            var = inner
+    if STATE.distributed_var_class is not None and isinstance(var, STATE.distributed_var_class):
+        primary = getattr(var, "_primary", None)
+        if primary is None:
+            values = getattr(var, "_values", None) or ()
+            primary = values[0] if values else None
+        if primary is not None:
+            var = primary
+    return var
+
+
+def _install_strategy_tracking():
+    def make(orig):
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            try:
+                if STATE.pid == os.getpid() and type(self).__name__ not in TF_DEFAULT_STRATEGY_CLASS_NAMES:
+                    with STATE.lock:
+                        if not any(s is self for s in STATE.strategies):
+                            STATE.strategies.append(self)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("strategy_init", exc)
+        return __init__
+
+    module_name, cls_name = TF_STRATEGY_BASE_CLASS
+    _patch(module_name, cls_name + ".__init__", make)
+
+
+def _strategies_info() -> list[dict]:
+    out = []
+    for strategy in list(STATE.strategies):
+        entry = {"class": type(strategy).__name__}
+        with _ProbeBusy():
+            try:
+                entry["num_replicas_in_sync"] = int(strategy.num_replicas_in_sync)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("strategy_replicas", exc)
+            extended = getattr(strategy, "extended", None)
+            workers = getattr(extended, "_num_workers", None)
+            entry["num_workers"] = int(workers) if isinstance(workers, int) else 1
+            try:
+                entry["should_checkpoint"] = bool(extended.should_checkpoint)
+            except Exception:  # noqa: BLE001
+                entry["should_checkpoint"] = None
+            resolver = getattr(strategy, "cluster_resolver", None)
+            entry["task_type"] = getattr(resolver, "task_type", None) if resolver is not None else None
+            entry["task_id"] = getattr(resolver, "task_id", None) if resolver is not None else None
+        out.append(entry)
+    return out
+
 
 def _is_graph_variable(var) -> bool:
+    var = _local_variable(var)
     in_graph = getattr(var, "_in_graph_mode", None)
     if in_graph is None:
         return True  # RefVariable & co are graph-only
@@ -992,7 +1144,7 @@ def _step_counter() -> int:
             if it is None or _is_graph_variable(it):
                 continue
             try:
-                total += int(it.numpy())
+                total += int(_eager_value(it))
             except Exception:  # noqa: BLE001
                 pass
     return total
@@ -1008,7 +1160,7 @@ def _install_iterator_hook():
     def make(orig):
         def __next__(self):
             element = orig(self)
-            if STATE.pid == os.getpid() and not _busy():
+            if STATE.pid == os.getpid() and not _busy() and not getattr(_DIST_NEXT, "depth", 0):
                 try:
                     _record_element(self, element)
                 except Exception as exc:  # noqa: BLE001
@@ -1019,12 +1171,59 @@ def _install_iterator_hook():
     mod, cls = TF_DATA_ITERATOR_CLASS
     _patch(mod, cls + ".__next__", make)
 
+    def make_distributed(orig):
+        def __next__(self):
+            depth = getattr(_DIST_NEXT, "depth", 0)
+            _DIST_NEXT.depth = depth + 1
+            try:
+                element = orig(self)
+            finally:
+                _DIST_NEXT.depth = depth
+            if depth == 0 and STATE.pid == os.getpid() and not _busy():
+                try:
+                    from tensorflow.python.eager import context  # noqa: PLC0415
+
+                    if context.executing_eagerly() and not STATE.peeking:
+                        _record_element(self, _local_batches(element))
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("distributed_iterator_next", exc)
+            return element
+        return __next__
+
+    mod, cls = TF_DISTRIBUTED_ITERATOR_CLASS
+    _patch(mod, cls + ".__next__", make_distributed)
+
+
+#: Depth of DistributedIterator.__next__ calls in this thread: the tf.data
+#: iterators they use inside are not recorded a second time.
+_DIST_NEXT = threading.local()
+
+
+def _local_batches(element):
+    """A tf.distribute element with each PerReplica value replaced by this
+    process's rows (its local replicas' batches, concatenated in order)."""
+    if isinstance(element, dict):
+        return {k: _local_batches(v) for k, v in element.items()}
+    if isinstance(element, (tuple, list)):
+        return type(element)(_local_batches(v) for v in element) if not hasattr(element, "_fields") \
+            else type(element)(*(_local_batches(v) for v in element))
+    if type(element).__name__ in TF_PER_REPLICA_CLASS_NAMES:
+        import numpy as np
+
+        parts = [np.asarray(v) for v in getattr(element, "values", ())]
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts, axis=0) if parts and all(p.ndim for p in parts) else None
+    return element
+
 
 def _record_element(iterator, element) -> None:
     from tensorflow.python.eager import context  # noqa: PLC0415
 
     if not context.executing_eagerly():
         return  # traced inside a tf.function (Keras fit): symbolic
+    if STATE.peeking:
+        return  # Keras 3 fit peeking at a batch to build the model
     if isinstance(element, dict):
         items = list(element.values())
     elif isinstance(element, (tuple, list)):
@@ -1250,10 +1449,26 @@ def _replace_keras_aliases(orig, wrapper) -> None:
                     pass
 
 
+def _multi_worker_model(model) -> bool:
+    """The model trains under a tf.distribute strategy spanning several
+    processes (its fit shards NumPy inputs itself)."""
+    strategy = getattr(model, "distribute_strategy", None) if model is not None else None
+    workers = getattr(getattr(strategy, "extended", None), "_num_workers", None)
+    return isinstance(workers, int) and workers > 1
+
+
 def _record_fit(bound) -> None:
     args = bound.arguments
     x, y = args.get("x"), args.get("y")
     if x is None or _as_array_struct(x) is None:
+        return
+    if _multi_worker_model(args.get("self")):
+        # MultiWorkerMirroredStrategy gives each worker its shard of the
+        # arrays inside fit (auto-sharding): the rows fit is handed are not
+        # the rows this worker trains on, so they are not recorded.
+        note = "keras-fit: Model.fit on NumPy inputs under a multi-worker strategy (sharded inside fit)"
+        if note not in STATE.sample_skipped:
+            STATE.sample_skipped.append(note)
         return
     items = [x] + ([y] if y is not None and _as_array_struct(y) is not None else [])
     epochs = int(args.get("epochs", 1) or 1) - int(args.get("initial_epoch", 0) or 0)
@@ -1326,6 +1541,7 @@ def _samples_record() -> dict:
         "sources": sources,
         "batches": STATE.sample_batches,
         "values": STATE.sample_values,
+        "skipped": list(STATE.sample_skipped),
     }
 
 
@@ -1368,8 +1584,11 @@ def _step_cap_callback(model_module_name):
         return cached
     import importlib
 
-    base = model_module_name.rsplit(".engine", 1)[0]
-    callback_base = importlib.import_module(base + ".callbacks").Callback
+    if model_module_name.endswith(".callbacks"):
+        callbacks_name = model_module_name          # given directly (Keras 3)
+    else:
+        callbacks_name = model_module_name.rsplit(".engine", 1)[0] + ".callbacks"
+    callback_base = importlib.import_module(callbacks_name).Callback
 
     class _StepCap(callback_base):
         _supports_tf_logs = True
@@ -1388,6 +1607,8 @@ def _step_cap_callback(model_module_name):
                 else:
                     STATE.planned_steps += int(steps) * max(0, int(epochs) - int(self._initial_epoch))
                 spe = getattr(self.model, "_steps_per_execution", None)
+                if spe is None:
+                    spe = getattr(self.model, "steps_per_execution", None)   # Keras 3: an int
                 if spe is not None:
                     self._per_call = max(1, int(spe.numpy()) if hasattr(spe, "numpy") else int(spe))
             except Exception as exc:  # noqa: BLE001
@@ -1406,12 +1627,13 @@ def _step_cap_callback(model_module_name):
 _CAP_CLASSES: dict = {}
 
 
-def _install_fit(module):
+def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str | None = None):
     """Wrap Model.fit: record the NumPy samples it is given (keras-fit source)
     and, with TFDIST_PROBE_MAX_STEPS, add the step-cap callback."""
     import inspect
 
     module_name = module.__name__
+    cap_key = callbacks_module or module_name
 
     def make(orig):
         try:
@@ -1435,7 +1657,7 @@ def _install_fit(module):
                     _note_error("fit_samples", exc)
             if bound is not None and STATE.max_steps is not None:
                 try:
-                    cap_cls = _step_cap_callback(module_name)
+                    cap_cls = _step_cap_callback(cap_key)
                     cbs = bound.arguments.get("callbacks")
                     cbs = list(cbs) if cbs else []
                     cbs.append(cap_cls(bound.arguments.get("initial_epoch", 0)))
@@ -1451,7 +1673,58 @@ def _install_fit(module):
                 STATE.keras_fit_depth -= 1
         return fit
 
-    _patch(module_name, KERAS_MODEL_CLASS + ".fit", make)
+    _patch(module_name, cls_name + ".fit", make)
+
+
+def _patch_inherited(owner, attr: str, make_wrapper) -> bool:
+    """Wrap ``owner.attr`` even when ``owner`` inherits it (the wrapper is set
+    on ``owner`` itself, so only it and its subclasses see it)."""
+    try:
+        orig = getattr(owner, attr, None)
+        if orig is None:
+            return False
+        if getattr(orig, "_tfdist_probe", False):
+            return True
+        wrapper = make_wrapper(orig)
+        try:
+            functools.update_wrapper(wrapper, orig)
+        except Exception:  # noqa: BLE001
+            pass
+        wrapper._tfdist_probe = True
+        setattr(owner, attr, wrapper)
+        return True
+    except Exception as exc:  # noqa: BLE001
+        _note_error(f"patch {getattr(owner, '__name__', owner)}.{attr}", exc)
+        return False
+
+
+def _install_keras3_model(module, group):
+    """Keras 3: Model.save / save_weights, and Model.__call__ (inherited from
+    Layer: wrapped on Model so that plain layer calls are not seen)."""
+    for method, spec in KERAS_SAVE_METHODS:
+        _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
+               _make_file_wrapper(f"Model.{method}", spec, "model"))
+    model_cls = getattr(module, KERAS_MODEL_CLASS, None)
+    if isinstance(model_cls, type):
+        _patch_inherited(model_cls, "__call__", _make_model_call_wrapper)
+
+
+def _install_keras3_trainer(module, group):
+    """Keras 3: fit is TensorFlowTrainer.fit (Model inherits it); the batch
+    it peeks at to build the model is no training sample."""
+    _install_fit(module, KERAS3_TRAINER_CLASS, KERAS3_CALLBACKS_MODULE)
+
+    def make_peek(orig):
+        def peek(*args, **kwargs):
+            STATE.peeking += 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                STATE.peeking -= 1
+        return peek
+
+    for method in KERAS3_PEEK_METHODS:
+        _patch(module.__name__, f"{KERAS3_TRAINER_CLASS}.{method}", make_peek)
 
 
 def _install_h5py(module, group):
@@ -1464,6 +1737,7 @@ def _install_tensorflow(module, group):
     _install_session_hooks()
     _install_iterator_hook()
     _install_tape_hooks()
+    _install_strategy_tracking()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
         _patch(mod_name, qualname, _make_file_wrapper(qualname, spec, kind))
 
@@ -1474,6 +1748,9 @@ _INSTALLERS = {
     "keras_optimizer": _install_keras_optimizer,
     "keras_legacy_optimizer": _install_keras_optimizer,
     "keras_losses": _install_keras_losses,
+    "keras3_optimizer": _install_keras_optimizer,
+    "keras3_model": _install_keras3_model,
+    "keras3_trainer": _install_keras3_trainer,
     "h5py": _install_h5py,
 }
 
@@ -1566,14 +1843,41 @@ def _rank_and_size():
     if rank is None and hvd_rank is not None:
         rank, size, source = hvd_rank, hvd_size, "horovod"
     if rank is None:
+        tf_rank, tf_size = _tf_config_rank()
+        if tf_rank is not None:
+            rank, size, source = tf_rank, tf_size, "tf-config"
+    if rank is None:
         rank = 0
     if size is None:
         size = hvd_size if hvd_size is not None else 1
     return rank, size, source, hvd_rank, hvd_size
 
 
+def _tf_config_rank():
+    """(rank, size) from TF_CONFIG: chief first, then the workers by index;
+    (None, None) when unset, malformed, or the task is no rank (ps, evaluator)."""
+    text = os.environ.get(TF_CONFIG_ENV, "").strip()
+    if not text:
+        return None, None
+    try:
+        config = json.loads(text)
+        cluster = config.get("cluster") or {}
+        task = config.get("task") or {}
+        offsets, size = {}, 0
+        for kind in TF_CONFIG_RANKED_TASKS:
+            offsets[kind] = size
+            size += len(cluster.get(kind) or [])
+        kind, index = task.get("type"), int(task.get("index", 0))
+        if kind not in offsets:
+            return None, None
+        return offsets[kind] + index, size
+    except Exception as exc:  # noqa: BLE001
+        _note_error("tf_config", exc)
+        return None, None
+
+
 def _eager_value(var):
-    return var.numpy()
+    return _local_variable(var).numpy()
 
 
 def _collect_variables():
@@ -1582,7 +1886,7 @@ def _collect_variables():
     trainable, non_trainable, unreadable = [], [], 0
     with _ProbeBusy():
         for var in list(STATE.variables):
-            if _is_graph_variable(var):
+            if id(var) in STATE.component_ids or _is_graph_variable(var):
                 continue
             try:
                 value = _eager_value(var)
@@ -1618,7 +1922,7 @@ def _optimizer_info():
                 if it is None:
                     entry["iterations"] = 0
                 elif not _is_graph_variable(it):
-                    entry["iterations"] = int(it.numpy())
+                    entry["iterations"] = int(_eager_value(it))
                 elif str(id(opt)) in snap_iters:
                     entry["iterations"] = snap_iters[str(id(opt))]
             except Exception as exc:  # noqa: BLE001
@@ -1647,6 +1951,18 @@ def _optimizer_info():
         "tf1_eager_applies": STATE.tf1_eager_applies,
         "global_step": global_step,
     }
+
+
+def _exists(path: str) -> bool:
+    """The path, or files it is the prefix of (a TF checkpoint prefix
+    ``ckpt/model`` is ``ckpt/model.index`` + ``ckpt/model.data-*``)."""
+    if "://" in path:
+        return True
+    if os.path.lexists(path):
+        return True
+    import glob
+
+    return bool(glob.glob(glob.escape(path) + ".*"))
 
 
 def build_record() -> dict:
@@ -1694,7 +2010,20 @@ def build_record() -> dict:
     except Exception as exc:  # noqa: BLE001
         _note_error("optimizer", exc)
         record["optimizer"] = None
-    record["files"] = [dict(e) for e in STATE.files.values()]
+    record["files"] = []
+    for entry in list(STATE.files.values()):
+        entry = dict(entry)
+        try:
+            entry["exists_at_exit"] = _exists(entry["path"])
+        except Exception:  # noqa: BLE001
+            entry["exists_at_exit"] = None
+        entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
+        record["files"].append(entry)
+    try:
+        record["strategies"] = _strategies_info()
+    except Exception as exc:  # noqa: BLE001
+        _note_error("strategies", exc)
+        record["strategies"] = []
     record["steps_cap"] = {
         "cap": STATE.max_steps,
         "applied": STATE.cap_applied,

@@ -1,5 +1,10 @@
-"""Run a script single-process and its Horovod version on N processes under
-the probe, then check that the ranks trained correctly.
+"""Run a script single-process and its distributed version on N processes
+under the probe, then check that the ranks trained correctly.
+
+Two engines: ``backend="horovod"`` (the ranks run under horovodrun) and
+``backend="tf-distribute"`` (N TF_CONFIG workers started by
+launcher.execute_workers; the rank is the worker's task index, worker 0 the
+chief).
 
 Reusable from tests::
 
@@ -22,6 +27,10 @@ from typing import Callable, Sequence
 from . import launcher
 from .probe import ADDED_PATH_ENV, GATED_KINDS, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
 
+HOROVOD = "horovod"
+TF_DISTRIBUTE = "tf-distribute"
+BACKENDS = (HOROVOD, TF_DISTRIBUTE)
+
 #: Allowed deviation of a rank's optimizer steps from reference/N: the larger
 #: of this fraction of the expectation and STEP_TOLERANCE_ABS steps.
 STEP_TOLERANCE_REL = 0.2
@@ -42,6 +51,14 @@ class FileWrite:
     path: str
     kind: str           # checkpoint | summary | model | file
     via: list[str] = field(default_factory=list)
+    exists_at_exit: bool | None = None      # None: not recorded (older probe)
+    multi_worker_temp: bool = False         # inside a tf.distribute workertemp_<N> directory
+
+    @property
+    def removed_temp(self) -> bool:
+        """Written into tf.distribute's multi-worker temporary directory and
+        removed again before the process ended."""
+        return self.multi_worker_temp and self.exists_at_exit is False
 
     @property
     def gated(self) -> bool:
@@ -69,6 +86,8 @@ class RankRecord:
     probe_errors: list[str] = field(default_factory=list)
     elapsed_s: float | None = None
     samples: dict = field(default_factory=dict)   # summary: source, rows, distinct, capped
+    strategies: list[dict] = field(default_factory=list)   # tf.distribute strategies built
+    rank_source: str | None = None
     missing: bool = False          # no record: the process died before writing it
     raw: dict = field(default_factory=dict, repr=False)
 
@@ -90,11 +109,14 @@ class RankRecord:
             keras_optimizers=list(optimizer.get("keras", [])),
             tf1_train_runs=int(optimizer.get("tf1_train_runs", 0) or 0),
             global_step=optimizer.get("global_step"),
-            files=[FileWrite(f["path"], f.get("kind", "file"), list(f.get("via", []))) for f in data.get("files", [])],
+            files=[FileWrite(f["path"], f.get("kind", "file"), list(f.get("via", [])), f.get("exists_at_exit"),
+                             bool(f.get("multi_worker_temp"))) for f in data.get("files", [])],
             steps_cap=dict(data.get("steps_cap") or {}),
             probe_errors=list(data.get("probe_errors", [])),
             elapsed_s=data.get("elapsed_s"),
             samples=_samples_summary(data.get("samples")),
+            strategies=list(data.get("strategies") or []),
+            rank_source=data.get("rank_source"),
             raw=data,
         )
 
@@ -117,6 +139,17 @@ class RankRecord:
     def gated_files(self) -> list[FileWrite]:
         return [f for f in self.files if f.gated]
 
+    @property
+    def multi_worker_size(self) -> int | None:
+        """The most workers any tf.distribute strategy of this process spans
+        (None: it built no strategy)."""
+        sizes = [int(s.get("num_workers") or 1) for s in self.strategies]
+        return max(sizes) if sizes else None
+
+    @property
+    def samples_skipped(self) -> list[str]:
+        return list((self.raw.get("samples") or {}).get("skipped") or [])
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("raw", None)
@@ -136,6 +169,7 @@ class Observation:
     command: list[str]
     tail: list[str] = field(default_factory=list)
     log_path: str | None = None
+    backend: str = HOROVOD
 
     @property
     def records(self) -> list[RankRecord]:
@@ -145,7 +179,7 @@ class Observation:
         return {
             "label": self.label, "np": self.np, "cwd": self.cwd, "returncode": self.returncode,
             "timed_out": self.timed_out, "duration_s": round(self.duration_s, 2), "command": self.command,
-            "log": self.log_path, "ranks": [r.to_dict() for r in self.ranks],
+            "log": self.log_path, "backend": self.backend, "ranks": [r.to_dict() for r in self.ranks],
         }
 
 
@@ -173,12 +207,17 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
                     steps_cap: int | None = None, probe_dir: str | os.PathLike | None = None,
                     log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                     env: dict | None = None, horovodrun: str | None = None, label: str | None = None,
-                    pythonpath: Sequence[str | os.PathLike] = ()) -> Observation:
+                    pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
+                    python: str | None = None) -> Observation:
     """Run ``script`` under the probe and collect one RankRecord per rank.
 
     ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
-    1, Horovod launcher variables removed from the environment); otherwise
-    ``horovodrun -np N -H localhost:N --gloo python -m tfdist.runtime.probe``.
+    1, Horovod launcher variables and TF_CONFIG removed from the environment);
+    otherwise ``horovodrun -np N -H localhost:N --gloo python -m
+    tfdist.runtime.probe`` (``backend="horovod"``) or N such processes on
+    localhost, each with its TF_CONFIG (``backend="tf-distribute"``).
+    ``python``: the interpreter (default: the one horovodrun belongs to for
+    Horovod, sys.executable for tf-distribute).
     ``cwd`` is created if needed and used as every process's working
     directory.  ``steps_cap`` sets TFDIST_PROBE_MAX_STEPS for each process.
     ``env`` replaces os.environ as the base environment; ``pythonpath``
@@ -187,6 +226,8 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     stand-in modules (tests/slow/support/mnist_standin).
     Raises launcher.RuntimeMissing when horovodrun is needed and not found.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
     script = os.path.abspath(os.fspath(script))
     cwd = Path(cwd).resolve()
     cwd.mkdir(parents=True, exist_ok=True)
@@ -220,26 +261,42 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     if as_file is not None:
         probe_cmd += ["--as-file", os.path.abspath(os.fspath(as_file))]
     probe_cmd += [script, *args]
-    if single:
+    workers = None
+    if backend == TF_DISTRIBUTE:
+        python = python or sys.executable
+        run_env = launcher.single_process_env(run_env)     # no stray TF_CONFIG / Horovod variables
+        if single:
+            command = [python, *probe_cmd]
+        else:
+            workers = launcher.tf_distribute_workers(np)
+            command = [python, *probe_cmd]
+    elif single:
         hvdrun = horovodrun or launcher.find_horovodrun()
-        python = launcher.python_for(hvdrun) if hvdrun else sys.executable
+        python = python or (launcher.python_for(hvdrun) if hvdrun else sys.executable)
         command = [python, *probe_cmd]
         run_env = launcher.single_process_env(run_env)
     else:
         hvdrun = horovodrun or launcher.find_horovodrun()
         if hvdrun is None:
             raise launcher.RuntimeMissing()
-        command = launcher.horovodrun_command(np, [launcher.python_for(hvdrun), *probe_cmd], horovodrun=hvdrun)
+        command = launcher.horovodrun_command(np, [python or launcher.python_for(hvdrun), *probe_cmd],
+                                              horovodrun=hvdrun)
     try:
-        result = launcher.execute(command, timeout=timeout, env=run_env, cwd=cwd, sink=sink, log_path=log_path)
+        if workers is not None:
+            result = launcher.execute_workers(workers, command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
+                                              log_path=log_path)
+        else:
+            result = launcher.execute(command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
+                                      log_path=log_path)
         ranks = _read_records(probe_path, np)
     finally:
         if own_probe_dir:
             shutil.rmtree(probe_path, ignore_errors=True)
-    return Observation(label=label or ("single process" if single else f"{np} ranks"), np=np, cwd=str(cwd),
+    what = "workers" if backend == TF_DISTRIBUTE else "ranks"
+    return Observation(label=label or ("single process" if single else f"{np} {what}"), np=np, cwd=str(cwd),
                        ranks=ranks, returncode=result.returncode, timed_out=result.timed_out,
                        duration_s=result.duration_s, command=result.command, tail=result.tail,
-                       log_path=os.fspath(log_path) if log_path else None)
+                       log_path=os.fspath(log_path) if log_path else None, backend=backend)
 
 
 # --------------------------------------------------------------------------
@@ -477,9 +534,12 @@ def _short_list(items: list[str], limit: int = 4) -> str:
 
 
 def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
-          samples_out: dict | None = None) -> tuple[list[str], list[str], list[str]]:
+          samples_out: dict | None = None, backend: str | None = None) -> tuple[list[str], list[str], list[str]]:
     """Return (failure reasons, established checks, warnings).  ``samples_out``
-    (a dict) receives the sample summary (see check_samples)."""
+    (a dict) receives the sample summary (see check_samples).  ``backend``
+    defaults to the distributed observation's."""
+    backend = backend or distributed.backend
+    tfd = backend == TF_DISTRIBUTE
     reasons: list[str] = []
     checks: list[str] = []
     warnings: list[str] = []
@@ -506,14 +566,31 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
     if bad:
         reasons.append("; ".join(bad))
     elif distributed.returncode != 0 and not distributed.timed_out:
-        reasons.append(f"horovodrun exited {distributed.returncode} although every rank's script returned 0")
+        if tfd:
+            reasons.append(f"a worker process exited {distributed.returncode} although every worker's script "
+                           "returned 0 (crash at exit?)")
+        else:
+            reasons.append(f"horovodrun exited {distributed.returncode} although every rank's script returned 0")
     else:
-        checks.append(f"all {np} ranks exited 0")
+        checks.append(f"all {np} {'workers' if tfd else 'ranks'} exited 0")
     if strays:
         warnings.append(f"{len(strays)} extra probe record(s) (processes started by the script?)")
-    sizes = {r.size for r in ranks if not r.missing}
-    if sizes and sizes != {np}:
-        reasons.append(f"ranks report world size {sorted(sizes)}, expected {np} (did the script call hvd.init()?)")
+    if tfd:
+        spans = {r.rank: r.multi_worker_size for r in ranks if not r.missing and r.exit_code == 0}
+        off = {k: v for k, v in spans.items() if v != np}
+        if off:
+            detail = ", ".join(f"rank {k}: " + ("no tf.distribute strategy" if v is None else f"{v} worker(s)")
+                               for k, v in sorted(off.items()))
+            reasons.append(f"the workers did not build a tf.distribute strategy spanning all {np} workers ({detail}); "
+                           "does the script create a MultiWorkerMirroredStrategy when TF_CONFIG is set?")
+        elif spans:
+            classes = sorted({s.get("class", "?") for r in ranks if not r.missing for s in r.strategies
+                              if int(s.get("num_workers") or 1) == np})
+            checks.append(f"every worker built a {'/'.join(classes)} spanning the {np} workers")
+    else:
+        sizes = {r.size for r in ranks if not r.missing}
+        if sizes and sizes != {np}:
+            reasons.append(f"ranks report world size {sorted(sizes)}, expected {np} (did the script call hvd.init()?)")
 
     present = [r for r in ranks if not r.missing]
 
@@ -573,7 +650,11 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
             if off:
                 hint = ""
                 if all(s >= ref_steps - tol for s in off.values()):
-                    hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
+                    if tfd:
+                        hint = (" - every rank went through the whole dataset (data not sharded: dataset not "
+                                "distributed by the strategy, or auto-sharding switched off?)")
+                    else:
+                        hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
                     steps_not_sharded = len(reasons)
                 reasons.append(f"{what} per rank are not ~1/{np} of the original's {ref_steps} "
                                f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
@@ -582,6 +663,13 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
 
     # 4. samples: pairs intact, work divided --------------------------------
     sampled = check_samples(ref, present, np)
+    skipped = sorted({note for r in [ref, *present] if not r.missing for note in r.samples_skipped})
+    if skipped and sampled["summary"] is None:
+        sampled["warnings"].append("samples the probe could not attribute to a rank were not recorded: "
+                                   + "; ".join(skipped))
+    elif tfd and sampled["summary"] is None and not sampled["warnings"]:
+        sampled["warnings"].append("samples not checked: no run recorded the samples it trained on (the probe "
+                                   "sees eager iteration only; Model.fit on a dataset iterates inside a tf.function)")
     sample_reasons = list(sampled["reasons"])
     if sampled["identical"] and steps_not_sharded is not None:
         # Same cause as the steps reason: say so there instead of twice.
@@ -594,21 +682,24 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
         samples_out.update(sampled["summary"])
 
     # 5. only rank 0 writes checkpoints / summaries / models ----------------
-    offenders = []
-    for r in present:
-        if r.rank == 0:
-            continue
-        gated = r.gated_files()
-        if gated:
-            kinds = sorted({f.kind for f in gated})
-            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: "
-                             + _short_list([_rel(f.path, distributed.cwd) for f in gated]))
-    if offenders:
-        reasons.append("only rank 0 may write checkpoints/summaries/models; " + "; ".join(offenders))
-    elif present:
-        r0 = next((r for r in present if r.rank == 0), None)
-        n0 = len(r0.gated_files()) if r0 else 0
-        checks.append(f"only rank 0 wrote checkpoint/summary/model files ({n0} path(s))")
+    if tfd:
+        _check_writers_tf_distribute(present, distributed, reasons, checks)
+    else:
+        offenders = []
+        for r in present:
+            if r.rank == 0:
+                continue
+            gated = r.gated_files()
+            if gated:
+                kinds = sorted({f.kind for f in gated})
+                offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: "
+                                 + _short_list([_rel(f.path, distributed.cwd) for f in gated]))
+        if offenders:
+            reasons.append("only rank 0 may write checkpoints/summaries/models; " + "; ".join(offenders))
+        elif present:
+            r0 = next((r for r in present if r.rank == 0), None)
+            n0 = len(r0.gated_files()) if r0 else 0
+            checks.append(f"only rank 0 wrote checkpoint/summary/model files ({n0} path(s))")
     by_path: dict[str, list[int]] = {}
     for r in present:
         for f in r.files:
@@ -632,18 +723,61 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
     return reasons, checks, warnings
 
 
+def _check_writers_tf_distribute(present: list[RankRecord], distributed: Observation, reasons: list[str],
+                                 checks: list[str]) -> None:
+    """The multi-worker rule: every worker may save (saving can run collective
+    operations), but only the chief (worker 0) at the user's paths; the others
+    write into temporary directories they remove.  Paths in the system's
+    temporary directory are not recorded by the probe at all; files in
+    TensorFlow's own ``workertemp_<N>`` directories (inside the user's
+    directory) are allowed when they were removed again."""
+    offenders, leftovers, temp_notes = [], [], []
+    for r in present:
+        if r.rank == 0:
+            continue
+        gated = r.gated_files()
+        at_user = [f for f in gated if not f.multi_worker_temp]
+        kept = [f for f in gated if f.multi_worker_temp and not f.removed_temp]
+        removed = [f for f in gated if f.removed_temp]
+        if at_user:
+            kinds = sorted({f.kind for f in at_user})
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: "
+                             + _short_list([_rel(f.path, distributed.cwd) for f in at_user]))
+        if kept:
+            leftovers.append(f"rank {r.rank} left " + _short_list([_rel(f.path, distributed.cwd) for f in kept]))
+        if removed:
+            temp_notes.append(f"rank {r.rank}: {len(removed)}")
+    if offenders:
+        reasons.append("only the chief (rank 0) may write checkpoints/summaries/models at the user's paths "
+                       "(the other workers must save into temporary directories); " + "; ".join(offenders))
+    if leftovers:
+        reasons.append("multi-worker temporary files were not removed: " + "; ".join(leftovers))
+    if present and not offenders and not leftovers:
+        r0 = next((r for r in present if r.rank == 0), None)
+        n0 = len([f for f in r0.gated_files() if not f.multi_worker_temp]) if r0 else 0
+        text = f"only the chief (rank 0) wrote checkpoint/summary/model files at the user's paths ({n0} path(s))"
+        if temp_notes:
+            text += ("; the other workers' saves went to multi-worker temporary directories they removed ("
+                     + ", ".join(temp_notes) + " path(s))")
+        checks.append(text)
+
+
 # --------------------------------------------------------------------------
 # verify_script
 # --------------------------------------------------------------------------
 
-def convert_to(script: Path, dest_dir: Path) -> tuple[Path, str]:
+def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD) -> tuple[Path, str]:
     """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``.
     Returns (converted path, status).  Raises VerifyInputError."""
     try:
         from tfdist.api import convert_file
     except ImportError as exc:  # pragma: no cover - depends on the checkout
         raise VerifyInputError(f"the tfdist converter is not available ({exc}); pass --converted") from exc
-    result = convert_file(script, backend="horovod")
+    try:
+        result = convert_file(script, backend=backend)
+    except ValueError as exc:    # e.g. a backend this checkout's converter does not have
+        raise VerifyInputError(f"{script}: cannot convert with --backend {backend} ({exc}); "
+                               "pass --converted to verify a script that is already distributed") from exc
     status = result.status
     if status in ("unsupported", "error"):
         raise VerifyInputError(f"{script}: cannot convert ({status}): {result.error or 'see tfdist convert'}")
@@ -665,9 +799,14 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
                   steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, keep: bool = False,
                   workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                   horovodrun: str | None = None, env: dict | None = None,
-                  pythonpath: Sequence[str | os.PathLike] = ()) -> VerifyReport:
+                  pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
+                  python: str | None = None) -> VerifyReport:
     """Convert (unless ``converted``), run the original single-process and the
     converted script on ``np`` ranks, and check the result.
+
+    ``backend``: "horovod" (horovodrun) or "tf-distribute" (N TF_CONFIG
+    workers; both runs use ``python``, default sys.executable, and the
+    original runs without TF_CONFIG).
 
     ``steps``: cap for a quick check (see ``tfdist verify --help``): the
     original stops Model.fit after ``steps`` optimizer steps, each rank after
@@ -678,29 +817,37 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
         raise VerifyInputError(f"no such script: {script}")
     if np < 1:
         raise VerifyInputError("-np must be at least 1")
-    hvdrun = horovodrun or launcher.find_horovodrun()
-    if hvdrun is None:
-        raise launcher.RuntimeMissing()
+    if backend not in BACKENDS:
+        raise VerifyInputError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
+    if backend == TF_DISTRIBUTE:
+        hvdrun = None
+        python = python or sys.executable
+    else:
+        hvdrun = horovodrun or launcher.find_horovodrun()
+        if hvdrun is None:
+            raise launcher.RuntimeMissing()
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tfdist-verify-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
         if converted:
             dist_script, status, as_file = script, "given", None
         else:
-            dist_script, status = convert_to(script, base / "converted")
+            dist_script, status = convert_to(script, base / "converted", backend)
             as_file = script if dist_script != script else None
         ref_cap = steps if steps else None
         rank_cap = math.ceil(steps / np) if steps else None
         reference = run_and_observe(script, 1, base / "original", timeout, args, single=True, steps_cap=ref_cap,
                                     probe_dir=base / "probe-original", log_path=base / "original.log",
                                     sink=sink, horovodrun=hvdrun, label="original, 1 process", env=env,
-                                    pythonpath=pythonpath)
+                                    pythonpath=pythonpath, backend=backend, python=python)
+        what = "workers" if backend == TF_DISTRIBUTE else "ranks"
         distributed = run_and_observe(dist_script, np, base / "distributed", timeout, args, single=False,
                                       as_file=as_file, steps_cap=rank_cap, probe_dir=base / "probe-distributed",
                                       log_path=base / "distributed.log", sink=sink, horovodrun=hvdrun,
-                                      label=f"converted, {np} ranks", env=env, pythonpath=pythonpath)
+                                      label=f"converted, {np} {what}", env=env, pythonpath=pythonpath,
+                                      backend=backend, python=python)
         samples: dict = {}
-        reasons, checks, warnings = check(reference, distributed, np, steps, samples_out=samples)
+        reasons, checks, warnings = check(reference, distributed, np, steps, samples_out=samples, backend=backend)
         report = VerifyReport(script=str(script), np=np, passed=not reasons, reasons=reasons, checks=checks,
                               warnings=warnings, reference=reference, distributed=distributed,
                               converted_path=None if converted else str(dist_script), conversion_status=status,
@@ -735,7 +882,9 @@ def format_report(report: VerifyReport) -> str:
     lines = []
     how = {"given": "given as already converted", "converted": "converted by tfdist",
            "already-distributed": "already distributed; run as is"}.get(report.conversion_status or "", "")
+    engine = report.distributed.backend if report.distributed else HOROVOD
     lines.append(f"tfdist verify {report.script}  ({how}; {report.np} ranks"
+                 + ("; tf-distribute workers, rank 0 = chief" if engine == TF_DISTRIBUTE else "")
                  + (f"; --steps {report.steps_cap}" if report.steps_cap else "") + ")")
     header = f"  {'':<22}{'exit':>5}  {'steps':>7}  {'vars':>5}  {'sha256':<12}  {'sum':>14}  files written (checkpoint/summary/model)"
     lines.append(header)
