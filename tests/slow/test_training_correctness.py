@@ -243,7 +243,10 @@ def label_mismatches(rec: RankRecord, label_of) -> tuple[int, int, list[str]]:
     return checked, bad, examples
 
 
-def assert_trains_correctly(script: Path, flags: Flags, original, distributed, np_: int):
+def assert_trains_correctly(script: Path, flags: Flags, original, distributed, np_: int, samples_seen: bool = True):
+    """``samples_seen=False``: the probe cannot see what each rank trained on
+    under this engine (Keras fit under tf.distribute shards inside fit); the
+    sample checks are skipped, everything else is checked."""
     name = script.name
     # Exit status.
     assert not original.timed_out and original.returncode == 0, original.tail[-20:]
@@ -268,7 +271,9 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
     assert len(set(steps)) == 1, f"ranks ran different numbers of steps: {steps}"
     assert abs(steps[0] - expected) <= max(1.0, 0.1 * expected), (steps, ref.optimizer_steps)
 
-    if not flags.samples:
+    if not samples_seen:
+        pass
+    elif not flags.samples:
         # samples=none: the probe must really have no stream (else drop the flag).
         for rec in [ref, *ranks]:
             assert rec.sample_stream() is None, f"{name}: the probe recorded samples: remove samples=none"

@@ -13,6 +13,9 @@ from typing import Dict, List, Tuple
 
 class Backend(ABC):
     name: str
+    #: Keras evaluate()/predict() run collective operations under this engine
+    #: (so they may never be put under a rank guard).
+    inference_runs_collectives: bool = False
 
     # --- what the engine and the rules need to know of the backend's words
     @abstractmethod

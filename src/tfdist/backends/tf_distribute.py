@@ -42,6 +42,8 @@ TF1_REFUSAL = ("TF1 Session / MonitoredTrainingSession training cannot run under
 
 class TfDistributeBackend(Backend):
     name = "tf-distribute"
+    # predict()/evaluate() of a distributed model gather over the workers
+    inference_runs_collectives = True
 
     def __init__(self, fault_tolerant: bool = False):
         # --fault-tolerant: Keras fit() backs up its state every epoch and a

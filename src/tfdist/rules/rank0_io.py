@@ -20,6 +20,8 @@ the edit to make by hand.
 """
 from __future__ import annotations
 
+import weakref
+
 import libcst as cst
 
 from .. import apis
@@ -32,6 +34,11 @@ RULE = "rank0-io"
 
 # Calls that run an optimizer step, directly or through a session.
 TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "train_on_batch", "gradient", "run"}
+
+
+# Per conversion (keyed by its analysis): does the engine run collective
+# operations in Keras evaluate/predict? Set by apply() from the backend.
+_INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _pure(a: A.Analysis, call: cst.Call) -> bool:
@@ -51,10 +58,12 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
         return True
     if _is_io_call(a, c):
         return True
-    # Keras evaluate/predict and forward passes run no collective: the
-    # distributed optimizer only acts in training steps.
+    # Keras evaluate/predict and forward passes run no collective under
+    # engines whose optimizer alone communicates (Horovod); under
+    # tf.distribute, evaluate/predict on a distributed model gather across
+    # workers, so they must run on every worker.
     if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
-        return True
+        return not _INFERENCE_RUNS_COLLECTIVES.get(a, False)
     if a.is_kind(c.func, A.MODEL):
         return True
     if m in TRAINING_METHODS:
@@ -119,6 +128,7 @@ def apply(ctx) -> None:
     # Engines whose saves may run collective operations (tf.distribute) have
     # every worker save, to a path of its own; the others save on rank 0.
     every_worker = ctx.backend.worker_write_path("path") is not None
+    _INFERENCE_RUNS_COLLECTIVES[a] = ctx.backend.inference_runs_collectives
     _with_open_statements(ctx)
     for call in a.calls:
         if _in_guarded_statement(ctx, call):

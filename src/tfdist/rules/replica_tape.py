@@ -206,16 +206,22 @@ def _run_steps(ctx, applies: Set[int]) -> None:
     for loop in innermost:
         calls = [c for c in calls_in(loop.body) if trains(c) and dataflow.callees(a, c)
                  and not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in _between(a, c, loop))]
-        if not calls:
+        if not calls or _batch_used_outside(ctx.a, loop, calls):
+            # The step is written in the loop, or the loop works on the
+            # (distributed) batch around the step calls: that code runs on
+            # every replica too, as one step function.
             _step_from_inline_code(ctx, loop, trains)
+            ctx.state(__name__ + ".extracted").add(loop)
             _distribute_loop_data(ctx, loop)
             continue
         for c in calls:
             steps += [f for f in dataflow.callees(a, c) if f not in steps]
         _distribute_loop_data(ctx, loop)
+    extracted = ctx.state(__name__ + ".extracted")
     for call in a.calls:
         fdefs = dataflow.callees(a, call)
-        if fdefs and any(f in steps for f in fdefs) and not any(dataflow.is_inside(a, call, f) for f in steps):
+        if fdefs and any(f in steps for f in fdefs) and not any(dataflow.is_inside(a, call, f) for f in steps) \
+                and not any(dataflow.is_inside(a, call, loop.body) for loop in extracted):
             _run_on_replicas(ctx, call)
 
 
@@ -227,8 +233,11 @@ def _step_from_inline_code(ctx, loop, trains) -> None:
     a = ctx.a
     body = list(loop.body.body)
     tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
-    marks = [i for i, stmt in enumerate(body)
-             if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
+    batch = _batch_names(loop)
+    training = [i for i, stmt in enumerate(body) if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
+    # From the first statement working on the batch to the last training one.
+    marks = training + [i for i, stmt in enumerate(body) if training and i < max(training)
+                        and any(isinstance(n, cst.Name) and n.value in batch for n in walk(stmt))]
     refusal = ctx.say("the training step written inline in this loop cannot be moved into a step function "
                       "{engine} runs on every replica ({why}); move the tape, the gradient and apply_gradients "
                       "into a function called from the loop{alternative}", why="{why}")
@@ -255,10 +264,13 @@ def _step_from_inline_code(ctx, loop, trains) -> None:
                 raise ctx.unsupported(n, refusal.replace("{why}", "it leaves the loop body or yields"))
     params = [n for n in read_in_span if n in bound_before and n not in assigned]
     scope = a.enclosing_function(loop) or a.module
+    # Names the rest of the same scope reads (not other functions' own names).
     outside = set()
     span_ids = {id(n) for stmt in span for n in walk(stmt)}
+    nested = {id(n) for d in walk(scope) if d is not scope and isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+              for n in walk(d.body)}
     for n in walk(scope):
-        if isinstance(n, cst.Name) and id(n) not in span_ids:
+        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested:
             outside.add(n.value)
     results = [n for n in sorted(assigned) if n in outside]
     name = _free_local_name(ctx, "train_step")
@@ -279,6 +291,29 @@ def _step_from_inline_code(ctx, loop, trains) -> None:
                                       "run on every replica, its results averaged",
                                       start=str(a.line(span[0])), end=str(a.end_line(span[-1])), name=name,
                                       params=", ".join(params)), through=span[-1])
+
+
+def _batch_used_outside(a: A.Analysis, loop, calls) -> bool:
+    """Does the loop body use what the loop binds (the batch) other than as
+    arguments of its step calls (``noise = tf.random.normal([real.shape[0], 6])``)?"""
+    batch = _batch_names(loop)
+    if not batch:
+        return False
+    in_calls = {id(n) for c in calls for arg in c.args for n in walk(arg)}
+    return any(isinstance(n, cst.Name) and n.value in batch and id(n) not in in_calls for n in walk(loop.body))
+
+
+def _batch_names(loop) -> Set[str]:
+    """The names a for loop binds to the elements of what it iterates
+    (``x, y`` of ``for step, (x, y) in enumerate(ds)``, not the counter)."""
+    if not isinstance(loop, cst.For):
+        return set()
+    target = loop.target
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" \
+            and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        target = target.elements[1].value
+    return set(_target_names(target))
 
 
 def _target_names(target) -> List[str]:

@@ -22,4 +22,4 @@ model = tf.keras.Sequential([
 model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.05),
               loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 model.fit(x_train, y_train, batch_size=25, epochs=2, verbose=2)
-model.save_weights("final_weights.h5")
+model.save_weights("final.weights.h5")

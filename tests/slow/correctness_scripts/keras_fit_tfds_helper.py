@@ -48,4 +48,4 @@ model.compile(
     run_eagerly=True,
 )
 model.fit(train_ds, epochs=EPOCHS, verbose=2)
-model.save_weights("mnist_weights.h5")
+model.save_weights("mnist.weights.h5")
