@@ -72,6 +72,10 @@ def test_only_reported_lines_change_and_comments_survive(case):
     src = (case / "input.py").read_bytes()
     result = _convert(case / "input.py")
     assert result.status == "converted"
+    _assert_changes_reported_and_comments_kept(src, result)
+
+
+def _assert_changes_reported_and_comments_kept(src: bytes, result) -> None:
     before = src.decode().splitlines(True)
     after = result.data.decode().splitlines(True)
     covered = set()
@@ -149,19 +153,7 @@ def test_tf_distribute_twice_changes_nothing(case):
 def test_tf_distribute_reports_every_changed_line(case):
     src = (case / "input.py").read_bytes()
     result = _convert_tfd(case / "input.py")
-    before = src.decode().splitlines(True)
-    after = result.data.decode().splitlines(True)
-    covered = set()
-    for c in result.changes:
-        covered.update(range(c.line, c.end_line + 1))
-    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    for tag, i1, i2, _, _ in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
-            for i in range(i1, i2):
-                assert i + 1 in covered, f"line {i + 1} changed but no change is reported there: {before[i]!r}"
-    out_comments = _comments(result.data)
-    for comment in _comments(src):
-        assert comment in out_comments, f"comment lost: {comment}"
+    _assert_changes_reported_and_comments_kept(src, result)
 
 
 def test_tf_distribute_has_six_fixtures_per_tf2_pattern():

@@ -453,6 +453,18 @@ def _resolve(module_name: str, qualname: str):
     return owner, parts[-1], value
 
 
+def _install_wrapper(owner, attr: str, orig, make_wrapper):
+    """Set ``owner.attr`` to ``make_wrapper(orig)``, marked as the probe's."""
+    wrapper = make_wrapper(orig)
+    try:
+        functools.update_wrapper(wrapper, orig)
+    except Exception:  # noqa: BLE001
+        pass
+    wrapper._tfdist_probe = True
+    setattr(owner, attr, wrapper)
+    return wrapper
+
+
 def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
     try:
         found = _resolve(module_name, qualname)
@@ -461,13 +473,7 @@ def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
         owner, attr, orig = found
         if getattr(orig, "_tfdist_probe", False):
             return True
-        wrapper = make_wrapper(orig)
-        try:
-            functools.update_wrapper(wrapper, orig)
-        except Exception:  # noqa: BLE001
-            pass
-        wrapper._tfdist_probe = True
-        setattr(owner, attr, wrapper)
+        wrapper = _install_wrapper(owner, attr, orig, make_wrapper)
         if isinstance(owner, types.ModuleType):
             _replace_api_aliases(orig, wrapper)
         return True
@@ -1685,13 +1691,7 @@ def _patch_inherited(owner, attr: str, make_wrapper) -> bool:
             return False
         if getattr(orig, "_tfdist_probe", False):
             return True
-        wrapper = make_wrapper(orig)
-        try:
-            functools.update_wrapper(wrapper, orig)
-        except Exception:  # noqa: BLE001
-            pass
-        wrapper._tfdist_probe = True
-        setattr(owner, attr, wrapper)
+        _install_wrapper(owner, attr, orig, make_wrapper)
         return True
     except Exception as exc:  # noqa: BLE001
         _note_error(f"patch {getattr(owner, '__name__', owner)}.{attr}", exc)
