@@ -22,7 +22,8 @@ DEFAULT_BACKEND = "horovod"
 
 #: Conversion options a backend can take, by the name a pipeline key gives
 #: them (``tf-distribute+fault-tolerant``) -> the backend's keyword argument.
-OPTIONS = {"fault-tolerant": "fault_tolerant"}
+OPTIONS = {"fault-tolerant": ("fault_tolerant", True),
+           "lr-sqrt": ("lr_scaling", "sqrt"), "lr-none": ("lr_scaling", "none")}
 
 
 def pipeline_key(backend: str, *options: str) -> str:
@@ -42,7 +43,8 @@ def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
     for option in options:
         if option not in OPTIONS:
             raise ValueError(f"unknown option {option!r} for backend {name!r}")
-        kwargs[OPTIONS[option]] = True
+        key, value = OPTIONS[option]
+        kwargs[key] = value
     try:
         backend_ = cls(**kwargs)
     except TypeError:
@@ -55,8 +57,14 @@ def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
 
 for _name in BACKENDS:
     _pipeline.register(_name, lambda _name=_name: build_pipeline(_name))
-_pipeline.register(pipeline_key("tf-distribute", "fault-tolerant"),
-                   lambda: build_pipeline(pipeline_key("tf-distribute", "fault-tolerant")))
+# Every backend with every combination of options, by key.
+_OPTION_SETS = [(), ("lr-sqrt",), ("lr-none",)]
+for _name in BACKENDS:
+    for _policy in _OPTION_SETS:
+        for _extra in ((), ("fault-tolerant",)) if _name == "tf-distribute" else ((),):
+            _key = pipeline_key(_name, *_policy, *_extra)
+            if _key != _name:
+                _pipeline.register(_key, lambda _key=_key: build_pipeline(_key))
 
 
 def pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:

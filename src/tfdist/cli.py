@@ -74,10 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if any file would change (for CI and pre-commit)")
     c.add_argument("--backend", default="horovod", choices=sorted(BACKENDS))
+    c.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
+                   help="how learning rates follow the number of processes N: linear (x N, the default: "
+                        "Horovod's rule), sqrt (x sqrt(N)), none (as written); the report names the policy "
+                        "at every rate it touched")
     c.add_argument("--fault-tolerant", action="store_true",
                    help="tf-distribute: Keras fit() backs up its state every epoch "
                         "(BackupAndRestore), so a restarted worker resumes where it stopped")
     c.add_argument("--report", metavar="REPORT.json", help="write a JSON report of every file and change")
+    c.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                   help="also print the findings on stdout for CI tools: github (workflow annotations on the "
+                        "pull request's lines), sarif (SARIF 2.1.0), json (the --report document); "
+                        "with --check, -o or --in-place")
     c.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
                    help="processes for trees (default: one per core)")
     c.add_argument("-q", "--quiet", action="store_true", help="only errors and the summary on stderr")

@@ -9,6 +9,8 @@ Layout (one folder per case):
         first line: the line number reported; second line: a substring of the message
   fixtures/<pattern>/<case>/expected.tf-distribute.py
         the same input converted with --backend tf-distribute
+  fixtures/<pattern>/<case>/expected.<backend>+<option>.py
+        converted with options (``horovod+lr-sqrt``: --lr-scaling sqrt)
 """
 import difflib
 import io
@@ -172,3 +174,29 @@ def test_tf_distribute_refuses_tf1_training(case):
     assert result.data is None and result.code is None
     assert "--backend horovod" in result.error
     assert result.error_line is not None and result.error_line >= 1
+
+
+# ---------------------------------------------------------------- options
+OPTION_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
+                      for p in FIXTURES.glob("*/*/expected.*+*.py"))
+
+
+@pytest.mark.parametrize("case,key", OPTION_CASES, ids=lambda v: v if isinstance(v, str) else _id(v))
+def test_converts_with_options_to_expected(case, key):
+    result = convert_source((case / "input.py").read_bytes(), str(case / "input.py"), backend=key)
+    assert result.status == "converted", (result.error, result.error_line)
+    expected = (case / f"expected.{key}.py").read_bytes()
+    if result.data != expected:
+        diff = "".join(difflib.unified_diff(
+            expected.decode().splitlines(True), result.data.decode().splitlines(True), "expected", "actual"))
+        pytest.fail(f"converted output differs from expected.{key}.py:\n" + diff)
+    _assert_changes_reported_and_comments_kept((case / "input.py").read_bytes(), result)
+    policy = "sqrt" if "lr-sqrt" in key else "none" if "lr-none" in key else None
+    if policy:  # the report names the policy at every rate it touched
+        rated = [c for c in result.changes if "learning rate" in c.message]
+        assert rated and all(f"--lr-scaling {policy}" in c.message for c in rated), [c.message for c in rated]
+
+
+def test_every_pattern_has_a_learning_rate_policy_fixture():
+    patterns = {case.parent.name for case, key in OPTION_CASES if "+lr-" in key}
+    assert patterns >= set(PATTERN_OF_DIR), patterns

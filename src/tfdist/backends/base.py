@@ -11,6 +11,28 @@ from abc import ABC, abstractmethod
 from typing import Dict, List, Tuple
 
 
+#: --lr-scaling: how the learning rate follows the number of processes N
+#: (linear: x N, Horovod's and Goyal et al.'s rule; sqrt: x sqrt(N), for
+#: adaptive optimizers and large batches; none: as written).
+LR_POLICIES = ("linear", "sqrt", "none")
+
+
+def check_lr_policy(policy: str) -> str:
+    if policy not in LR_POLICIES:
+        raise ValueError(f"unknown learning-rate scaling {policy!r} (available: {', '.join(LR_POLICIES)})")
+    return policy
+
+
+def scaled_lr(policy: str, lr: str, size: str):
+    """The learning rate ``lr`` under a policy, with ``size`` the engine's
+    number of processes; None when the rate stays as written."""
+    if policy == "linear":
+        return f"{lr} * {size}"
+    if policy == "sqrt":
+        return f"{lr} * {size} ** 0.5"
+    return None
+
+
 class Backend(ABC):
     name: str
     #: Keras evaluate()/predict() run collective operations under this engine
@@ -65,8 +87,12 @@ class Backend(ABC):
         """Statements (templates) run once, right after the imports."""
 
     # --- optimisation
+    lr_scaling: str = "linear"
+
     @abstractmethod
-    def scale_lr(self, lr: str) -> str: ...
+    def scale_lr(self, lr: str):
+        """The learning rate under this backend's --lr-scaling policy, or None
+        when it stays as written."""
 
     @abstractmethod
     def wrap_optimizer(self, optimizer: str, keras: bool) -> str: ...

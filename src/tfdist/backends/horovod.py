@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .base import Backend
+from .base import Backend, check_lr_policy, scaled_lr
 
 # The Horovod module each flavour of user code needs.
 HVD_TF = "horovod.tensorflow"
@@ -23,6 +23,9 @@ KERAS3_MESSAGE = (
 
 class HorovodBackend(Backend):
     name = "horovod"
+
+    def __init__(self, lr_scaling: str = "linear"):
+        self.lr_scaling = check_lr_policy(lr_scaling)
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("hvd", "hvdk", "tf", "keras")
@@ -100,8 +103,8 @@ class HorovodBackend(Backend):
             )
         return out
 
-    def scale_lr(self, lr: str) -> str:
-        return f"{lr} * {{hvd}}.size()"
+    def scale_lr(self, lr: str):
+        return scaled_lr(self.lr_scaling, lr, "{hvd}.size()")
 
     def wrap_optimizer(self, optimizer: str, keras: bool) -> str:
         return f"{{{'hvdk' if keras else 'hvd'}}}.DistributedOptimizer({optimizer})"

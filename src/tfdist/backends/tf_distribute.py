@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .base import Backend
+from .base import Backend, check_lr_policy, scaled_lr
 
 # keras-team/keras#20585: Keras 3 fit() under MultiWorkerMirroredStrategy
 # fails; tf-keras (Keras 2) works, selected before TensorFlow is imported.
@@ -45,10 +45,11 @@ class TfDistributeBackend(Backend):
     # predict()/evaluate() of a distributed model gather over the workers
     inference_runs_collectives = True
 
-    def __init__(self, fault_tolerant: bool = False):
+    def __init__(self, fault_tolerant: bool = False, lr_scaling: str = "linear"):
         # --fault-tolerant: Keras fit() backs up its state every epoch and a
         # restarted (killed) worker resumes from it.
         self.fault_tolerant = fault_tolerant
+        self.lr_scaling = check_lr_policy(lr_scaling)
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data")
@@ -165,8 +166,8 @@ class TfDistributeBackend(Backend):
         return out
 
     # --- optimisation
-    def scale_lr(self, lr: str) -> str:
-        return f"{lr} * {{strategy}}.num_replicas_in_sync"
+    def scale_lr(self, lr: str):
+        return scaled_lr(self.lr_scaling, lr, "{strategy}.num_replicas_in_sync")
 
     def wrap_optimizer(self, optimizer: str, keras: bool):
         return None  # the optimizer aggregates the replicas' gradients itself

@@ -16,6 +16,7 @@ Rules are objects or modules with, all optional but ``apply``:
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import libcst as cst
@@ -53,6 +54,13 @@ class Pipeline:
     # ------------------------------------------------------------ conversion
     def convert(self, src: SourceFile, project: Optional[ProjectContext] = None) -> F.FileResult:
         path = src.path
+        skip = skip_marker(src.data)
+        if skip is not None:  # the user's or a generator's word: left exactly as it is
+            line, why = skip
+            code = src.module.code
+            result = F.FileResult(path=path, status=F.UNCHANGED, code=code, data=src.data)
+            result.warnings.append(F.Finding("skip-file", line, 1, F.INFO, f"{why}: left unchanged"))
+            return result
         a, evidence = self.analyse(src, project)
         text = a.text  # the module's code, from the position pass
         found = {e.pattern for e in evidence}
@@ -159,6 +167,27 @@ def resolve(pipeline: Union[str, Pipeline]) -> Pipeline:
 
 
 # ---------------------------------------------------------------- helpers
+# ``# tfdist: skip-file`` on a line of its own (as ``# ruff: noqa``, ``# fmt:
+# off``), and the usual generated-file markers in the first lines
+# (``@generated``, Go's ``Code generated ... DO NOT EDIT.``).
+_SKIP_FILE = re.compile(rb"^[ \t]*#[ \t]*tfdist:[ \t]*skip-file[ \t]*\r?$", re.M)
+_GENERATED = re.compile(rb"^[ \t]*#.*(@generated\b|Code generated .* DO NOT EDIT)", re.M)
+GENERATED_HEAD_LINES = 10
+
+
+def skip_marker(data: bytes) -> Optional[tuple]:
+    """(line, why) when the file asks not to be converted, else None."""
+    m = _SKIP_FILE.search(data)
+    if m:
+        return data.count(b"\n", 0, m.start()) + 1, "# tfdist: skip-file"
+    head = b"\n".join(data.split(b"\n", GENERATED_HEAD_LINES)[:GENERATED_HEAD_LINES])
+    m = _GENERATED.search(head)
+    if m:
+        return head.count(b"\n", 0, m.start()) + 1, "a generated file (" + m.group(1).decode("ascii", "replace") + ")"
+    return None
+
+
+
 def _under(name: str, modules) -> bool:
     return any(name == m or name.startswith(m + ".") for m in modules)
 

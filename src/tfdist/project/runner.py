@@ -286,6 +286,9 @@ def _mode(args) -> str:
 
 def _run(args) -> int:
     mode = _mode(args)
+    if getattr(args, "format", "text") != "text" and mode in ("stdout", "diff"):
+        raise UsageError(f"--format {args.format} writes the findings on stdout: use it with --check, -o or "
+                         "--in-place (the converted code or the diff would share stdout)")
     paths = list(args.paths)
     if "-" in paths:
         if len(paths) > 1:
@@ -306,6 +309,8 @@ def _mode_fields(args, mode: str) -> dict:
     """The FileTask fields every file of a run shares: the backend and what the mode asks."""
     from ..assembly import pipeline_key
     options = ["fault-tolerant"] if getattr(args, "fault_tolerant", False) else []
+    if getattr(args, "lr_scaling", "linear") != "linear":
+        options.append(f"lr-{args.lr_scaling}")
     return {"backend": pipeline_key(args.backend, *options), "diff": mode == "diff", "inplace": mode == "in-place",
             "backup": not args.no_backup}
 
@@ -364,16 +369,38 @@ def _single(args, mode: str, path: str, stdin: bool = False) -> int:
     return code
 
 
-def _write_report(args, rep: Reporter, mode: str, code: int) -> None:
-    if not args.report:
-        return
+def _report_document(args, rep: Reporter, mode: str, code: int) -> str:
     summary = rep.summary()
     summary.update(mode=mode, exit_code=code)
-    data = json.dumps({"backend": args.backend, "files": rep.entries, "summary": summary}, indent=2) + "\n"
+    return json.dumps({"backend": args.backend, "files": rep.entries, "summary": summary}, indent=2) + "\n"
+
+
+def _write_report(args, rep: Reporter, mode: str, code: int) -> None:
+    _print_format(args, rep, mode, code)
+    if not args.report:
+        return
+    data = _report_document(args, rep, mode, code)
     try:
         write_atomic(args.report, data.encode("utf-8"))
     except OSError as e:
         raise UsageError(f"cannot write the report {args.report}: {e.strerror or e}") from None
+
+
+def _print_format(args, rep: Reporter, mode: str, code: int) -> None:
+    """--format json/github/sarif: the findings on stdout, for CI tools."""
+    fmt = getattr(args, "format", "text")
+    if fmt == "text":
+        return
+    from . import formats
+    from .. import __version__
+    if fmt == "json":
+        text = _report_document(args, rep, mode, code)
+    elif fmt == "github":
+        text = formats.github(rep.entries)
+    else:
+        text = formats.sarif(rep.entries, __version__)
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _tree(args, mode: str, paths: List[str]) -> int:

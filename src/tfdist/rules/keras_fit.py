@@ -114,9 +114,16 @@ def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
 def _new_optimizer(ctx, class_short: str) -> str:
     base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
     lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[class_short]
-    inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={ctx.backend.scale_lr(repr(lr))})")
+    rate = ctx.backend.scale_lr(repr(lr)) or repr(lr)  # None: --lr-scaling none
+    inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={rate})")
     wrapper = ctx.backend.wrap_optimizer("{inner}", keras=True)
     return inner if wrapper is None else ctx.fill(wrapper, inner=inner)
+
+
+def _lr_done(ctx) -> str:
+    return {"linear": "learning rate scaled",
+            "sqrt": "learning rate scaled by the square root of the number of processes (--lr-scaling sqrt)",
+            }.get(ctx.backend.lr_scaling, "learning rate kept as written (--lr-scaling none)")
 
 
 def _optimizer(ctx, compile_call: cst.Call) -> None:
@@ -126,7 +133,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
         short = apis.KERAS_OPTIMIZER_STRINGS[apis.KERAS_DEFAULT_COMPILE_OPTIMIZER]
         new = cst.parse_expression(_new_optimizer(ctx, short))
         ctx.plan.replace(compile_call, lambda c: append_arg(c, kwarg("optimizer", new)))
-        ctx.change(compile_call, "distributed-optimizer", ctx.say("default optimizer made explicit ({short}), learning rate scaled, wrapped in {optimizer_wrapper}", short=short))
+        ctx.change(compile_call, "distributed-optimizer", ctx.say("default optimizer made explicit ({short}), {lr_done}, wrapped in {optimizer_wrapper}", short=short, lr_done=_lr_done(ctx)))
         return
     value = arg.value
     if isinstance(value, cst.SimpleString):
@@ -136,7 +143,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
             raise ctx.unsupported(value, f"unknown optimizer name {value.value}")
         new = cst.parse_expression(_new_optimizer(ctx, short))
         ctx.plan.replace(value, lambda old: new)
-        ctx.change(value, "distributed-optimizer", ctx.say("optimizer {name} built as {short} with its default learning rate scaled, wrapped in {optimizer_wrapper}", name=value.value, short=short))
+        ctx.change(value, "distributed-optimizer", ctx.say("optimizer {name} built as {short} with its default {lr_done}, wrapped in {optimizer_wrapper}", name=value.value, short=short, lr_done=_lr_done(ctx)))
         return
     construction = _construction(a, value)
     if construction is not None:

@@ -1,4 +1,5 @@
-"""Learning rate x number of processes (Horovod's linear scaling rule).
+"""Learning rate x number of processes (Horovod's linear scaling rule), or
+the policy the backend was given (--lr-scaling sqrt / none).
 
 Works on an optimizer construction wherever it is: the learning rate given
 positionally, as ``learning_rate=``/``lr=``, as a name, a tensor, or a
@@ -48,9 +49,13 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
         if lr is None:
             ctx.warn(call, RULE, f"{a.code(call.func)}(...) has no learning rate argument")
             return False
-        scaled = ctx.expr(ctx.backend.scale_lr(repr(lr)))
+        text = ctx.backend.scale_lr(repr(lr))
+        if text is None:
+            ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")
+            return True
+        scaled = ctx.expr(text)
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("learning_rate", scaled)))
-        ctx.change(call, RULE, f"learning rate (default {lr}) scaled by the number of processes")
+        ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, call)
 
@@ -64,10 +69,21 @@ def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
             done |= _scale_schedule(ctx, t)
         return done
     text = ctx.backend.scale_lr(source(a.module, value))
-    new = ctx.expr(text)
-    ctx.plan.replace(value, lambda old: new.with_changes(lpar=old.lpar, rpar=old.rpar) if old.lpar else new)
-    ctx.change(value, RULE, f"learning rate {a.code(value)} scaled by the number of processes")
+    if text is not None:
+        new = ctx.expr(text)
+        ctx.plan.replace(value, lambda old: new.with_changes(lpar=old.lpar, rpar=old.rpar) if old.lpar else new)
+    ctx.change(value, RULE, f"learning rate {a.code(value)} {policy_phrase(ctx)}")
     return True
+
+
+def policy_phrase(ctx) -> str:
+    """What was done to a learning rate, naming a policy other than the default."""
+    policy = ctx.backend.lr_scaling
+    if policy == "linear":
+        return "scaled by the number of processes"
+    if policy == "sqrt":
+        return "scaled by the square root of the number of processes (--lr-scaling sqrt)"
+    return "kept as written (--lr-scaling none)"
 
 
 def _scale_schedule(ctx, t: A.Type) -> bool:
@@ -81,9 +97,10 @@ def _scale_schedule(ctx, t: A.Type) -> bool:
         ctx.warn(t.call, RULE, f"cannot find {keyword} of {t.name}")
         return False
     if keyword == "values":  # PiecewiseConstantDecay: every piece is a rate
-        text = f"[{ctx.backend.scale_lr('v')} for v in {source(ctx.a.module, arg.value, False)}]"
-        new = ctx.expr(text)
-        ctx.plan.replace(arg.value, lambda old: new)
-        ctx.change(arg.value, RULE, "every rate of the piecewise schedule scaled by the number of processes")
+        piece = ctx.backend.scale_lr("v")
+        if piece is not None:
+            new = ctx.expr(f"[{piece} for v in {source(ctx.a.module, arg.value, False)}]")
+            ctx.plan.replace(arg.value, lambda old: new)
+        ctx.change(arg.value, RULE, f"every rate of the piecewise schedule {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, t.call)
