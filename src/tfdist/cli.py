@@ -2,7 +2,7 @@
 
 Exit codes (also in the README):
   0  converted, or nothing to do (unchanged / already distributed)
-  1  --check: some file would change (tree mode); verify: FAIL; run: a rank failed
+  1  --check / --diff: some file would change; verify: FAIL; run: a rank failed
   2  not convertible (explained, with line numbers); nothing written
   3  bad input: missing, unreadable or unparsable file; nothing written
 """
@@ -29,7 +29,7 @@ Convert single-GPU TensorFlow training code to Horovod data-parallel code.
   tfdist convert nb.ipynb -o nb_hvd.ipynb notebooks: cell by cell
   tfdist convert project/ -o project_hvd/ a converted mirror of the tree
   tfdist convert project/ --in-place      replace changed files, keep FILE.orig
-  tfdist convert project/ --diff          unified diffs, nothing written
+  tfdist convert project/ --diff          unified diffs, nothing written; exit 1 if a file would change
   tfdist convert project/ --check         CI / pre-commit: exit 1 if a file would change
 
 A directory (or several paths) needs -o, --in-place, --diff or --check.
@@ -46,7 +46,8 @@ models.
 
 EPILOG = """exit codes:
   0  converted, or nothing to do (unchanged / already distributed)
-  1  --check: a file would change; verify: FAIL; run: a rank failed
+  1  --check / --diff: a file would change (as ruff format --diff, and gofmt -d /
+     go fix -diff since Go 1.26); verify: FAIL; run: a rank failed
   2  not convertible (explained with line numbers); nothing written
   3  bad input (missing, unreadable, unparsable); nothing written
   trees: the worst file decides (3 > 2 > 1 > 0); one bad file never stops
@@ -70,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-i", "--in-place", action="store_true",
                    help="replace the files that change (atomically), keeping FILE.orig")
     c.add_argument("--no-backup", action="store_true", help="with --in-place: do not keep FILE.orig")
-    c.add_argument("--diff", action="store_true", help="print unified diffs on stdout; write nothing")
+    c.add_argument("--diff", action="store_true", help="print unified diffs on stdout; write nothing; exit 1 when a file would change, 0 when none "
+                        "would (as ruff format --diff, and gofmt -d / go fix -diff since Go 1.26)")
     c.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if any file would change (for CI and pre-commit)")
     c.add_argument("--backend", default="horovod", choices=sorted(BACKENDS))

@@ -69,13 +69,16 @@ def test_stdin_to_stdout(tmp_path):
     assert r.stderr.decode().startswith("<stdin>:")
 
 
-def test_diff(script, capsysbinary):
+def test_diff(script, capsysbinary, tmp_path):
     code, out, _ = run(capsysbinary, "--diff", script)
-    assert code == 0
+    assert code == 1        # a file would change: CI fails on it, as with --check
     want = "".join(difflib.unified_diff(KERAS.decode().splitlines(True), expected().data.decode().splitlines(True),
                                         "a/" + str(script).lstrip("/"), "b/" + str(script).lstrip("/")))
     assert out.decode() == want
     assert script.read_bytes() == KERAS
+    done = tmp_path / "done.py"
+    done.write_bytes(expected().data)
+    assert run(capsysbinary, "--diff", done)[:2] == (0, b"")   # nothing would change
 
 
 def test_check(script, capsysbinary, tmp_path):
@@ -206,7 +209,7 @@ def test_tf_distribute_backend_in_every_mode(script, capsysbinary, tmp_path):
     assert code == 0
     assert b"with strategy.scope():" in out and b"hvd" not in out
     code, out, _ = run(capsysbinary, script, "--backend", "tf-distribute", "--diff")
-    assert code == 0 and out.startswith(b"---") and script.read_bytes() == KERAS
+    assert code == 1 and out.startswith(b"---") and script.read_bytes() == KERAS
     code, _, _ = run(capsysbinary, script, "--backend", "tf-distribute", "--check")
     assert code == 1 and script.read_bytes() == KERAS
     report = tmp_path / "r.json"

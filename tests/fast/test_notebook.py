@@ -103,7 +103,7 @@ def test_findings_name_cells(nb_path):
 def test_diff_shows_changed_cells(nb_path, capsysbinary):
     code = main(["convert", "--diff", str(nb_path)])
     out = capsysbinary.readouterr()[0].decode()
-    assert code == 0
+    assert code == 1
     headers = [ln for ln in out.splitlines() if ln.startswith(("--- ", "+++ "))]
     p = str(nb_path).lstrip("/")
     assert headers == [f"--- a/{p} [cell 2]", f"+++ b/{p} [cell 2]", f"--- a/{p} [cell 4]", f"+++ b/{p} [cell 4]",

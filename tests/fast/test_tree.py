@@ -116,7 +116,7 @@ def test_diff(tmp_path, capsysbinary):
     root = make_tree(tmp_path, bad=False)
     before = digest(tmp_path)
     code, out, _ = run(capsysbinary, "--diff", root)
-    assert code == 0
+    assert code == 1
     want = ""
     for rel in ["train.py", "train_alias.py", "pkg/sub/train_rel.py", "scripts/run.py"]:
         p = str(root / rel)

@@ -109,12 +109,15 @@ class Reporter:
         self._clear()
         self.err.flush()
 
-    def exit_code(self, check: bool) -> int:
+    def exit_code(self, changes_fail: bool) -> int:
+        """``changes_fail``: --check and --diff, which write nothing, exit 1 when
+        a file would change (the convention of ``ruff format --diff``, and of
+        ``gofmt -d`` / ``go fix -diff`` since Go 1.26), so CI can fail on it."""
         if self.counts.get(F.FAILED):
             return EXIT_BAD_INPUT
         if self.counts.get(F.UNSUPPORTED):
             return EXIT_UNSUPPORTED
-        if check and self.counts.get(F.CONVERTED):
+        if changes_fail and self.counts.get(F.CONVERTED):
             return EXIT_CHANGES
         return EXIT_OK
 
@@ -364,7 +367,7 @@ def _single(args, mode: str, path: str, stdin: bool = False) -> int:
     rep.finish()
     pattern = f" (pattern: {ans.pattern})" if ans.status != F.FAILED else ""
     print(rep.summary_lines(mode == "check")[0] + pattern, file=sys.stderr)
-    code = rep.exit_code(mode == "check")
+    code = rep.exit_code(mode in ("check", "diff"))
     _write_report(args, rep, mode, code)
     return code
 
@@ -517,7 +520,7 @@ def _tree(args, mode: str, paths: List[str]) -> int:
     check = mode == "check"
     for line in rep.summary_lines(check):
         print(line, file=sys.stderr)
-    code = rep.exit_code(check)
+    code = rep.exit_code(mode in ("check", "diff"))
     _write_report(args, rep, mode, code)
     return code
 
