@@ -76,7 +76,23 @@ wrote.  It prints PASS only when
     distinct samples per rank, samples shared between ranks within the first
     epoch, and how much of the original's samples the ranks covered.
 
-Otherwise it prints FAIL with the reason(s)."""
+Otherwise it prints FAIL with the reason(s).
+
+--compare asks the other question: does the converted script still LEARN like
+the original?  The probe records the training loss of both runs from outside
+the script (Keras fit's logs per batch and per epoch, with its metrics and
+val_* values; the target of every tape.gradient call; the loss a TF1 train op
+minimises, fetched in the same Session.run), and verify prints the two side
+by side: final loss and metrics, their ratio, samples seen, steps, wall time,
+and a verdict: the converted run's final loss (and val_loss) may be at most
+max(--tolerance x the original's, --abs-tolerance) above the original's;
+a diverged (NaN/inf) loss fails.  --plot FILE.png draws both loss curves
+against the share of the data seen (epochs for fit, samples seen for step
+loops where both runs recorded them).  --sweep converts the script under
+several learning-rate policies (default linear, sqrt, none, and linear with
+one warmup epoch where the converter has --warmup-epochs; --policies to
+choose), runs the original once and each conversion, and says which policy
+tracks the original best."""
 
 VERIFY_EPILOG = """\
 --steps K (quick check): the original's Keras Model.fit is stopped gracefully
@@ -103,7 +119,8 @@ VERIFY_EPILOG = """\
   checks, and a warning says so.
 
 exit status: 0 PASS, 1 FAIL, 3 bad input (missing script, not convertible) or
-  Horovod not installed (--backend horovod).
+  Horovod not installed (--backend horovod), or --plot without matplotlib.
+  --sweep: 0 when the policy that tracks the original best PASSes, else 1.
 
 Everything after SCRIPT is passed to both runs of the script:
   tfdist verify -np 2 --steps 20 train.py --epochs 1"""
@@ -183,7 +200,9 @@ def build_run_parser() -> argparse.ArgumentParser:
 def build_verify_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted] "
+                usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
+                      "[--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] "
+                      "[--sweep [--policies LIST]] [--tolerance REL] [--abs-tolerance ABS] [--report FILE.json] "
                       "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [ARGS...]")
     p.add_argument("--backend", choices=BACKENDS, default="horovod",
                    help="the engine: convert with it and run the ranks under horovodrun (horovod, default) "
@@ -201,6 +220,32 @@ def build_verify_parser() -> argparse.ArgumentParser:
     p.add_argument("--python", metavar="PYTHON",
                    help="interpreter for both runs (default: tf-distribute: the one running tfdist; "
                         "horovod: the one horovodrun belongs to)")
+    p.add_argument("--original", metavar="ORIG",
+                   help="with --converted: the single-process script to run as the original (default: SCRIPT itself)")
+    p.add_argument("--compare", action="store_true",
+                   help="also record the training loss of both runs and judge whether the converted script "
+                        "learns like the original (see above)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the loss curves of the original and the converted run(s) (implies --compare; "
+                        "needs matplotlib: pip install 'tfdist[plot]')")
+    p.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
+                   help="convert with this learning-rate policy (as tfdist convert --lr-scaling)")
+    p.add_argument("--warmup-epochs", type=_positive_int, metavar="K",
+                   help="convert with a gradual warmup of K epochs (as tfdist convert --warmup-epochs)")
+    p.add_argument("--sweep", action="store_true",
+                   help="run the original once and the conversion under several learning-rate policies "
+                        "(implies --compare) and say which tracks the original best")
+    p.add_argument("--policies", metavar="LIST",
+                   help="with --sweep: comma-separated policies, each linear, sqrt or none, optionally "
+                        "with :warmup=K (default: linear,sqrt,none and linear:warmup=1 where available)")
+    p.add_argument("--tolerance", type=_positive_float, default=None, metavar="REL",
+                   help="--compare: how much higher the converted final loss may be, as a share of the "
+                        "original's (default: 0.25)")
+    p.add_argument("--abs-tolerance", type=_positive_float, default=None, metavar="ABS",
+                   help="--compare: ...or this absolute amount, whichever is larger (default: 0.05)")
+    p.add_argument("--report", metavar="FILE.json",
+                   help="write the full report as JSON to this file: per-rank records, and with --compare "
+                        "the per-step and per-epoch losses of every run")
     p.add_argument("--json", action="store_true", help="print the full report as JSON on stdout")
     p.add_argument("--keep", action="store_true", help="keep the temporary run directories and logs")
     p.add_argument("-v", "--verbose", action="store_true", help="stream the runs' output to stderr")
@@ -306,10 +351,43 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     prog = parser.prog
     sink = launcher.stream_to(sys.stderr) if args.verbose else None
+    from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
+    compare = args.compare or args.sweep or bool(args.plot)
+    tolerances = dict(rel_tolerance=DEFAULT_REL_TOLERANCE if args.tolerance is None else args.tolerance,
+                      abs_tolerance=DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance)
+    problem = None
+    if (args.tolerance is not None or args.abs_tolerance is not None) and not compare:
+        problem = "--tolerance / --abs-tolerance go with --compare (or --sweep)"
+    elif args.policies and not args.sweep:
+        problem = "--policies goes with --sweep"
+    elif args.sweep and (args.converted or args.lr_scaling != "linear" or args.warmup_epochs):
+        problem = "--sweep converts the script under each policy itself: drop --converted, --lr-scaling, --warmup-epochs"
+    elif args.original and not args.converted:
+        problem = "--original goes with --converted (SCRIPT is then the conversion)"
+    elif args.converted and (args.lr_scaling != "linear" or args.warmup_epochs):
+        problem = "--lr-scaling / --warmup-epochs choose how tfdist converts: not with --converted"
+    if problem is None and args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            problem = str(PlotUnavailable("--plot needs matplotlib: pip install 'tfdist[plot]' (or matplotlib)"))
+    if problem:
+        _err(prog, problem)
+        return EXIT_BAD_INPUT
+    policy = args.lr_scaling + (f":warmup={args.warmup_epochs}" if args.warmup_epochs else "")
     try:
-        report = verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
-                                      steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
-                                      backend=args.backend, python=args.python)
+        if args.sweep:
+            policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
+            report = verify.sweep_script(args.script, policies, np=args.np, args=args.args, steps=args.steps,
+                                         timeout=args.timeout or None, keep=args.keep, sink=sink,
+                                         backend=args.backend, python=args.python, **tolerances)
+        else:
+            report = verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
+                                          steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
+                                          backend=args.backend, python=args.python, compare=compare,
+                                          options=() if args.converted else verify.policy_options(policy),
+                                          policy=None if args.converted else policy, original=args.original,
+                                          **tolerances)
     except verify.VerifyInputError as exc:
         _err(prog, str(exc))
         return EXIT_BAD_INPUT
@@ -319,13 +397,50 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         _err(prog, "interrupted")
         return launcher.EXIT_INTERRUPTED
+    document = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+    if args.report:
+        try:
+            _write_atomic(args.report, document)
+        except OSError as exc:
+            _err(prog, f"cannot write the report {args.report}: {exc.strerror or exc}")
+            return EXIT_BAD_INPUT
+    if args.plot:
+        comparisons = report.comparisons if args.sweep else [report.comparison]
+        comparisons = [c for c in comparisons if c is not None]
+        if comparisons:
+            from . import compare as C
+            title = (f"{os.path.basename(args.script)}: original (1 process) vs converted "
+                     f"({args.np} {'workers' if args.backend == 'tf-distribute' else 'ranks'})")
+            C.plot(comparisons, args.plot, title)
     if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        sys.stdout.write(document)
     else:
         sys.stdout.write(report.format_text() + "\n")
+        if args.plot:
+            sys.stdout.write(f"  loss curves drawn in {args.plot}\n")
+        if args.report:
+            sys.stdout.write(f"  report written to {args.report}\n")
     sys.stdout.flush()
     return report.exit_code
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write a file whole or not at all (a temporary file renamed over it).
+    tfdist.project.worker has the converter's version; this module must not
+    import the converter (verify --converted runs without it)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=".tfdist-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -42,6 +42,25 @@ the probe is recorded in ``probe_errors`` and never reaches the script.
 (``__file__``, ``sys.argv[0]`` and ``sys.path[0]``), so a converted copy kept
 in a temporary directory still finds files next to the original.
 
+Optional ``TFDIST_PROBE_LOSSES=1`` (``tfdist verify --compare``): record the
+training loss, from outside the script, into ``record["losses"]``:
+
+* Keras ``fit``: a callback appended to fit's callbacks records ``logs`` after
+  every batch (``batches``: the loss and metrics as Keras reports them, a
+  running mean within the epoch) and every epoch (``epochs``: also ``val_*``);
+* ``GradientTape`` loops outside ``fit``: the value of every
+  ``tape.gradient`` target (the quantity minimised) in call order
+  (``steps``).  Eager targets are read directly; inside a ``tf.function``
+  the traced gradients are made to depend on a ``tf.py_function`` that
+  records the target each time the step runs.  Under a tf.distribute
+  strategy the target in a replica context is the loss divided by the
+  replicas in sync (tfdist's conversion and Keras 3 losses both divide), so
+  it is multiplied back: every run records the loss of its batch;
+* TF1 sessions: the loss given to ``Optimizer.compute_gradients`` /
+  ``minimize`` is linked to the train op its ``apply_gradients`` returns, and
+  fetched together with that train op in the same ``Session.run`` (one
+  evaluation of the same step: nothing else runs).
+
 Optional ``TFDIST_PROBE_MAX_STEPS=K``: stop Keras ``Model.fit`` gracefully
 (``model.stop_training``) once K optimizer steps ran in this process; the
 steps ``fit`` had planned are recorded as ``planned_steps``.  Other training
@@ -264,6 +283,10 @@ SAMPLE_VALUES_ENV = "TFDIST_PROBE_SAMPLE_VALUES"
 DEFAULT_SAMPLE_ROWS = 200_000
 SAMPLE_HASH = "blake2b-8(<dtype><row shape>;<row bytes>)"
 MAX_STEPS_ENV = "TFDIST_PROBE_MAX_STEPS"
+LOSSES_ENV = "TFDIST_PROBE_LOSSES"
+#: Loss values kept per series before thinning to every other one (a long run
+#: keeps its whole curve at a coarser resolution).
+MAX_LOSS_POINTS = 20000
 #: tfdist's own PYTHONPATH entry / the user's original PYTHONPATH, restored
 #: before the script runs so the script sees its usual environment.
 ADDED_PATH_ENV = "TFDIST_PROBE_ADDED_PATH"
@@ -347,6 +370,59 @@ def combine_row_hashes(columns: list[list[str]]) -> list[str]:
 # State
 # --------------------------------------------------------------------------
 
+def _tf1_losses_run(graph, fetches) -> list:
+    """The losses linked to the train ops this run executes (each once)."""
+    gid = id(graph)
+    linked = {name: loss for (g, name), loss in STATE.tf1_losses.items() if g == gid}
+    if not linked or not _runs_train_op(graph, fetches):
+        return []
+    if len(linked) == 1:
+        return list(linked.values())
+    out = []
+    for name, loss in linked.items():
+        saved = STATE.train_ops
+        STATE.train_ops = {(gid, name)}
+        try:
+            if any(_depends_on_train_op(gid, op) for op in _iter_fetch_ops(graph, fetches)):
+                out.append(loss)
+        finally:
+            STATE.train_ops = saved
+    return out
+
+
+def _with_fetches(args, kwargs, extra):
+    """Session.run arguments with ``[fetches, extra]`` as the fetches, or (extra
+    None) the user's fetches back."""
+    args = list(args)
+    if args:
+        args[0] = [args[0], extra] if extra is not None else args[0][0]
+    else:
+        kwargs = dict(kwargs)
+        kwargs["fetches"] = [kwargs.get("fetches"), extra] if extra is not None else kwargs["fetches"][0]
+    return tuple(args), kwargs
+
+
+def _record_loss_values(values) -> None:
+    """One training step's losses (tape targets, TF1 losses), in order."""
+    import numpy as np  # noqa: PLC0415
+
+    for value in values if isinstance(values, (list, tuple)) else [values]:
+        arr = np.asarray(value, dtype=np.float64)
+        _append_loss(float(arr.mean()) if arr.size else float("nan"))
+
+
+def _append_loss(value: float) -> None:
+    with STATE.lock:
+        seq = STATE.loss_seen
+        STATE.loss_seen += 1
+        if seq % STATE.loss_stride:
+            return
+        STATE.loss_steps.append((seq, value))
+        if len(STATE.loss_steps) >= MAX_LOSS_POINTS:
+            STATE.loss_stride *= 2
+            STATE.loss_steps = [(q, v) for q, v in STATE.loss_steps if q % STATE.loss_stride == 0]
+
+
 class _State:
     def __init__(self):
         self.installed = False
@@ -395,6 +471,15 @@ class _State:
         self.peeking = 0                   # inside a Keras 3 method that peeks at a batch
         self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
         self.tape_batches = 0
+        self.record_losses = False
+        self.loss_steps: list = []         # [seq, value]: tape.gradient targets / TF1 losses, in order
+        self.loss_stride = 1               # keep every loss_stride-th value (thinned when long)
+        self.loss_seen = 0
+        self.loss_batches: list = []       # Keras fit: [fit call, epoch, batch, logs]
+        self.loss_epochs: list = []        # Keras fit: [fit call, epoch, logs]
+        self.fit_loss_calls = 0
+        self.tf1_losses: dict = {}         # (id(graph), train op name) -> loss tensor
+        self.tf1_pending_loss: dict = {}   # id(graph) -> loss of the last compute_gradients
         self.exit_code = None
         self.exit_how = None
         self.exception = None
@@ -973,7 +1058,24 @@ def _install_session_hooks():
 
     def make_run(orig):
         def run(self, *args, **kwargs):
-            result = orig(self, *args, **kwargs)
+            losses = None
+            if STATE.record_losses and STATE.tf1_losses and not _busy():
+                try:
+                    fetches = args[0] if args else kwargs.get("fetches")
+                    losses = _tf1_losses_run(self.graph, fetches)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("session_run_loss", exc)
+            if losses:
+                args, kwargs = _with_fetches(args, kwargs, losses)
+                both = orig(self, *args, **kwargs)
+                result = both[0]
+                try:
+                    _record_loss_values(both[1])
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("session_run_loss_value", exc)
+                args, kwargs = _with_fetches(args, kwargs, None)
+            else:
+                result = orig(self, *args, **kwargs)
             if STATE.train_ops and not _busy():
                 try:
                     fetches = args[0] if args else kwargs.get("fetches")
@@ -1024,6 +1126,9 @@ def _install_session_hooks():
                     with STATE.lock:
                         STATE.train_ops.add((id(graph), name))
                         STATE.train_dep_cache.clear()
+                        loss = STATE.tf1_pending_loss.pop(id(graph), None)
+                        if loss is not None:
+                            STATE.tf1_losses[(id(graph), name)] = loss
                 else:
                     from tensorflow.python.eager import context  # noqa: PLC0415
                     if context.executing_eagerly():
@@ -1033,8 +1138,23 @@ def _install_session_hooks():
             return result
         return apply_gradients
 
+    def make_compute(orig):
+        def compute_gradients(self, *args, **kwargs):
+            result = orig(self, *args, **kwargs)
+            if STATE.record_losses:
+                try:
+                    loss = args[0] if args else kwargs.get("loss")
+                    graph = getattr(loss, "graph", None)
+                    if graph is not None and not _is_func_graph(graph) and hasattr(loss, "op"):
+                        STATE.tf1_pending_loss[id(graph)] = loss
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("tf1_compute_gradients", exc)
+            return result
+        return compute_gradients
+
     opt_mod, opt_name = TF1_OPTIMIZER_CLASS
     _patch(opt_mod, opt_name + ".apply_gradients", make_apply)
+    _patch(opt_mod, opt_name + ".compute_gradients", make_compute)
 
 
 def _is_func_graph(graph) -> bool:
@@ -1367,9 +1487,59 @@ def _install_tape_hooks():
                     _note_error("tape_exit", exc)
         return __exit__
 
+    def make_gradient(orig):
+        def gradient(self, target, *args, **kwargs):
+            grads = orig(self, target, *args, **kwargs)
+            if STATE.record_losses and STATE.keras_fit_depth == 0 and not _busy() and STATE.pid == os.getpid():
+                try:
+                    grads = _record_gradient_target(target, grads)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("tape_gradient_loss", exc)
+            return grads
+        return gradient
+
     mod, cls = TF_GRADIENT_TAPE_CLASS
     _patch(mod, cls + ".__enter__", make_enter)
     _patch(mod, cls + ".__exit__", make_exit)
+    _patch(mod, cls + ".gradient", make_gradient)
+
+
+def _replicas_dividing_the_loss() -> int:
+    """Replicas in sync when called in a tf.distribute replica context (the
+    loss there is divided by them), else 1."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return 1
+    ctx = tf.distribute.get_replica_context()
+    return int(getattr(ctx, "num_replicas_in_sync", 1) or 1)
+
+
+def _record_gradient_target(target, grads):
+    """Record the value of a tape.gradient target (the loss): directly when
+    eager; inside a tf.function through a py_function the returned gradients
+    depend on, so it runs at every execution of the step."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    if not tf.is_tensor(target):
+        return grads
+    scale = _replicas_dividing_the_loss()
+    if tf.executing_eagerly():
+        _record_loss_values(target.numpy() * scale)
+        return grads
+    value = tf.reduce_mean(tf.cast(target, tf.float32)) * float(scale)
+
+    def note(v):
+        _append_loss(float(v.numpy()))
+        return v
+
+    recorded = tf.py_function(note, [value], tf.float32)
+    flat = tf.nest.flatten(grads)
+    if not any(isinstance(g, tf.Tensor) for g in flat):
+        return grads
+    with tf.control_dependencies([recorded]):
+        flat = [tf.identity(g) if isinstance(g, tf.Tensor) else g for g in flat]
+    return tf.nest.pack_sequence_as(grads, flat)
 
 
 def _make_model_call_wrapper(orig):
@@ -1588,13 +1758,7 @@ def _step_cap_callback(model_module_name):
     cached = _CAP_CLASSES.get(model_module_name)
     if cached is not None:
         return cached
-    import importlib
-
-    if model_module_name.endswith(".callbacks"):
-        callbacks_name = model_module_name          # given directly (Keras 3)
-    else:
-        callbacks_name = model_module_name.rsplit(".engine", 1)[0] + ".callbacks"
-    callback_base = importlib.import_module(callbacks_name).Callback
+    callback_base = _callback_base(model_module_name)
 
     class _StepCap(callback_base):
         _supports_tf_logs = True
@@ -1631,6 +1795,61 @@ def _step_cap_callback(model_module_name):
 
 
 _CAP_CLASSES: dict = {}
+_LOSS_CLASSES: dict = {}
+
+
+def _callback_base(model_module_name):
+    import importlib  # noqa: PLC0415
+
+    if model_module_name.endswith(".callbacks"):
+        callbacks_name = model_module_name          # given directly (Keras 3)
+    else:
+        callbacks_name = model_module_name.rsplit(".engine", 1)[0] + ".callbacks"
+    return importlib.import_module(callbacks_name).Callback
+
+
+def _plain_logs(logs) -> dict:
+    out = {}
+    for key, value in (logs or {}).items():
+        try:
+            out[str(key)] = float(value.numpy() if hasattr(value, "numpy") else value)
+        except Exception:  # noqa: BLE001
+            continue
+    return out
+
+
+def _loss_callback(model_module_name):
+    """A Keras callback class recording fit's logs (TFDIST_PROBE_LOSSES)."""
+    cached = _LOSS_CLASSES.get(model_module_name)
+    if cached is not None:
+        return cached
+
+    class _LossRecorder(_callback_base(model_module_name)):
+        def __init__(self, call):
+            super().__init__()
+            self._call = call
+            self._epoch = 0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._epoch = int(epoch)
+
+        def on_train_batch_end(self, batch, logs=None):
+            try:
+                with STATE.lock:
+                    STATE.loss_batches.append([self._call, self._epoch, int(batch), _plain_logs(logs)])
+                    if len(STATE.loss_batches) >= MAX_LOSS_POINTS:
+                        STATE.loss_batches = STATE.loss_batches[::2]
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_loss_batch", exc)
+
+        def on_epoch_end(self, epoch, logs=None):
+            try:
+                STATE.loss_epochs.append([self._call, int(epoch), _plain_logs(logs)])
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_loss_epoch", exc)
+
+    _LOSS_CLASSES[model_module_name] = _LossRecorder
+    return _LossRecorder
 
 
 def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str | None = None):
@@ -1661,6 +1880,16 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     _record_fit(bound)
                 except Exception as exc:  # noqa: BLE001
                     _note_error("fit_samples", exc)
+            if bound is not None and STATE.record_losses:
+                try:
+                    cbs = bound.arguments.get("callbacks")
+                    cbs = list(cbs) if cbs else []
+                    cbs.append(_loss_callback(cap_key)(STATE.fit_loss_calls))
+                    STATE.fit_loss_calls += 1
+                    bound.arguments["callbacks"] = cbs
+                    args, kwargs = bound.args, bound.kwargs
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_losses", exc)
             if bound is not None and STATE.max_steps is not None:
                 try:
                     cap_cls = _step_cap_callback(cap_key)
@@ -2035,6 +2264,10 @@ def build_record() -> dict:
     except Exception as exc:  # noqa: BLE001
         _note_error("samples", exc)
         record["samples"] = None
+    if STATE.record_losses:
+        record["losses"] = {"steps": [list(p) for p in STATE.loss_steps], "stride": STATE.loss_stride,
+                            "seen": STATE.loss_seen, "fit_batches": STATE.loss_batches,
+                            "fit_epochs": STATE.loss_epochs}
     record["probe_errors"] = list(STATE.errors)
     return record
 
@@ -2124,6 +2357,7 @@ def install() -> None:
     values = os.environ.get(SAMPLE_VALUES_ENV, "").strip()
     if values.isdigit():
         STATE.sample_values_cap = int(values)
+    STATE.record_losses = os.environ.get(LOSSES_ENV, "").strip() == "1"
     STATE.ignore_prefixes = _compute_ignore_prefixes()
     sys.addaudithook(_audit_hook)
     _wrap_os_exit()

@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from . import compare as C
 from . import launcher
-from .probe import ADDED_PATH_ENV, GATED_KINDS, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
+from .probe import ADDED_PATH_ENV, GATED_KINDS, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
 
 HOROVOD = "horovod"
 TF_DISTRIBUTE = "tf-distribute"
@@ -208,7 +209,7 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
                     log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                     env: dict | None = None, horovodrun: str | None = None, label: str | None = None,
                     pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
-                    python: str | None = None) -> Observation:
+                    python: str | None = None, record_losses: bool = False) -> Observation:
     """Run ``script`` under the probe and collect one RankRecord per rank.
 
     ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
@@ -224,6 +225,7 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     entries go first on the script's PYTHONPATH (and stay visible to it, unlike
     tfdist's own entry): e.g. a directory whose sitecustomize.py installs
     stand-in modules (tests/slow/support/mnist_standin).
+    ``record_losses`` makes the probe record the training loss (verify --compare).
     Raises launcher.RuntimeMissing when horovodrun is needed and not found.
     """
     if backend not in BACKENDS:
@@ -256,6 +258,10 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
         run_env[MAX_STEPS_ENV] = str(int(steps_cap))
     else:
         run_env.pop(MAX_STEPS_ENV, None)
+    if record_losses:
+        run_env[LOSSES_ENV] = "1"
+    else:
+        run_env.pop(LOSSES_ENV, None)
 
     probe_cmd = ["-m", "tfdist.runtime.probe"]
     if as_file is not None:
@@ -487,6 +493,8 @@ class VerifyReport:
     steps_cap: int | None = None
     workdir: str | None = None
     samples: dict | None = None        # sample-check summary (check_samples)
+    policy: str | None = None          # the learning-rate policy the script was converted with
+    comparison: C.Comparison | None = None   # --compare: the converted run's loss against the original's
 
     @property
     def exit_code(self) -> int:
@@ -498,6 +506,7 @@ class VerifyReport:
             "passed": self.passed, "reasons": self.reasons, "checks": self.checks, "warnings": self.warnings,
             "converted_path": self.converted_path, "conversion_status": self.conversion_status,
             "steps_cap": self.steps_cap, "workdir": self.workdir, "samples": self.samples,
+            "policy": self.policy, "compare": self.comparison.to_dict() if self.comparison else None,
             "reference": self.reference.to_dict() if self.reference else None,
             "distributed": self.distributed.to_dict() if self.distributed else None,
         }
@@ -766,18 +775,47 @@ def _check_writers_tf_distribute(present: list[RankRecord], distributed: Observa
 # verify_script
 # --------------------------------------------------------------------------
 
-def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD) -> tuple[Path, str]:
-    """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``.
+#: --lr-scaling / --warmup-epochs as conversion options (tfdist.assembly pipeline keys).
+POLICY_OPTIONS = {"linear": (), "sqrt": ("lr-sqrt",), "none": ("lr-none",)}
+#: What --sweep tries by default; a warmup policy is added when the converter has it.
+DEFAULT_SWEEP = ("linear", "sqrt", "none")
+DEFAULT_SWEEP_WARMUP = "linear:warmup=1"
+
+
+def policy_options(spec: str) -> tuple[str, ...]:
+    """``linear`` / ``sqrt`` / ``none``, optionally ``:warmup=K``, as conversion
+    options.  Raises VerifyInputError."""
+    scaling, _, rest = spec.partition(":")
+    if scaling not in POLICY_OPTIONS:
+        raise VerifyInputError(f"unknown learning-rate policy {spec!r}: use linear, sqrt or none, "
+                               "optionally with :warmup=K (e.g. linear:warmup=1)")
+    options = POLICY_OPTIONS[scaling]
+    if rest:
+        key, _, value = rest.partition("=")
+        if key != "warmup" or not value.isdigit() or int(value) < 1:
+            raise VerifyInputError(f"bad policy {spec!r}: after ':' only warmup=K (K >= 1 epochs)")
+        options += (f"warmup-{int(value)}",)
+    return options
+
+
+def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Sequence[str] = ()) -> tuple[Path, str]:
+    """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``, with
+    conversion options (``lr-sqrt``, ``warmup-2``...).
     Returns (converted path, status).  Raises VerifyInputError."""
     try:
         from tfdist.api import convert_file
+        from tfdist.assembly import pipeline_key
     except ImportError as exc:  # pragma: no cover - depends on the checkout
         raise VerifyInputError(f"the tfdist converter is not available ({exc}); pass --converted") from exc
+    key = pipeline_key(backend, *options)
     try:
-        result = convert_file(script, backend=backend)
-    except ValueError as exc:    # e.g. a backend this checkout's converter does not have
-        raise VerifyInputError(f"{script}: cannot convert with --backend {backend} ({exc}); "
+        from tfdist.assembly import pipeline
+        pipeline(key)
+    except ValueError as exc:    # a backend or option this checkout's converter does not have
+        what = f"--backend {backend}" + (f" with {', '.join(options)}" if options else "")
+        raise VerifyInputError(f"{script}: cannot convert with {what} ({exc}); "
                                "pass --converted to verify a script that is already distributed") from exc
+    result = convert_file(script, backend=key)
     status = result.status
     if status in ("unsupported", "error"):
         raise VerifyInputError(f"{script}: cannot convert ({status}): {result.error or 'see tfdist convert'}")
@@ -795,23 +833,33 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD) -> tuple[Pa
     return dest, status
 
 
-def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = (), *, converted: bool = False,
-                  steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, keep: bool = False,
-                  workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
-                  horovodrun: str | None = None, env: dict | None = None,
-                  pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
-                  python: str | None = None) -> VerifyReport:
-    """Convert (unless ``converted``), run the original single-process and the
-    converted script on ``np`` ranks, and check the result.
+def converter_accepts(backend: str, options: Sequence[str]) -> bool:
+    try:
+        from tfdist.assembly import pipeline, pipeline_key
+        pipeline(pipeline_key(backend, *options))
+        return True
+    except (ImportError, ValueError):
+        return False
 
-    ``backend``: "horovod" (horovodrun) or "tf-distribute" (N TF_CONFIG
-    workers; both runs use ``python``, default sys.executable, and the
-    original runs without TF_CONFIG).
 
-    ``steps``: cap for a quick check (see ``tfdist verify --help``): the
-    original stops Model.fit after ``steps`` optimizer steps, each rank after
-    ceil(steps/np); the 1/N check then uses the steps fit had planned.
-    Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
+@dataclass
+class _Setup:
+    """What every run of one verify call shares."""
+    script: Path
+    np: int
+    args: Sequence[str]
+    steps: int | None
+    timeout: float | None
+    sink: Callable[[str], None] | None
+    horovodrun: str | None
+    env: dict | None
+    pythonpath: Sequence[str | os.PathLike]
+    backend: str
+    python: str | None
+    record_losses: bool
+
+
+def _check_inputs(script, np: int, backend: str, python, horovodrun):
     script = Path(script).resolve()
     if not script.is_file():
         raise VerifyInputError(f"no such script: {script}")
@@ -820,41 +868,177 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     if backend not in BACKENDS:
         raise VerifyInputError(f"unknown backend {backend!r} (available: {', '.join(BACKENDS)})")
     if backend == TF_DISTRIBUTE:
-        hvdrun = None
-        python = python or sys.executable
-    else:
-        hvdrun = horovodrun or launcher.find_horovodrun()
-        if hvdrun is None:
-            raise launcher.RuntimeMissing()
+        return script, None, python or sys.executable
+    hvdrun = horovodrun or launcher.find_horovodrun()
+    if hvdrun is None:
+        raise launcher.RuntimeMissing()
+    return script, hvdrun, python
+
+
+def _run_original(setup: _Setup, original: Path, base: Path) -> Observation:
+    return run_and_observe(original, 1, base / "original", setup.timeout, setup.args, single=True,
+                           steps_cap=setup.steps or None, probe_dir=base / "probe-original",
+                           log_path=base / "original.log", sink=setup.sink, horovodrun=setup.horovodrun,
+                           label="original, 1 process", env=setup.env, pythonpath=setup.pythonpath,
+                           backend=setup.backend, python=setup.python, record_losses=setup.record_losses)
+
+
+def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_script: Path, status: str, *,
+                   policy: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
+                   abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> VerifyReport:
+    """Run the conversion (``status`` "given": the script itself) on N
+    processes, check it against the original's run, and compare their losses."""
+    script, np = setup.script, setup.np
+    converted = status == "given"
+    as_file = script if dist_script != script else None
+    what = "workers" if setup.backend == TF_DISTRIBUTE else "ranks"
+    label = f"{policy}, {np} {what}" if policy else f"converted, {np} {what}"
+    distributed = run_and_observe(dist_script, np, base / "distributed", setup.timeout, setup.args, single=False,
+                                  as_file=as_file, steps_cap=math.ceil(setup.steps / np) if setup.steps else None,
+                                  probe_dir=base / "probe-distributed", log_path=base / "distributed.log",
+                                  sink=setup.sink, horovodrun=setup.horovodrun, label=label, env=setup.env,
+                                  pythonpath=setup.pythonpath, backend=setup.backend, python=setup.python,
+                                  record_losses=setup.record_losses)
+    samples: dict = {}
+    reasons, checks, warnings = check(reference, distributed, np, setup.steps, samples_out=samples,
+                                      backend=setup.backend)
+    comparison = None
+    if setup.record_losses:
+        comparison = C.compare(C.curve_of(reference), C.curve_of(distributed, label, policy),
+                               rel_tolerance, abs_tolerance)
+        reasons = reasons + [f"does not learn like the original: {r}" for r in comparison.reasons]
+        if comparison.passed:
+            checks.append(f"learns like the original: final loss {C._num(comparison.converted.final)} vs "
+                          f"{C._num(comparison.original.final)} (ratio {C._num(comparison.ratio, '.3f')}), within "
+                          f"max({rel_tolerance:g} x original, {abs_tolerance:g})")
+    return VerifyReport(script=str(script), np=np, passed=not reasons, reasons=reasons, checks=checks,
+                        warnings=warnings, reference=reference, distributed=distributed,
+                        converted_path=None if converted else str(dist_script), conversion_status=status,
+                        steps_cap=setup.steps, samples=samples or None, policy=policy, comparison=comparison)
+
+
+def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = (), *, converted: bool = False,
+                  steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT, keep: bool = False,
+                  workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
+                  horovodrun: str | None = None, env: dict | None = None,
+                  pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
+                  python: str | None = None, compare: bool = False, options: Sequence[str] = (),
+                  policy: str | None = None, original: str | os.PathLike | None = None,
+                  rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
+                  abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> VerifyReport:
+    """Convert (unless ``converted``), run the original single-process and the
+    converted script on ``np`` ranks, and check the result.
+
+    ``backend``: "horovod" (horovodrun) or "tf-distribute" (N TF_CONFIG
+    workers; both runs use ``python``, default sys.executable, and the
+    original runs without TF_CONFIG).  ``options``: conversion options
+    (``lr-sqrt``, ``warmup-1``...), ``policy`` their name in the report.
+
+    ``steps``: cap for a quick check (see ``tfdist verify --help``): the
+    original stops Model.fit after ``steps`` optimizer steps, each rank after
+    ceil(steps/np); the 1/N check then uses the steps fit had planned.
+    ``compare``: also record the training loss of both runs and judge the
+    converted run against the original (tfdist.runtime.compare).
+    ``original``: with ``converted``, the single-process script to compare
+    with (default: ``script`` itself as one process).
+    Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
+    script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    reference_script = script
+    if original is not None:
+        if not converted:
+            raise VerifyInputError("--original goes with --converted (the script given is the conversion)")
+        reference_script = Path(original).resolve()
+        if not reference_script.is_file():
+            raise VerifyInputError(f"no such script: {reference_script}")
+    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, compare)
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tfdist-verify-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
         if converted:
-            dist_script, status, as_file = script, "given", None
-        else:
-            dist_script, status = convert_to(script, base / "converted", backend)
-            as_file = script if dist_script != script else None
-        ref_cap = steps if steps else None
-        rank_cap = math.ceil(steps / np) if steps else None
-        reference = run_and_observe(script, 1, base / "original", timeout, args, single=True, steps_cap=ref_cap,
-                                    probe_dir=base / "probe-original", log_path=base / "original.log",
-                                    sink=sink, horovodrun=hvdrun, label="original, 1 process", env=env,
-                                    pythonpath=pythonpath, backend=backend, python=python)
-        what = "workers" if backend == TF_DISTRIBUTE else "ranks"
-        distributed = run_and_observe(dist_script, np, base / "distributed", timeout, args, single=False,
-                                      as_file=as_file, steps_cap=rank_cap, probe_dir=base / "probe-distributed",
-                                      log_path=base / "distributed.log", sink=sink, horovodrun=hvdrun,
-                                      label=f"converted, {np} {what}", env=env, pythonpath=pythonpath,
-                                      backend=backend, python=python)
-        samples: dict = {}
-        reasons, checks, warnings = check(reference, distributed, np, steps, samples_out=samples, backend=backend)
-        report = VerifyReport(script=str(script), np=np, passed=not reasons, reasons=reasons, checks=checks,
-                              warnings=warnings, reference=reference, distributed=distributed,
-                              converted_path=None if converted else str(dist_script), conversion_status=status,
-                              steps_cap=steps, workdir=str(base) if keep else None, samples=samples or None)
+            dist_script, status = script, "given"
+        else:   # a conversion that fails is bad input: said before anything runs
+            dist_script, status = convert_to(script, base / "converted", backend, options)
+        reference = _run_original(setup, reference_script, base)
+        report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
+                                rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance)
+        report.workdir = str(base) if keep else None
         return report
     finally:
         if not keep and not workdir:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@dataclass
+class SweepReport:
+    """The original once, the conversion under several learning-rate policies."""
+    script: str
+    np: int
+    reports: list[VerifyReport]
+    best: str | None
+    workdir: str | None = None
+
+    @property
+    def comparisons(self) -> list[C.Comparison]:
+        return [r.comparison for r in self.reports if r.comparison is not None]
+
+    @property
+    def exit_code(self) -> int:
+        best = next((r for r in self.reports if r.policy == self.best), None)
+        return 0 if best is not None and best.passed else 1
+
+    def to_dict(self) -> dict:
+        return {"script": self.script, "np": self.np, "result": "PASS" if self.exit_code == 0 else "FAIL",
+                "best_policy": self.best, "workdir": self.workdir,
+                "policies": [r.to_dict() for r in self.reports]}
+
+    def format_text(self) -> str:
+        engine = self.reports[0].distributed.backend if self.reports and self.reports[0].distributed else HOROVOD
+        lines = [f"tfdist verify --sweep {self.script}  ({self.np} {'workers' if engine == TF_DISTRIBUTE else 'ranks'}; "
+                 f"the original once, the conversion under {len(self.reports)} learning-rate policies)"]
+        for r in self.reports:
+            lines.append(f"  {r.policy}: {'PASS' if r.passed else 'FAIL'}"
+                         + ("" if r.passed else ": " + "; ".join(_brief(x, 220) for x in r.reasons)))
+        lines.extend(C.format_table(self.comparisons))
+        best = next((r for r in self.reports if r.policy == self.best), None)
+        if best is not None:
+            lines.append(f"best: {self.best} tracks the original best (final loss ratio "
+                         f"{C._num(best.comparison.ratio, '.3f')}, curve gap {C._num(best.comparison.curve_gap, '.1%')})"
+                         + ("" if best.passed else " but FAILs"))
+        if self.workdir:
+            lines.append(f"  (run directories and logs kept in {self.workdir})")
+        return "\n".join(lines)
+
+
+def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = None, np: int = 2,
+                 args: Sequence[str] = (), *, steps: int | None = None, timeout: float | None = DEFAULT_TIMEOUT,
+                 keep: bool = False, sink: Callable[[str], None] | None = None, horovodrun: str | None = None,
+                 env: dict | None = None, pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
+                 python: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
+                 abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> SweepReport:
+    """``verify --compare`` under each learning-rate policy (``linear``,
+    ``sqrt``, ``none``, ``linear:warmup=1``...), with one run of the original."""
+    script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    if policies is None:
+        policies = list(DEFAULT_SWEEP)
+        if converter_accepts(backend, policy_options(DEFAULT_SWEEP_WARMUP)):
+            policies.append(DEFAULT_SWEEP_WARMUP)
+    chosen = [(p, policy_options(p)) for p in policies]
+    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
+    base = Path(tempfile.mkdtemp(prefix="tfdist-sweep-"))
+    try:
+        # every conversion first: bad input is said before anything runs
+        conversions = [convert_to(script, base / f"policy-{i}" / "converted", backend, options)
+                       for i, (_, options) in enumerate(chosen)]
+        reference = _run_original(setup, script, base)
+        reports = []
+        for i, ((policy, _), (dist_script, status)) in enumerate(zip(chosen, conversions)):
+            reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,
+                                          rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance))
+        best = C.best_of([r.comparison for r in reports if r.comparison is not None])
+        return SweepReport(str(script), np, reports, best.converted.policy if best else None,
+                           str(base) if keep else None)
+    finally:
+        if not keep:
             shutil.rmtree(base, ignore_errors=True)
 
 
@@ -908,6 +1092,8 @@ def format_report(report: VerifyReport) -> str:
             lines.append(row(f"rank {rec.rank}", rec, report.distributed))
     if any(r.cap_applied for obs in (report.reference, report.distributed) if obs for r in obs.ranks):
         lines.append("  (steps shown as taken/planned: Model.fit was stopped by --steps)")
+    if report.comparison is not None:
+        lines.extend(C.format_table([report.comparison]))
     for c in report.checks:
         lines.append(f"  ok: {c}")
     for w in report.warnings:
