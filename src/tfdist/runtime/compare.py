@@ -98,9 +98,26 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _batches_agree_with_epochs(record_losses: dict) -> bool:
+    """Keras logs the running mean of the epoch after each batch, so an
+    epoch's last batch log equals its epoch log.  tf-keras under
+    MultiWorkerMirroredStrategy logs per-batch losses summed over the workers
+    (its epoch logs are right): such batch logs are not used."""
+    last: dict = {}
+    for call, epoch, _, logs in record_losses.get("fit_batches") or []:
+        if "loss" in logs:
+            last[(call, epoch)] = logs["loss"]
+    for call, epoch, logs in record_losses.get("fit_epochs") or []:
+        a, b = last.get((call, epoch)), logs.get("loss")
+        if a is not None and b is not None and _finite(a) and _finite(b) and abs(a - b) > 0.02 * max(abs(b), 1e-12):
+            return False
+    return True
+
+
 def _fit_curve(losses: list[dict]) -> tuple[list[tuple[float, float]], list[dict]] | None:
     """Per-batch running losses (x in epochs) and per-epoch logs, averaged
-    over the processes position by position."""
+    over the processes position by position (no batch points when a
+    process's batch logs disagree with its epoch logs)."""
     per_rank_epochs = [l.get("fit_epochs") or [] for l in losses]
     if not any(per_rank_epochs):
         return None
@@ -110,6 +127,8 @@ def _fit_curve(losses: list[dict]) -> tuple[list[tuple[float, float]], list[dict
         keys = set.intersection(*(set(e[i][2]) for e in per_rank_epochs))
         epochs.append({k: _mean([e[i][2][k] for e in per_rank_epochs]) for k in sorted(keys)})
     per_rank_points = []
+    if not all(_batches_agree_with_epochs(l) for l in losses):
+        return [], epochs
     for l in losses:
         batches = l.get("fit_batches") or []
         per_epoch: dict[tuple[int, int], int] = {}
@@ -156,6 +175,8 @@ def curve_of(observation, label: str | None = None, policy: str | None = None) -
     if fit is not None:
         points, epochs = fit
         curve.kind = "fit"
+        if not points:
+            curve.note = "curve from the epoch logs: the per-batch logs disagree with them"
         curve.series = [points] if points else [[(float(i + 1), e["loss"]) for i, e in enumerate(epochs)
                                                   if "loss" in e]]
         last = epochs[-1] if epochs else {}
