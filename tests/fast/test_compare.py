@@ -145,3 +145,22 @@ def test_the_table_shows_both_runs_side_by_side():
     assert "accuracy" in lines[0] and "final loss" in lines[0]
     assert lines[1].split()[:5] == ["original,", "1", "process", "0.5000", "-"]
     assert lines[2].split()[3:6] == ["0.4500", "0.900", "10.0%"] and lines[2].endswith("PASS")
+
+
+def test_horovod_fit_batch_logs_agree_with_rank_averaged_epoch_logs():
+    """MetricAverageCallback averages the epoch logs over the ranks: each
+    rank's own last batch log differs, their mean does not."""
+    a = _fit_losses([0.9, 0.5], 4, batch_scale=0.8)
+    b = _fit_losses([0.9, 0.5], 4, batch_scale=1.2)
+    curve = C.curve_of(_run([_record(0, a, 4), _record(1, b, 4)], np=2))
+    assert len(curve.series[0]) == 8 and curve.note is None
+
+
+def test_a_pass_by_the_absolute_floor_only_is_marked():
+    a = C.Curve("original, 1 process", "steps", series=[[(1.0, 0.002)]], finals=[0.002])
+    b = C.Curve("linear, 4 ranks", "steps", series=[[(1.0, 0.027)]], finals=[0.027])
+    result = C.compare(a, b)
+    assert result.passed and result.floor_only and result.to_dict()["floor_only"] is True
+    lines = C.format_table([result])
+    assert lines[2].endswith("PASS*") and lines[-1].startswith("  PASS*: more than 0.25 x")
+    assert not C.compare(a, C.Curve("c", "steps", series=[[(1.0, 0.0024)]], finals=[0.0024])).floor_only
