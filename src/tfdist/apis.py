@@ -75,6 +75,29 @@ KERAS_LR_SCHEDULES = {
 }
 KERAS_LR_SCHEDULE_BASES = {"keras.optimizers.schedules.LearningRateSchedule"}
 
+# Learning-rate schedules counted in optimizer steps: which of their
+# arguments are step counts (keyword, positional index; None: keyword only).
+# Each process of a data-parallel run takes 1/N of the original's steps, so
+# these are divided by N wherever the learning rate is scaled, and the
+# schedule decays at the same share of the data as in the original.
+STEP_KEYED_SCHEDULE_ARGS = {
+    "keras.optimizers.schedules.ExponentialDecay": (("decay_steps", 1),),
+    "keras.optimizers.schedules.InverseTimeDecay": (("decay_steps", 1),),
+    "keras.optimizers.schedules.PolynomialDecay": (("decay_steps", 1),),
+    "keras.optimizers.schedules.CosineDecay": (("decay_steps", 1), ("warmup_steps", None)),
+    "keras.optimizers.schedules.CosineDecayRestarts": (("first_decay_steps", 1),),
+    "keras.optimizers.schedules.PiecewiseConstantDecay": (("boundaries", 0),),
+    "tensorflow.train.exponential_decay": (("decay_steps", 2),),
+    "tensorflow.train.inverse_time_decay": (("decay_steps", 2),),
+    "tensorflow.train.natural_exp_decay": (("decay_steps", 2),),
+    "tensorflow.train.polynomial_decay": (("decay_steps", 2),),
+    "tensorflow.train.cosine_decay": (("decay_steps", 2),),
+    "tensorflow.train.cosine_decay_restarts": (("first_decay_steps", 2),),
+    "tensorflow.train.linear_cosine_decay": (("decay_steps", 2),),
+    "tensorflow.train.noisy_linear_cosine_decay": (("decay_steps", 2),),
+    "tensorflow.train.piecewise_constant": (("boundaries", 1),),
+}
+
 # --- TF1 optimizers (tf.train.* / tf.compat.v1.train.*) ----------------------
 # name -> default learning rate (None: required argument).
 TF1_OPTIMIZERS = {

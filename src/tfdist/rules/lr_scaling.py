@@ -5,6 +5,11 @@ Works on an optimizer construction wherever it is: the learning rate given
 positionally, as ``learning_rate=``/``lr=``, as a name, a tensor, or a
 schedule (then the schedule's initial rate is scaled where the schedule is
 built); absent, the optimizer's documented default is written out, scaled.
+
+A schedule counted in optimizer steps (``decay_steps``, ``boundaries``; Keras
+schedules and TF1 decay functions, ``apis.STEP_KEYED_SCHEDULE_ARGS``) gets
+those counts divided by the number of processes: each takes 1/N of the
+steps, and the schedule must decay at the same share of the data.
 """
 from __future__ import annotations
 
@@ -62,6 +67,8 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
 
 def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
     a = ctx.a
+    for call in _schedule_calls(a, value):
+        divide_schedule_steps(ctx, call)
     schedules = [t for t in a.types(value) if t.kind == A.SCHEDULE and t.call is not None]
     if schedules:
         done = False
@@ -76,6 +83,48 @@ def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
     return True
 
 
+def _schedule_calls(a, value) -> list:
+    """Step-keyed schedule calls a learning rate is: the call itself, or the
+    value of every binding of a name (through plain assignments only)."""
+    if isinstance(value, cst.Call):
+        return [value] if a.is_name(value, apis.STEP_KEYED_SCHEDULE_ARGS) else []
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        if bound and all(v is not None for _, v in bound):
+            return [v for _, v in bound if isinstance(v, cst.Call) and a.is_name(v, apis.STEP_KEYED_SCHEDULE_ARGS)]
+    return []
+
+
+def _divided(ctx) -> set:
+    """Schedule calls whose step counts were divided (per conversion)."""
+    return ctx.state(__name__ + ".divided")
+
+
+def divide_schedule_steps(ctx, call: cst.Call) -> None:
+    """Divide the step counts of a step-keyed schedule by the number of
+    processes (once per schedule, however many optimizers use it)."""
+    a = ctx.a
+    name = a.is_name(call, apis.STEP_KEYED_SCHEDULE_ARGS)
+    if name is None or call in _divided(ctx):
+        return
+    _divided(ctx).add(call)
+    short = name.rsplit(".", 1)[1]
+    for keyword, position in apis.STEP_KEYED_SCHEDULE_ARGS[name]:
+        arg = find_arg(call, keyword, position)
+        if arg is None:
+            continue
+        if keyword == "boundaries":
+            piece = ctx.backend.divide_count("b")
+            new = ctx.expr(f"[{piece} for b in {source(a.module, arg.value, False)}]")
+        else:
+            new = ctx.expr(ctx.backend.divide_count(source(a.module, arg.value)))
+        ctx.plan.replace(arg.value, lambda old, new=new: new)
+        ctx.change(arg.value, RULE, ctx.say(
+            "{short} {keyword} {value} divided by {size}: each process takes 1/N of the steps, so the "
+            "schedule changes the rate at the same share of the data", short=short, keyword=keyword,
+            value=a.code(arg.value)))
+
+
 def policy_phrase(ctx) -> str:
     """What was done to a learning rate, naming a policy other than the default."""
     policy = ctx.backend.lr_scaling
@@ -87,9 +136,10 @@ def policy_phrase(ctx) -> str:
 
 
 def _scale_schedule(ctx, t: A.Type) -> bool:
+    divide_schedule_steps(ctx, t.call)
     spec = apis.KERAS_LR_SCHEDULES.get(t.name)
     if spec is None:
-        ctx.warn(t.call, RULE, f"learning-rate schedule {t.name} is user-defined: scale its rates by the number of processes by hand")
+        ctx.warn(t.call, RULE, f"learning-rate schedule {t.name} is user-defined: scale its rates by the number of processes, and divide any step counts in it by that number, by hand")
         return False
     keyword, position = spec
     arg = find_arg(t.call, keyword, position)

@@ -1,0 +1,78 @@
+"""Step-keyed learning-rate schedules: each process takes 1/N of the steps,
+so their step counts are divided by N where the rate is scaled, and the
+schedule changes the rate at the same share of the data as the original."""
+import pytest
+
+from tfdist.api import convert_source
+
+TF1 = '''import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+x = tf.placeholder(tf.float32, [None, 3])
+y = tf.placeholder(tf.float32, [None, 1])
+w = tf.Variable(tf.zeros([3, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+step = tf.train.get_or_create_global_step()
+lr = {schedule}
+train_op = tf.train.GradientDescentOptimizer(lr).minimize(loss, step)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(100):
+        sess.run(train_op, feed_dict={{x: [[1, 2, 3]], y: [[1]]}})
+'''
+
+KERAS = '''import tensorflow as tf
+lr = {schedule}
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(lr), loss="mse")
+model.fit(tf.data.Dataset.range(64).map(lambda i: (tf.ones([3]), 1.0)).batch(8), epochs=2)
+'''
+
+
+@pytest.mark.parametrize("template, schedule, expected", [
+    (TF1, "tf.train.piecewise_constant(step, [100, 200], [0.1, 0.01, 0.001])",
+     "lr = tf.train.piecewise_constant(step, [max(1, b // hvd.size()) for b in [100, 200]], [0.1, 0.01, 0.001])"),
+    (TF1, "tf.train.cosine_decay(0.1, step, decay_steps=STEPS)".replace("STEPS", "100 + 20"),
+     "lr = tf.train.cosine_decay(0.1, step, decay_steps=max(1, (100 + 20) // hvd.size()))"),
+    (KERAS, "tf.keras.optimizers.schedules.PiecewiseConstantDecay([50, 80], [0.1, 0.01, 0.001])",
+     "lr = tf.keras.optimizers.schedules.PiecewiseConstantDecay([max(1, b // hvd.size()) for b in [50, 80]], "
+     "[v * hvd.size() for v in [0.1, 0.01, 0.001]])"),
+    (KERAS, "tf.keras.optimizers.schedules.CosineDecay(0.1, 1000, warmup_target=0.2, warmup_steps=30)",
+     "lr = tf.keras.optimizers.schedules.CosineDecay(0.1 * hvd.size(), max(1, 1000 // hvd.size()), "
+     "warmup_target=0.2, warmup_steps=max(1, 30 // hvd.size()))"),
+])
+def test_step_counts_are_divided_with_a_reported_change(template, schedule, expected):
+    result = convert_source(template.format(schedule=schedule))
+    assert result.status == "converted", result.error
+    assert expected in result.data.decode()
+    assert any("divided by" in c.message and "same share of the data" in c.message for c in result.changes)
+
+
+def test_a_schedule_shared_by_two_optimizers_is_divided_once():
+    src = KERAS.format(schedule="tf.keras.optimizers.schedules.ExponentialDecay(0.1, 100, 0.9)") + (
+        "other = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "other.compile(optimizer=tf.keras.optimizers.Adam(lr), loss=\"mse\")\n")
+    out = convert_source(src).data.decode()
+    assert out.count("max(1, 100 // hvd.size())") == 1 and "100 // hvd.size()) // hvd.size()" not in out
+
+
+def test_full_batch_training_keeps_its_steps_and_its_schedule():
+    src = '''import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+data = np.random.rand(64, 3).astype("float32")
+labels = data.sum(axis=1, keepdims=True)
+x = tf.placeholder(tf.float32, [None, 3])
+y = tf.placeholder(tf.float32, [None, 1])
+w = tf.Variable(tf.zeros([3, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+step = tf.train.get_or_create_global_step()
+lr = tf.train.exponential_decay(0.1, step, 100, 0.9)
+train_op = tf.train.GradientDescentOptimizer(lr).minimize(loss, step)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(100):
+        sess.run(train_op, feed_dict={x: data, y: labels})
+'''
+    out = convert_source(src).data.decode()
+    assert "tf.train.exponential_decay(0.1, step, 100, 0.9)" in out
+    assert "range(100)" in out
