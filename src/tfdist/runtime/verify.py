@@ -976,6 +976,7 @@ class SweepReport:
     reports: list[VerifyReport]
     best: str | None
     workdir: str | None = None
+    skipped: list[tuple[str, str]] = field(default_factory=list)   # default policies not converted: (policy, why)
 
     @property
     def comparisons(self) -> list[C.Comparison]:
@@ -989,12 +990,15 @@ class SweepReport:
     def to_dict(self) -> dict:
         return {"script": self.script, "np": self.np, "result": "PASS" if self.exit_code == 0 else "FAIL",
                 "best_policy": self.best, "workdir": self.workdir,
+                "skipped": [{"policy": p, "reason": why} for p, why in self.skipped],
                 "policies": [r.to_dict() for r in self.reports]}
 
     def format_text(self) -> str:
         engine = self.reports[0].distributed.backend if self.reports and self.reports[0].distributed else HOROVOD
         lines = [f"tfdist verify --sweep {self.script}  ({self.np} {'workers' if engine == TF_DISTRIBUTE else 'ranks'}; "
                  f"the original once, the conversion under {len(self.reports)} learning-rate policies)"]
+        for policy, why in self.skipped:
+            lines.append(f"  {policy}: not tried: {_brief(why, 220)}")
         for r in self.reports:
             lines.append(f"  {r.policy}: {'PASS' if r.passed else 'FAIL'}"
                          + ("" if r.passed else ": " + "; ".join(_brief(x, 220) for x in r.reasons)))
@@ -1018,17 +1022,26 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
     """``verify --compare`` under each learning-rate policy (``linear``,
     ``sqrt``, ``none``, ``linear:warmup=1``...), with one run of the original."""
     script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    optional = set()
     if policies is None:
         policies = list(DEFAULT_SWEEP)
         if converter_accepts(backend, policy_options(DEFAULT_SWEEP_WARMUP)):
             policies.append(DEFAULT_SWEEP_WARMUP)
+            optional.add(DEFAULT_SWEEP_WARMUP)   # not every pattern has a warmup: skipped where refused
     chosen = [(p, policy_options(p)) for p in policies]
     setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
     base = Path(tempfile.mkdtemp(prefix="tfdist-sweep-"))
     try:
         # every conversion first: bad input is said before anything runs
-        conversions = [convert_to(script, base / f"policy-{i}" / "converted", backend, options)
-                       for i, (_, options) in enumerate(chosen)]
+        conversions, skipped = [], []
+        for i, (policy, options) in enumerate(list(chosen)):
+            try:
+                conversions.append(convert_to(script, base / f"policy-{i}" / "converted", backend, options))
+            except VerifyInputError as exc:
+                if policy not in optional:
+                    raise
+                skipped.append((policy, str(exc)))
+                chosen.remove((policy, options))
         reference = _run_original(setup, script, base)
         reports = []
         for i, ((policy, _), (dist_script, status)) in enumerate(zip(chosen, conversions)):
@@ -1036,7 +1049,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                                           rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance))
         best = C.best_of([r.comparison for r in reports if r.comparison is not None])
         return SweepReport(str(script), np, reports, best.converted.policy if best else None,
-                           str(base) if keep else None)
+                           str(base) if keep else None, skipped)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
