@@ -14,6 +14,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from . import warmup
 from .common import append_arg, find_arg, kwarg, source
 
 RULE = "lr-scaling"
@@ -64,6 +65,8 @@ def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
     a = ctx.a
     schedules = [t for t in a.types(value) if t.kind == A.SCHEDULE and t.call is not None]
     if schedules:
+        for t in schedules:
+            warmup.note_schedule(ctx, t.call)
         done = False
         for t in schedules:
             done |= _scale_schedule(ctx, t)
@@ -80,9 +83,9 @@ def policy_phrase(ctx) -> str:
     """What was done to a learning rate, naming a policy other than the default."""
     policy = ctx.backend.lr_scaling
     if policy == "linear":
-        return "scaled by the number of processes"
+        return "scaled by the number of processes" + warmup.phrase(ctx)
     if policy == "sqrt":
-        return "scaled by the square root of the number of processes (--lr-scaling sqrt)"
+        return "scaled by the square root of the number of processes (--lr-scaling sqrt)" + warmup.phrase(ctx)
     return "kept as written (--lr-scaling none)"
 
 
