@@ -24,6 +24,20 @@ DEFAULT_BACKEND = "horovod"
 #: them (``tf-distribute+fault-tolerant``) -> the backend's keyword argument.
 OPTIONS = {"fault-tolerant": ("fault_tolerant", True),
            "lr-sqrt": ("lr_scaling", "sqrt"), "lr-none": ("lr_scaling", "none")}
+#: Options with a value: ``warmup-K`` (--warmup-epochs K, K >= 1).
+WARMUP_OPTION = "warmup-"
+
+
+def _option(name: str, option: str):
+    """(keyword, value) of one option of a pipeline key; ValueError if unknown."""
+    if option in OPTIONS:
+        return OPTIONS[option]
+    if option.startswith(WARMUP_OPTION):
+        epochs = option[len(WARMUP_OPTION):]
+        if not (epochs.isdigit() and int(epochs) >= 1 and str(int(epochs)) == epochs):
+            raise ValueError(f"{option!r}: the warmup needs a whole number of epochs >= 1 (warmup-2)")
+        return "warmup_epochs", int(epochs)
+    raise ValueError(f"unknown option {option!r} for backend {name!r}")
 
 
 def pipeline_key(backend: str, *options: str) -> str:
@@ -41,9 +55,9 @@ def build_pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:
         raise ValueError(f"unknown backend {name!r} (available: {', '.join(sorted(BACKENDS))})") from None
     kwargs = {}
     for option in options:
-        if option not in OPTIONS:
-            raise ValueError(f"unknown option {option!r} for backend {name!r}")
-        key, value = OPTIONS[option]
+        key, value = _option(name, option)
+        if key in kwargs:
+            raise ValueError(f"backend {name!r}: two values for one option ({backend})")
         kwargs[key] = value
     try:
         backend_ = cls(**kwargs)
@@ -65,6 +79,17 @@ for _name in BACKENDS:
             _key = pipeline_key(_name, *_policy, *_extra)
             if _key != _name:
                 _pipeline.register(_key, lambda _key=_key: build_pipeline(_key))
+
+
+def _on_demand(key: str):
+    """Any other key of a known backend (``horovod+lr-sqrt+warmup-3``) is built
+    when first asked for; build_pipeline says what is wrong with a bad one."""
+    if key.split("+")[0] in BACKENDS and "+" in key:
+        return lambda: build_pipeline(key)
+    return None
+
+
+_pipeline.register_fallback(_on_demand)
 
 
 def pipeline(backend: str = DEFAULT_BACKEND) -> Pipeline:

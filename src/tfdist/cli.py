@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how learning rates follow the number of processes N: linear (x N, the default: "
                         "Horovod's rule), sqrt (x sqrt(N)), none (as written); the report names the policy "
                         "at every rate it touched")
+    c.add_argument("--warmup-epochs", type=int, default=None, metavar="K",
+                   help="ramp the learning rate linearly per step from the rate as written to the scaled one "
+                        "(--lr-scaling linear or sqrt) over the first K epochs (K >= 1; Goyal et al.'s gradual "
+                        "warmup). Keras fit() only so far; other training loops are refused with this option")
     c.add_argument("--fault-tolerant", action="store_true",
                    help="tf-distribute: Keras fit() backs up its state every epoch "
                         "(BackupAndRestore), so a restarted worker resumes where it stopped")
@@ -123,6 +127,16 @@ def cmd_convert(args) -> int:
     if args.fault_tolerant and args.backend != "tf-distribute":
         print("tfdist convert: --fault-tolerant needs --backend tf-distribute (Keras BackupAndRestore under "
               "tf.distribute)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    warmup = getattr(args, "warmup_epochs", None)
+    if warmup is not None and warmup < 1:
+        print(f"tfdist convert: --warmup-epochs needs a whole number of epochs >= 1, not {warmup}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if warmup is not None and args.lr_scaling == "none":
+        print("tfdist convert: --warmup-epochs ramps the learning rate up to the scaled rate; with --lr-scaling none "
+              "nothing is scaled, so there is nothing to warm up to (use --lr-scaling linear or sqrt)",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
 
     return cli_convert_many(args)

@@ -292,3 +292,32 @@ def test_skip_file_and_generated_markers_leave_the_file_alone(tmp_path, capsysbi
     late = tmp_path / "late.py"  # a generated marker counts only in the first lines
     late.write_bytes(KERAS + b"\n" * 12 + b"# @generated\n")
     assert convert_file(late).status == "converted"
+
+
+# ---------------------------------------------------------------- --warmup-epochs
+def test_warmup_epochs_adds_the_warmup_callback(script, capsysbinary):
+    code, out, err = run(capsysbinary, script, "--warmup-epochs", "2")
+    assert code == 0, err
+    assert b"hvd.callbacks.LearningRateWarmupCallback(" in out and b"warmup_epochs=2" in out
+    assert "--warmup-epochs 2" in err
+    assert out == convert_source(KERAS, "train.py", backend="horovod+warmup-2").data
+
+
+def test_warmup_epochs_with_sqrt_scaling_uses_the_key_with_both_options(script, capsysbinary):
+    code, out, err = run(capsysbinary, script, "--warmup-epochs", "1", "--lr-scaling", "sqrt", "--backend", "tf-distribute")
+    assert code == 0, err
+    assert out == convert_source(KERAS, "train.py", backend="tf-distribute+lr-sqrt+warmup-1").data
+    assert b"LearningRateWarmup(1, strategy.num_replicas_in_sync ** 0.5)" in out
+
+
+@pytest.mark.parametrize("epochs", ["0", "-1"])
+def test_warmup_epochs_below_one_is_bad_input(script, capsysbinary, epochs):
+    code, out, err = run(capsysbinary, script, "--warmup-epochs", epochs)
+    assert code == 3 and out == b""
+    assert "--warmup-epochs needs a whole number of epochs >= 1" in err
+
+
+def test_warmup_without_scaling_is_bad_input(script, capsysbinary):
+    code, out, err = run(capsysbinary, script, "--warmup-epochs", "1", "--lr-scaling", "none")
+    assert code == 3 and out == b""
+    assert "--lr-scaling none" in err and "nothing to warm up to" in err

@@ -195,6 +195,11 @@ def test_converts_with_options_to_expected(case, key):
     if policy:  # the report names the policy at every rate it touched
         rated = [c for c in result.changes if "learning rate" in c.message]
         assert rated and all(f"--lr-scaling {policy}" in c.message for c in rated), [c.message for c in rated]
+    if "+warmup-" in key:  # the warmup is reported at every rate and at the fit() it is added to
+        epochs = key.split("+warmup-")[1].split("+")[0]
+        rated = [c for c in result.changes if "learning rate" in c.message and c.rule != "lr-warmup"]
+        assert rated and all(f"--warmup-epochs {epochs}" in c.message for c in rated), [c.message for c in rated]
+        assert any(c.rule == "lr-warmup" and f"--warmup-epochs {epochs}" in c.message for c in result.changes)
 
 
 def test_every_pattern_has_a_learning_rate_policy_fixture():

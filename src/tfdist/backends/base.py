@@ -33,6 +33,24 @@ def scaled_lr(policy: str, lr: str, size: str):
     return None
 
 
+def check_warmup(warmup_epochs, policy: str):
+    """--warmup-epochs K: None (no warmup) or a whole number >= 1, and only
+    where the rate is scaled (warming up to the rate as written is no warmup)."""
+    if warmup_epochs is None:
+        return None
+    if isinstance(warmup_epochs, bool) or not isinstance(warmup_epochs, int) or warmup_epochs < 1:
+        raise ValueError(f"the warmup needs a whole number of epochs >= 1, not {warmup_epochs!r}")
+    if policy == "none":
+        raise ValueError("a learning-rate warmup ramps up to the scaled rate: it needs --lr-scaling linear or sqrt, "
+                         "not none")
+    return warmup_epochs
+
+
+def lr_factor(policy: str, size: str) -> str:
+    """The scaled rate over the original one (an expression), for a scaling policy."""
+    return size if policy == "linear" else f"{size} ** 0.5"
+
+
 class Backend(ABC):
     name: str
     #: Keras evaluate()/predict() run collective operations under this engine
@@ -88,6 +106,19 @@ class Backend(ABC):
 
     # --- optimisation
     lr_scaling: str = "linear"
+    #: --warmup-epochs: epochs over which the rate ramps from the original to
+    #: the scaled one (Goyal et al. 2017), None for no warmup.
+    warmup_epochs = None
+
+    def keras_warmup_callback(self, ctx, model=None):
+        """(callback template, class template or None): the Keras callback
+        ramping the rate of fit() over ``self.warmup_epochs`` epochs, and the
+        class it needs emitted into the script. ``model`` is the source of
+        the fit() receiver when it is a plain name (None otherwise)."""
+        keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
+        name = ctx.imports.free_name("LearningRateWarmup")
+        factor = lr_factor(self.lr_scaling, self.size())
+        return f"{name}({self.warmup_epochs}, {factor})", warmup_callback_class(name, keras, ctx.quoted)
 
     @abstractmethod
     def scale_lr(self, lr: str):
@@ -165,3 +196,36 @@ class Backend(ABC):
         """Shard a finite dataset that is then repeated forever: every rank
         runs the same (divided) steps_per_epoch, so shares need not be equal."""
         raise NotImplementedError
+
+
+def warmup_callback_class(name: str, keras: str, quoted) -> str:
+    """A Keras callback ramping the rate linearly per step from the original
+    (single-process) rate to the scaled one the optimizer was built with,
+    over the first ``epochs`` epochs (Goyal et al. 2017, gradual warmup).
+    Emitted into the converted script: it needs nothing but Keras."""
+    return (
+        f"class {name}({keras}.callbacks.Callback):\n"
+        f"    \"\"\"Gradual warmup (Goyal et al. 2017): the learning rate rises linearly, step by step, from\n"
+        f"    the single-process rate to the scaled one over the first `epochs` epochs.\"\"\"\n"
+        f"\n"
+        f"    def __init__(self, epochs, factor):\n"
+        f"        super().__init__()\n"
+        f"        self.epochs = epochs\n"
+        f"        self.factor = factor  # scaled rate / single-process rate\n"
+        f"        self.step = 0\n"
+        f"        self.target = None\n"
+        f"\n"
+        f"    def on_train_begin(self, logs=None):\n"
+        f"        if self.target is None:  # the scaled rate the optimizer was built with\n"
+        f"            self.target = float(self.model.optimizer.learning_rate.numpy())\n"
+        f"\n"
+        f"    def on_train_batch_begin(self, batch, logs=None):\n"
+        f"        steps = self.params.get({quoted('steps')})\n"
+        f"        if not steps:\n"
+        f"            raise ValueError({quoted('learning-rate warmup: fit() does not know its steps per epoch; pass steps_per_epoch')})\n"
+        f"        total = self.epochs * steps\n"
+        f"        if self.step <= total:\n"
+        f"            start = self.target / self.factor\n"
+        f"            self.model.optimizer.learning_rate = start + (self.target - start) * self.step / total\n"
+        f"        self.step += 1\n"
+    )

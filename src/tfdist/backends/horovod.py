@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .base import Backend, check_lr_policy, scaled_lr
+from .base import Backend, check_lr_policy, check_warmup, scaled_lr
 
 # The Horovod module each flavour of user code needs.
 HVD_TF = "horovod.tensorflow"
@@ -24,8 +24,9 @@ KERAS3_MESSAGE = (
 class HorovodBackend(Backend):
     name = "horovod"
 
-    def __init__(self, lr_scaling: str = "linear"):
+    def __init__(self, lr_scaling: str = "linear", warmup_epochs=None):
         self.lr_scaling = check_lr_policy(lr_scaling)
+        self.warmup_epochs = check_warmup(warmup_epochs, self.lr_scaling)
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("hvd", "hvdk", "tf", "keras")
@@ -105,6 +106,19 @@ class HorovodBackend(Backend):
 
     def scale_lr(self, lr: str):
         return scaled_lr(self.lr_scaling, lr, "{hvd}.size()")
+
+    def keras_warmup_callback(self, ctx, model=None):
+        # Horovod's own callback ramps from initial_lr / size to initial_lr:
+        # the warmup of the linear rule exactly. initial_lr is the scaled rate
+        # the compiled optimizer holds when fit() starts. Under sqrt scaling
+        # it would start too low: the generic callback then. Its momentum
+        # correction is off: with Keras >= 2.11 optimizers (TF 2.15) the
+        # momentum is a Python float and the callback fails on it at the
+        # first step ('float' object has no attribute 'dtype', seen on 2 ranks).
+        if self.lr_scaling != "linear" or model is None:
+            return super().keras_warmup_callback(ctx, model)
+        return (f"{{hvdk}}.callbacks.LearningRateWarmupCallback(initial_lr=float({model}.optimizer.learning_rate), "
+                f"warmup_epochs={self.warmup_epochs}, momentum_correction=False)", None)
 
     def wrap_optimizer(self, optimizer: str, keras: bool) -> str:
         return f"{{{'hvdk' if keras else 'hvd'}}}.DistributedOptimizer({optimizer})"

@@ -149,6 +149,15 @@ def register(name: str, factory: Callable[[], Pipeline]) -> None:
     _BUILT.pop(name, None)
 
 
+#: Builds a pipeline for a name nobody registered (options with a value, such
+#: as a number of epochs, cannot all be registered in advance); None if unknown.
+_FALLBACK: List[Callable[[str], Optional[Callable[[], Pipeline]]]] = []
+
+
+def register_fallback(factory_for: Callable[[str], Optional[Callable[[], Pipeline]]]) -> None:
+    _FALLBACK.append(factory_for)
+
+
 def registered() -> List[str]:
     return sorted(_REGISTRY)
 
@@ -158,10 +167,12 @@ def resolve(pipeline: Union[str, Pipeline]) -> Pipeline:
     if isinstance(pipeline, Pipeline):
         return pipeline
     if pipeline not in _BUILT:
-        try:
-            factory = _REGISTRY[pipeline]
-        except KeyError:
-            raise ValueError(f"unknown backend {pipeline!r} (available: {', '.join(registered()) or 'none registered'})") from None
+        factory = _REGISTRY.get(pipeline)
+        for factory_for in _FALLBACK:
+            if factory is None:
+                factory = factory_for(pipeline)
+        if factory is None:
+            raise ValueError(f"unknown backend {pipeline!r} (available: {', '.join(registered()) or 'none registered'})")
         _BUILT[pipeline] = factory()
     return _BUILT[pipeline]
 

@@ -314,6 +314,8 @@ def _mode_fields(args, mode: str) -> dict:
     options = ["fault-tolerant"] if getattr(args, "fault_tolerant", False) else []
     if getattr(args, "lr_scaling", "linear") != "linear":
         options.append(f"lr-{args.lr_scaling}")
+    if getattr(args, "warmup_epochs", None) is not None:
+        options.append(f"warmup-{args.warmup_epochs}")
     return {"backend": pipeline_key(args.backend, *options), "diff": mode == "diff", "inplace": mode == "in-place",
             "backup": not args.no_backup}
 

@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling, samplers
+from . import data_division, lr_scaling, samplers, warmup
 from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -123,7 +123,7 @@ def _new_optimizer(ctx, class_short: str) -> str:
 def _lr_done(ctx) -> str:
     return {"linear": "learning rate scaled",
             "sqrt": "learning rate scaled by the square root of the number of processes (--lr-scaling sqrt)",
-            }.get(ctx.backend.lr_scaling, "learning rate kept as written (--lr-scaling none)")
+            }.get(ctx.backend.lr_scaling, "learning rate kept as written (--lr-scaling none)") + warmup.phrase(ctx)
 
 
 def _optimizer(ctx, compile_call: cst.Call) -> None:
@@ -371,7 +371,8 @@ def _is_rank0_callback(a: A.Analysis, expr) -> bool:
 
 def _callbacks(ctx, call: cst.Call) -> None:
     a = ctx.a
-    first = [ctx.fill(t) for t in ctx.backend.keras_callbacks()]
+    extra = warmup.fit_callbacks(ctx, call)  # after the engine's own (Horovod's documented order)
+    first = [ctx.fill(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
     arg = find_arg(call, "callbacks", FIT_POS["callbacks"])
     if arg is None:
         new = ctx.expr("[" + ", ".join(first) + "]")
@@ -385,12 +386,12 @@ def _callbacks(ctx, call: cst.Call) -> None:
         ctx.change(value, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks added")
         return
     if isinstance(value, cst.List):
-        _callback_list(ctx, value)
+        _callback_list(ctx, value, extra)
         return
     if isinstance(value, cst.Name):
         bound = a.assigned_values(value)
         if len(bound) == 1 and isinstance(bound[0][1], cst.List):
-            _callback_list(ctx, bound[0][1])
+            _callback_list(ctx, bound[0][1], extra)
             _guard_appends(ctx, value)
             return
     single = _single_callback(a, value)
@@ -408,7 +409,7 @@ def _callbacks(ctx, call: cst.Call) -> None:
     lists = _helper_callback_lists(a, value)
     if lists:
         for node in lists:
-            _callback_list(ctx, node)
+            _callback_list(ctx, node, extra)
         return
     new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
     ctx.plan.replace(value, lambda old: new)
@@ -473,12 +474,12 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
     return returns
 
 
-def _callback_list(ctx, node: cst.List) -> None:
+def _callback_list(ctx, node: cst.List, extra=()) -> None:
     if node in _wrapped(ctx):
         return
     _wrapped(ctx).add(node)
     a = ctx.a
-    first = [ctx.expr(t) for t in ctx.backend.keras_callbacks()]
+    first = [ctx.expr(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
     rank0 = [e for e in node.elements if not isinstance(e, cst.StarredElement) and _is_rank0_callback(a, e.value)]
 
     def rewrite(upd: cst.List):

@@ -19,6 +19,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from . import warmup
 from .common import append_arg, find_arg, kwarg, source
 
 RULE = "lr-scaling"
@@ -71,6 +72,8 @@ def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
         divide_schedule_steps(ctx, call)
     schedules = [t for t in a.types(value) if t.kind == A.SCHEDULE and t.call is not None]
     if schedules:
+        for t in schedules:
+            warmup.note_schedule(ctx, t.call)
         done = False
         for t in schedules:
             done |= _scale_schedule(ctx, t)
@@ -129,9 +132,9 @@ def policy_phrase(ctx) -> str:
     """What was done to a learning rate, naming a policy other than the default."""
     policy = ctx.backend.lr_scaling
     if policy == "linear":
-        return "scaled by the number of processes"
+        return "scaled by the number of processes" + warmup.phrase(ctx)
     if policy == "sqrt":
-        return "scaled by the square root of the number of processes (--lr-scaling sqrt)"
+        return "scaled by the square root of the number of processes (--lr-scaling sqrt)" + warmup.phrase(ctx)
     return "kept as written (--lr-scaling none)"
 
 

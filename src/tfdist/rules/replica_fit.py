@@ -10,7 +10,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, gradient_tape, keras_fit, replicas
+from . import data_division, gradient_tape, keras_fit, replicas, warmup
 from .common import append_arg, find_arg, kwarg, method_name, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -81,8 +81,10 @@ def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
     keras_fit._rank0_verbose(ctx, call, keras_fit.FIT_POS["verbose"], default="1")
     backup = ctx.backend.fit_backup_callback(ctx) if hasattr(ctx.backend, "fit_backup_callback") else None
-    if backup is not None:
-        _add_callback_first(ctx, call, backup)
+    # the backup first (it restores the state the others start from), then the warmup
+    first = ([backup] if backup is not None else []) + warmup.fit_callbacks(ctx, call)
+    if first:
+        _add_callback_first(ctx, call, first, backup is not None)
     x = find_arg(call, "x", keras_fit.FIT_POS["x"])
     y = find_arg(call, "y", keras_fit.FIT_POS["y"])
     val = find_arg(call, "validation_data", keras_fit.FIT_POS["validation_data"])
@@ -109,13 +111,10 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.divide(ctx, arg.value, key)
 
 
-def _add_callback_first(ctx, call: cst.Call, template: str) -> None:
-    """Put a callback first in fit()'s callbacks, whatever form they take."""
-    a = ctx.a
-    new = ctx.fill(template)
+def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> None:
+    """Put callbacks first in fit()'s callbacks, whatever form they take."""
+    new = ", ".join(ctx.fill(t) for t in templates)
     arg = find_arg(call, "callbacks", keras_fit.FIT_POS["callbacks"])
-    message = ctx.say("fit() backs up its state every epoch ({callback}): a restarted worker resumes where it stopped",
-                      callback=new.split("(")[0])
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         value = ctx.expr(f"[{new}]")
         if arg is None:
@@ -123,12 +122,15 @@ def _add_callback_first(ctx, call: cst.Call, template: str) -> None:
         else:
             ctx.plan.replace(arg.value, lambda old: value)
     elif isinstance(arg.value, cst.List):
-        element = ctx.expr(new)
+        elements = [ctx.expr(ctx.fill(t)) for t in templates]
         from .common import prepend_elements
-        ctx.plan.replace(arg.value, lambda upd: prepend_elements(upd, [element], layout=arg.value))
+        ctx.plan.replace(arg.value, lambda upd: prepend_elements(upd, elements, layout=arg.value))
     else:
         ctx.plan.replace(arg.value, lambda upd: ctx.expr(f"[{new}, *{{inner}}]", inner=ctx.module.code_for_node(upd)))
-    ctx.change(call, "fault-tolerance", message)
+    if backup:
+        ctx.change(call, "fault-tolerance", ctx.say(
+            "fit() backs up its state every epoch ({callback}): a restarted worker resumes where it stopped",
+            callback=ctx.fill(templates[0]).split("(")[0]))
 
 
 def _dataset(ctx, dataset, what: str) -> None:
