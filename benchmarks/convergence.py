@@ -10,7 +10,7 @@ gets from that command.  Prints a Markdown table of final training losses,
 their ratio to the original's, the verify verdict and the policy that tracks
 best, and draws every curve into one picture.
 
-    python benchmarks/convergence.py [-np 2 4] [--policies linear,sqrt,none]
+    python benchmarks/convergence.py [-np 2 4] [--policies linear,sqrt,none] [--warmup linear:warmup=1]
         [--plot benchmarks/figures/convergence.png] [--epochs E] [EXAMPLE.py ...]
 
 Runs on the project's Horovod stack (``scripts/setup_runtime.sh``; set
@@ -103,6 +103,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-np", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--policies", default="linear,sqrt,none")
+    ap.add_argument("--warmup", default="linear:warmup=1",
+                    help="a warmup policy added for the Keras fit examples (the only pattern --warmup-epochs "
+                         "converts so far); '' for none")
     ap.add_argument("--plot", default=str(ROOT / "benchmarks" / "figures" / "convergence.png"))
     ap.add_argument("--epochs", type=int, help="TFDIST_BENCH_EPOCHS for every example (default: each example's own)")
     ap.add_argument("--timeout", type=float, default=600)
@@ -116,13 +119,15 @@ def main(argv=None) -> int:
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     if args.epochs:
         env["TFDIST_BENCH_EPOCHS"] = str(args.epochs)
-    policies = args.policies.split(",")
+    policies = args.policies.split(",") + ([args.warmup] if args.warmup else [])
     results = []
     start = time.time()
     for example, pattern in chosen:
         for np in args.np:
             t0 = time.time()
-            sweep = _sweep(venv / "bin" / "python", ROOT / "examples" / example, np, args.policies, env, args.timeout)
+            chosen_policies = args.policies + (f",{args.warmup}" if args.warmup and pattern == "Keras fit" else "")
+            sweep = _sweep(venv / "bin" / "python", ROOT / "examples" / example, np, chosen_policies, env,
+                           args.timeout)
             results.append({"example": example, "pattern": pattern, "np": np, "sweep": sweep})
             print(f"  {example} N={np}: best {sweep['best_policy']} ({time.time() - t0:.0f} s)", file=sys.stderr)
     print(f"| example | pattern | N | original (1 process) | " + " | ".join(policies) + " | best |")
