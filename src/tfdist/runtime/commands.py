@@ -90,9 +90,10 @@ a diverged (NaN/inf) loss fails.  --plot FILE.png draws both loss curves
 against the share of the data seen (epochs for fit, samples seen for step
 loops where both runs recorded them).  --sweep converts the script under
 several learning-rate policies (default linear, sqrt, none, and linear with
-one warmup epoch where the converter has --warmup-epochs; --policies to
-choose), runs the original once and each conversion, and says which policy
-tracks the original best."""
+one warmup epoch where the converter can warm the script up: Keras fit;
+--policies to choose), runs the original once and each conversion, and says
+which policy tracks the original best: among those within tolerance, the
+final loss closest to the original's, then the smallest curve gap."""
 
 VERIFY_EPILOG = """\
 --steps K (quick check): the original's Keras Model.fit is stopped gracefully
@@ -231,7 +232,7 @@ def build_verify_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
                    help="convert with this learning-rate policy (as tfdist convert --lr-scaling)")
     p.add_argument("--warmup-epochs", type=_positive_int, metavar="K",
-                   help="convert with a gradual warmup of K epochs (as tfdist convert --warmup-epochs)")
+                   help="convert with a gradual warmup of K epochs (as tfdist convert --warmup-epochs; Keras fit)")
     p.add_argument("--sweep", action="store_true",
                    help="run the original once and the conversion under several learning-rate policies "
                         "(implies --compare) and say which tracks the original best")
