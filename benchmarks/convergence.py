@@ -32,6 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = [("keras_sequential.py", "Keras fit"), ("keras_numpy.py", "Keras fit"),
             ("tape_tf_function.py", "GradientTape"), ("tape_raw_variables.py", "GradientTape"),
             ("tf1_session.py", "TF1 Session"), ("tf1_monitored_session.py", "TF1 MonitoredSession")]
+#: --steps-per-epoch for the warmup where the converter cannot see an epoch:
+#: the TF1 examples' graphs are built before their loops run (1003 samples,
+#: batches of 32: 32 steps per epoch).
+STEPS_PER_EPOCH = {"tf1_session.py": 32, "tf1_monitored_session.py": 32}
 
 
 def _venv() -> Path:
@@ -45,8 +49,10 @@ def _venv() -> Path:
 def _sweep(python: Path, example: Path, np: int, policies: str, env: dict, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="tfdist-convergence-") as tmp:
         report = Path(tmp) / "report.json"
+        steps = STEPS_PER_EPOCH.get(example.name)
         cmd = [str(python), "-m", "tfdist.runtime.commands", "verify", "-np", str(np), "--sweep",
-               "--policies", policies, "--report", str(report), "--timeout", str(timeout), str(example)]
+               "--policies", policies, "--report", str(report), "--timeout", str(timeout),
+               *(["--steps-per-epoch", str(steps)] if steps else []), str(example)]
         p = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=timeout * 8)
         if not report.exists():
@@ -104,8 +110,8 @@ def main(argv=None) -> int:
     ap.add_argument("-np", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--policies", default="linear,sqrt,none")
     ap.add_argument("--warmup", default="linear:warmup=1",
-                    help="a warmup policy added for the Keras fit examples (the only pattern --warmup-epochs "
-                         "converts so far); '' for none")
+                    help="a warmup policy added for every example ('' for none); the TF1 examples' epoch "
+                         "length is given with --steps-per-epoch (STEPS_PER_EPOCH)")
     ap.add_argument("--plot", default=str(ROOT / "benchmarks" / "figures" / "convergence.png"))
     ap.add_argument("--epochs", type=int, help="TFDIST_BENCH_EPOCHS for every example (default: each example's own)")
     ap.add_argument("--timeout", type=float, default=600)
@@ -125,7 +131,7 @@ def main(argv=None) -> int:
     for example, pattern in chosen:
         for np in args.np:
             t0 = time.time()
-            chosen_policies = args.policies + (f",{args.warmup}" if args.warmup and pattern == "Keras fit" else "")
+            chosen_policies = args.policies + (f",{args.warmup}" if args.warmup else "")
             sweep = _sweep(venv / "bin" / "python", ROOT / "examples" / example, np, chosen_policies, env,
                            args.timeout)
             results.append({"example": example, "pattern": pattern, "np": np, "sweep": sweep})

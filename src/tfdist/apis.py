@@ -113,6 +113,9 @@ TF1_OPTIMIZERS = {
     "tensorflow.train.ProximalAdagradOptimizer": None,
 }
 TF1_OPTIMIZER_BASES = {"tensorflow.train.Optimizer"}
+# Functions returning the graph's one global step (the same variable however
+# often called): a learning-rate warmup may call them again to count steps.
+TF1_GLOBAL_STEP_FUNCTIONS = {"tensorflow.train.get_or_create_global_step", "tensorflow.train.get_global_step"}
 
 # --- Models, layers, callbacks ------------------------------------------------
 KERAS_MODEL_FACTORIES = {"keras.load_model", "keras.clone_model", "keras.model_from_json"}

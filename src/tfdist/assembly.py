@@ -24,19 +24,21 @@ DEFAULT_BACKEND = "horovod"
 #: them (``tf-distribute+fault-tolerant``) -> the backend's keyword argument.
 OPTIONS = {"fault-tolerant": ("fault_tolerant", True),
            "lr-sqrt": ("lr_scaling", "sqrt"), "lr-none": ("lr_scaling", "none")}
-#: Options with a value: ``warmup-K`` (--warmup-epochs K, K >= 1).
-WARMUP_OPTION = "warmup-"
+#: Options with a value: ``warmup-K`` (--warmup-epochs K, K >= 1) and
+#: ``steps-S`` (--steps-per-epoch S, S >= 1).
+VALUE_OPTIONS = {"warmup-": "warmup_epochs", "steps-": "steps_per_epoch"}
 
 
 def _option(name: str, option: str):
     """(keyword, value) of one option of a pipeline key; ValueError if unknown."""
     if option in OPTIONS:
         return OPTIONS[option]
-    if option.startswith(WARMUP_OPTION):
-        epochs = option[len(WARMUP_OPTION):]
-        if not (epochs.isdigit() and int(epochs) >= 1 and str(int(epochs)) == epochs):
-            raise ValueError(f"{option!r}: the warmup needs a whole number of epochs >= 1 (warmup-2)")
-        return "warmup_epochs", int(epochs)
+    for prefix, keyword in VALUE_OPTIONS.items():
+        if option.startswith(prefix):
+            value = option[len(prefix):]
+            if not (value.isdigit() and int(value) >= 1 and str(int(value)) == value):
+                raise ValueError(f"{option!r}: {keyword} needs a whole number >= 1 ({prefix}2)")
+            return keyword, int(value)
     raise ValueError(f"unknown option {option!r} for backend {name!r}")
 
 

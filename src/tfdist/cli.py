@@ -83,7 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--warmup-epochs", type=int, default=None, metavar="K",
                    help="ramp the learning rate linearly per step from the rate as written to the scaled one "
                         "(--lr-scaling linear or sqrt) over the first K epochs (K >= 1; Goyal et al.'s gradual "
-                        "warmup). Keras fit() only so far; other training loops are refused with this option")
+                        "warmup). Keras fit() measures its epochs itself; a GradientTape loop over a dataset "
+                        "inside an epoch loop counts that dataset's batches; elsewhere (TF1 loops, step loops "
+                        "without epochs) give --steps-per-epoch, or the file is refused, never guessed")
+    c.add_argument("--steps-per-epoch", type=int, default=None, metavar="S",
+                   help="with --warmup-epochs: the original (single-process) script's optimizer steps per "
+                        "epoch, for training loops whose epoch tfdist cannot see; each process warms up over "
+                        "K * S / N of its own steps")
     c.add_argument("--fault-tolerant", action="store_true",
                    help="tf-distribute: Keras fit() backs up its state every epoch "
                         "(BackupAndRestore), so a restarted worker resumes where it stopped")
@@ -137,6 +143,12 @@ def cmd_convert(args) -> int:
         print("tfdist convert: --warmup-epochs ramps the learning rate up to the scaled rate; with --lr-scaling none "
               "nothing is scaled, so there is nothing to warm up to (use --lr-scaling linear or sqrt)",
               file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    steps = getattr(args, "steps_per_epoch", None)
+    if steps is not None and (steps < 1 or warmup is None):
+        print("tfdist convert: --steps-per-epoch S (S >= 1) is the epoch length of --warmup-epochs K: use both, "
+              f"not {'S = %d' % steps if steps < 1 else '--steps-per-epoch alone'}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
     return cli_convert_many(args)

@@ -321,3 +321,22 @@ def test_warmup_without_scaling_is_bad_input(script, capsysbinary):
     code, out, err = run(capsysbinary, script, "--warmup-epochs", "1", "--lr-scaling", "none")
     assert code == 3 and out == b""
     assert "--lr-scaling none" in err and "nothing to warm up to" in err
+
+
+@pytest.mark.parametrize("extra", [["--steps-per-epoch", "10"], ["--warmup-epochs", "1", "--steps-per-epoch", "0"]])
+def test_steps_per_epoch_needs_a_warmup_and_a_positive_count(script, capsysbinary, extra):
+    code, out, err = run(capsysbinary, script, *extra)
+    assert code == 3 and out == b""
+    assert "--steps-per-epoch S (S >= 1) is the epoch length of --warmup-epochs K" in err
+
+
+def test_steps_per_epoch_gives_a_tf1_loop_its_warmup(tmp_path, capsysbinary):
+    src = (Path(__file__).parent / "fixtures" / "session" / "exponential_decay" / "input.py").read_bytes()
+    p = tmp_path / "train.py"
+    p.write_bytes(src)
+    code, out, err = run(capsysbinary, p, "--warmup-epochs", "1")
+    assert code == 2 and out == b"" and "--steps-per-epoch S" in err
+    code, out, err = run(capsysbinary, p, "--warmup-epochs", "1", "--steps-per-epoch", "60")
+    assert code == 0, err
+    assert out == convert_source(src, "train.py", backend="horovod+steps-60+warmup-1").data
+    assert "--steps-per-epoch 60" in err

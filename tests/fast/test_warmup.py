@@ -13,9 +13,14 @@ WARMUP_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
 KERAS = FIXTURES / "keras" / "sequential_dataset" / "input.py"
 
 
-def test_there_are_warmup_fixtures_for_both_engines():
+def test_there_are_warmup_fixtures_for_both_engines_and_every_pattern():
     keys = {key.split("+")[0] for _, key in WARMUP_CASES}
     assert keys == {"horovod", "tf-distribute"}
+    patterns = {case.parent.name for case, _ in WARMUP_CASES}
+    assert patterns == {"keras", "gradient_tape", "session", "monitored_session"}
+    # a warmup around the script's own schedule, for tapes and TF1
+    assert any(case.name == "schedule_in_main" for case, _ in WARMUP_CASES)
+    assert any(case.name == "exponential_decay" for case, _ in WARMUP_CASES)
 
 
 @pytest.mark.parametrize("case,key", WARMUP_CASES, ids=lambda v: v if isinstance(v, str) else v.name)
@@ -52,14 +57,94 @@ def test_bad_keys_are_refused_with_the_reason(key, needle):
     assert needle in result.error
 
 
-@pytest.mark.parametrize("pattern,case", [("gradient_tape", "tf_function_step"), ("session", "chained_minimize"),
-                                          ("monitored_session", "chief_only_hooks")])
-def test_other_training_loops_are_refused_not_guessed(pattern, case):
-    """Their steps per epoch are not known at conversion: refused, nothing written."""
+@pytest.mark.parametrize("pattern,case", [("session", "chained_minimize"), ("monitored_session", "chief_only_hooks"),
+                                          ("gradient_tape", "while_step_iterator")])
+def test_loops_whose_epoch_is_not_visible_are_refused_naming_the_option(pattern, case):
+    """A TF1 graph is built before any loop runs, and a step loop with no
+    epoch loop around it shows no epoch: refused (nothing written), naming
+    --steps-per-epoch; with it, converted."""
     path = FIXTURES / pattern / case / "input.py"
     result = convert_source(path.read_bytes(), str(path), backend="horovod+warmup-1")
     assert result.status == "unsupported" and result.data is None
-    assert "--warmup-epochs is applied to Keras fit() only" in result.error
+    assert "--steps-per-epoch S" in result.error and result.error_line is not None
+    given = convert_source(path.read_bytes(), str(path), backend="horovod+steps-25+warmup-1")
+    assert given.status == "converted", given.error
+    assert b"25 // hvd.size()" in given.data
+
+
+def test_a_tape_loop_counts_its_epoch_in_batches_of_the_dataset_it_iterates():
+    path = FIXTURES / "gradient_tape" / "tf_function_step" / "input.py"
+    result = convert_source(path.read_bytes(), str(path), backend="horovod+warmup-1")
+    assert result.status == "converted", result.error
+    lines = result.data.decode().splitlines()
+    set_at = lines.index("LearningRateWarmup.steps_per_epoch = int(train_ds.cardinality())")
+    assert lines[set_at + 1].startswith("for epoch in range(EPOCHS):")  # right before the epoch loop
+    assert "optimizer = tf.keras.optimizers.Adam(learning_rate=LearningRateWarmup(LEARNING_RATE * hvd.size(), " \
+           "hvd.size(), 1))" in lines
+
+
+TAPE = """import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.1)
+x = tf.random.normal([64, 4])
+for epoch in range(3):
+    ds = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).shuffle(64).batch(8)
+    for xb, yb in ds:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb) - yb))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_a_dataset_rebuilt_every_epoch_is_not_counted_before_the_loop():
+    """Its batches could be counted only inside the epoch loop: refused at the step loop, not guessed."""
+    result = convert_source(TAPE.encode(), "train.py", backend="horovod+warmup-1")
+    assert result.status == "unsupported" and result.error_line == 8
+    assert "ds is not bound once and for all before the epoch loop at line 6" in result.error
+    assert convert_source(TAPE.encode(), "train.py", backend="horovod+steps-8+warmup-1").status == "converted"
+
+
+TF1 = """import tensorflow.compat.v1 as tf
+
+tf.disable_v2_behavior()
+x = tf.random.normal([8, 4])
+loss = tf.reduce_mean(tf.square(tf.layers.dense(x, 1)))
+{before}opt = tf.train.GradientDescentOptimizer(0.1)
+{after}train_op = opt.minimize(loss{step})
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(100):
+        sess.run(train_op)
+"""
+
+
+@pytest.mark.parametrize("before,after,step,line,needle", [
+    ("", "", "", 7, "is given none: pass global_step="),
+    ("", "gs = tf.Variable(0, trainable=False)\n", ", global_step=gs", 8, "gs is not known where"),
+])
+def test_a_tf1_warmup_needs_the_global_step_where_the_optimizer_is_built(before, after, step, line, needle):
+    src = TF1.format(before=before, after=after, step=step).encode()
+    result = convert_source(src, "train.py", backend="horovod+steps-10+warmup-1")
+    assert result.status == "unsupported" and result.error_line == line, result.error
+    assert needle in result.error
+
+
+@pytest.mark.parametrize("step", ["gs", "tf.train.get_or_create_global_step()"])
+def test_a_tf1_warmup_counts_the_global_step_minimize_increments(step):
+    before = "gs = tf.train.get_or_create_global_step()\n" if step == "gs" else ""
+    src = TF1.format(before=before, after="", step=f", global_step={step}").encode()
+    result = convert_source(src, "train.py", backend="horovod+steps-10+warmup-1")
+    assert result.status == "converted", result.error
+    assert (f"tf.train.GradientDescentOptimizer(learning_rate_warmup(0.1 * hvd.size(), {step}, hvd.size(), "
+            f"1 * max(1, 10 // hvd.size())))").encode() in result.data
+    compile(result.data, "converted.py", "exec")
+
+
+def test_steps_per_epoch_without_a_warmup_is_refused():
+    result = convert_file(KERAS, backend="horovod+steps-10")
+    assert result.status == "error" and "--warmup-epochs" in result.error
 
 
 @pytest.mark.parametrize("backend", ["horovod+warmup-1", "tf-distribute+warmup-1"])

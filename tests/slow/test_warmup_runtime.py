@@ -56,3 +56,101 @@ def test_learning_rate_ramps_to_the_scaled_rate_on_2_ranks(runtime_python, tmp_p
         assert b - a == pytest.approx(step, rel=1e-3, abs=1e-6) or b == pytest.approx(scaled, rel=1e-5), lrs
     # ... and holds the scaled rate from the end of the warmup on
     assert all(v == pytest.approx(scaled, rel=1e-5) for v in second), lrs
+
+
+# --------------------------------------------------------- loops that apply steps
+# The rate each step really used, measured from the update itself: plain SGD
+# moves a variable by rate x (averaged) gradient.
+TAPE = b'''import os
+
+import numpy as np
+import tensorflow as tf
+
+tf.keras.utils.set_random_seed(0)
+x = np.random.randn(256, 4).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+w = tf.Variable(tf.zeros([4, 1]))
+rate = RATE
+optimizer = tf.keras.optimizers.SGD(learning_rate=rate)
+
+
+DECORATOR
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=yb, logits=tf.matmul(xb, w)))
+    grads = tape.gradient(loss, [w])
+    optimizer.apply_gradients(zip(grads, [w]))
+    return grads[0]
+
+
+for epoch in range(2):
+    for xb, yb in ds:
+        before = w.numpy()
+        grad = train_step(xb, yb).numpy()
+        used = float(np.linalg.norm(before - w.numpy()) / np.linalg.norm(grad))
+        with open(f"lr-{os.environ.get('HOROVOD_RANK', '0')}.txt", "a") as out:
+            out.write(f"{used}\\n")
+'''
+TAPE_STEPS = 256 // 2 // 16  # per rank and epoch, after sharding
+
+
+def _rates(runtime_python, tmp_path, source: bytes, key: str, count: int) -> list:
+    result = convert_source(source, "train.py", backend=key)
+    assert result.status == "converted", result.error
+    assert result.warnings == [], [w.message for w in result.warnings]
+    (tmp_path / "train.py").write_bytes(result.data)
+    run = run_tfdist(runtime_python, ["run", "-np", "2", "--timeout", "180", "train.py"], cwd=tmp_path, env=cli_env())
+    assert run.returncode == 0, run
+    rates = [float(v) for v in (tmp_path / "lr-0.txt").read_text().split()]
+    assert len(rates) == count, rates
+    return rates
+
+
+@pytest.mark.parametrize("decorator,rate,expected", [
+    # eager steps, a plain rate: 0.1 x (1 + step / 8) for 8 steps, then 0.2
+    ("", "0.1", lambda s: 0.2 * (0.5 + 0.5 * min(s / TAPE_STEPS, 1.0))),
+    # a traced step around the script's own schedule (decay_steps 16 -> 8 per rank):
+    # the warmup multiplies the decayed, scaled rate
+    ("@tf.function", "tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=16, decay_rate=0.5)",
+     lambda s: 0.2 * 0.5 ** (s / 8) * (0.5 + 0.5 * min(s / TAPE_STEPS, 1.0))),
+])
+def test_a_tape_loop_warms_up_over_its_first_epoch_on_2_ranks(runtime_python, tmp_path, decorator, rate, expected):
+    source = TAPE.replace(b"DECORATOR", decorator.encode()).replace(b"RATE", rate.encode())
+    rates = _rates(runtime_python, tmp_path, source, "horovod+warmup-1", 2 * TAPE_STEPS)
+    for step, used in enumerate(rates):
+        assert used == pytest.approx(expected(step), rel=2e-3), (step, rates)
+
+
+TF1 = b'''import os
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_v2_behavior()
+x = np.random.RandomState(0).randn(256, 4).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+xb, yb = tf.data.make_one_shot_iterator(ds).get_next()
+v = tf.get_variable("v", [4, 1], initializer=tf.zeros_initializer())
+# a term whose gradient is 1 on every rank: the probe moves by the rate itself
+probe = tf.get_variable("probe", [], initializer=tf.zeros_initializer())
+loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=yb, logits=tf.matmul(xb, v))) + probe
+global_step = tf.train.get_or_create_global_step()
+train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(32):
+        before = sess.run(probe)
+        sess.run(train_op)
+        used = float(before - sess.run(probe))
+        with open(f"lr-{os.environ.get('HOROVOD_RANK', '0')}.txt", "a") as out:
+            out.write(f"{used}\\n")
+'''
+
+
+def test_a_tf1_session_warms_up_over_the_epoch_given_on_2_ranks(runtime_python, tmp_path):
+    """16 original steps per epoch (256 rows, batches of 16): 8 per rank."""
+    rates = _rates(runtime_python, tmp_path, TF1, "horovod+steps-16+warmup-1", 16)
+    for step, used in enumerate(rates):
+        assert used == pytest.approx(0.2 * (0.5 + 0.5 * min(step / 8, 1.0)), rel=2e-3), (step, rates)

@@ -46,6 +46,19 @@ def check_warmup(warmup_epochs, policy: str):
     return warmup_epochs
 
 
+def check_steps_per_epoch(steps, warmup_epochs):
+    """--steps-per-epoch S: the original (single-process) script's optimizer
+    steps in one epoch, for a warmup of a training loop whose epoch the
+    converter cannot see; only with --warmup-epochs."""
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"the steps per epoch must be a whole number >= 1, not {steps!r}")
+    if warmup_epochs is None:
+        raise ValueError("--steps-per-epoch is the epoch length of --warmup-epochs: use it with --warmup-epochs K")
+    return steps
+
+
 def lr_factor(policy: str, size: str) -> str:
     """The scaled rate over the original one (an expression), for a scaling policy."""
     return size if policy == "linear" else f"{size} ** 0.5"
@@ -109,6 +122,9 @@ class Backend(ABC):
     #: --warmup-epochs: epochs over which the rate ramps from the original to
     #: the scaled one (Goyal et al. 2017), None for no warmup.
     warmup_epochs = None
+    #: --steps-per-epoch: the original script's optimizer steps per epoch,
+    #: where a training loop's epoch is not visible to the converter.
+    steps_per_epoch = None
 
     def keras_warmup_callback(self, ctx, model=None):
         """(callback template, class template or None): the Keras callback
@@ -119,6 +135,33 @@ class Backend(ABC):
         name = ctx.imports.free_name("LearningRateWarmup")
         factor = lr_factor(self.lr_scaling, self.size())
         return f"{name}({self.warmup_epochs}, {factor})", warmup_callback_class(name, keras, ctx.quoted)
+
+    def warmup_schedule(self, ctx, keras: str):
+        """(class name, class template): a Keras ``LearningRateSchedule``
+        around the scaled rate (a number or the script's own schedule) that
+        warms it up over ``self.warmup_epochs`` epochs of this process's
+        steps, for training loops that apply gradients themselves. Its
+        ``steps_per_epoch`` is this process's share of --steps-per-epoch,
+        or None: then the rule sets it before the training loop."""
+        name = ctx.imports.free_name("LearningRateWarmup")
+        steps = self.divide_count(str(self.steps_per_epoch)) if self.steps_per_epoch else "None"
+        return name, warmup_schedule_class(name, keras, steps, ctx.quoted)
+
+    def tf1_warmup(self, ctx):
+        """(function name, function template): a TF1 learning-rate tensor
+        warmed up from the single-process rate to the scaled one over the
+        first ``steps`` values of the global step; used as
+        ``name(rate, global_step, factor, steps)``."""
+        name = ctx.imports.free_name("learning_rate_warmup")
+        return name, tf1_warmup_function(name)
+
+    def warmup_factor(self) -> str:
+        """The scaled rate over the single-process one, as an expression."""
+        return lr_factor(self.lr_scaling, self.size())
+
+    def warmup_steps(self) -> str:
+        """This process's optimizer steps in the warmup, from --steps-per-epoch."""
+        return f"{self.warmup_epochs} * {self.divide_count(str(self.steps_per_epoch))}"
 
     @abstractmethod
     def scale_lr(self, lr: str):
@@ -228,4 +271,57 @@ def warmup_callback_class(name: str, keras: str, quoted) -> str:
         f"            start = self.target / self.factor\n"
         f"            self.model.optimizer.learning_rate = start + (self.target - start) * self.step / total\n"
         f"        self.step += 1\n"
+    )
+
+
+def warmup_schedule_class(name: str, keras: str, steps: str, quoted) -> str:
+    """A learning-rate schedule ramping linearly per step from the original
+    (single-process) rate to the scaled one, or to the scaled schedule of
+    the script, over the first ``epochs`` epochs (Goyal et al. 2017).
+    Emitted into the converted script: it needs nothing but TensorFlow.
+
+    Keras 2 optimizers call a schedule once when they are built, before any
+    step: the rate it then returns is only shown, never trained with.
+    Inside a traced step the epoch length must be known (a traced value is
+    kept), so the schedule refuses to run there without it."""
+    unknown = quoted("learning-rate warmup: this process's steps per epoch are not known (a dataset of unknown or "
+                     "infinite cardinality?): convert with --steps-per-epoch S")
+    return (
+        f"class {name}({keras}.optimizers.schedules.LearningRateSchedule):\n"
+        f"    \"\"\"Gradual warmup (Goyal et al. 2017): the learning rate rises linearly, step by step, from\n"
+        f"    the single-process rate to the scaled one (`rate`: a number or the script's own schedule)\n"
+        f"    over the first `epochs` epochs of this process's optimizer steps.\"\"\"\n"
+        f"\n"
+        f"    steps_per_epoch = {steps}  # this process's optimizer steps per epoch\n"
+        f"\n"
+        f"    def __init__(self, rate, factor, epochs):\n"
+        f"        super().__init__()\n"
+        f"        self.rate = rate\n"
+        f"        self.factor = factor  # scaled rate / single-process rate\n"
+        f"        self.epochs = epochs\n"
+        f"\n"
+        f"    def __call__(self, step):\n"
+        f"        rate = self.rate(step) if callable(self.rate) else self.rate\n"
+        f"        if self.steps_per_epoch is None and {{tf}}.executing_eagerly():\n"
+        f"            return rate / self.factor  # read before training: the first rate\n"
+        f"        if self.steps_per_epoch is None or self.steps_per_epoch < 1:\n"
+        f"            raise ValueError({unknown})\n"
+        f"        done = {{tf}}.minimum({{tf}}.cast(step, {{tf}}.float32) / (self.epochs * self.steps_per_epoch), 1.0)\n"
+        f"        return rate * (1.0 / self.factor + (1.0 - 1.0 / self.factor) * done)\n"
+        f"\n"
+        f"    def get_config(self):\n"
+        f"        return {{{quoted('rate')}: self.rate, {quoted('factor')}: self.factor, {quoted('epochs')}: self.epochs}}\n"
+    )
+
+
+def tf1_warmup_function(name: str) -> str:
+    """The TF1 form: a rate tensor warmed up over the first ``steps`` global
+    steps (the step minimize() increments on this process)."""
+    return (
+        f"def {name}(rate, step, factor, steps):\n"
+        f"    \"\"\"Gradual warmup (Goyal et al. 2017): the learning rate rises linearly, step by step, from\n"
+        f"    the single-process rate to the scaled one (`rate`: a number or the script's own decayed rate)\n"
+        f"    over this process's first `steps` global steps.\"\"\"\n"
+        f"    done = {{tf}}.minimum({{tf}}.cast(step, {{tf}}.float32) / float(steps), 1.0)\n"
+        f"    return rate * (1.0 / factor + (1.0 - 1.0 / factor) * done)\n"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .base import Backend, check_lr_policy, check_warmup, scaled_lr
+from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, scaled_lr
 
 # The Horovod module each flavour of user code needs.
 HVD_TF = "horovod.tensorflow"
@@ -24,9 +24,10 @@ KERAS3_MESSAGE = (
 class HorovodBackend(Backend):
     name = "horovod"
 
-    def __init__(self, lr_scaling: str = "linear", warmup_epochs=None):
+    def __init__(self, lr_scaling: str = "linear", warmup_epochs=None, steps_per_epoch=None):
         self.lr_scaling = check_lr_policy(lr_scaling)
         self.warmup_epochs = check_warmup(warmup_epochs, self.lr_scaling)
+        self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("hvd", "hvdk", "tf", "keras")

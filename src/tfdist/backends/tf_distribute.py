@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .base import Backend, check_lr_policy, check_warmup, scaled_lr
+from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, scaled_lr
 
 # keras-team/keras#20585: Keras 3 fit() under MultiWorkerMirroredStrategy
 # fails; tf-keras (Keras 2) works, selected before TensorFlow is imported.
@@ -45,12 +45,13 @@ class TfDistributeBackend(Backend):
     # predict()/evaluate() of a distributed model gather over the workers
     inference_runs_collectives = True
 
-    def __init__(self, fault_tolerant: bool = False, lr_scaling: str = "linear", warmup_epochs=None):
+    def __init__(self, fault_tolerant: bool = False, lr_scaling: str = "linear", warmup_epochs=None, steps_per_epoch=None):
         # --fault-tolerant: Keras fit() backs up its state every epoch and a
         # restarted (killed) worker resumes from it.
         self.fault_tolerant = fault_tolerant
         self.lr_scaling = check_lr_policy(lr_scaling)
         self.warmup_epochs = check_warmup(warmup_epochs, self.lr_scaling)
+        self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data")

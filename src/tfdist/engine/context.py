@@ -161,6 +161,14 @@ class Context:
         self._names: Dict[str, str] = {}
         self._name_keys = tuple(backend.placeholder_names())
         self._state: Dict[str, object] = {}
+        # Module-level classes and functions the converted code calls,
+        # (template, comment): placed once, right after the start-up code.
+        self.definitions: List[tuple] = []
+
+    def define(self, template: str, comment: Optional[str] = None) -> None:
+        """A class or function the converted code needs at module level,
+        defined after the start-up code (so it may use the engine's names)."""
+        self.definitions.append((template, comment))
 
     # ---------------------------------------------------------- rule state
     def state(self, key: str, factory: Callable[[], object] = set):

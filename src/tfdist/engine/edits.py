@@ -22,6 +22,9 @@ class EditPlan:
         self.replacements: Dict[cst.CSTNode, List[Replacement]] = defaultdict(list)
         self.before: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
         self.after: Dict[cst.CSTNode, List[cst.BaseStatement]] = defaultdict(list)
+        # At least this many blank lines before a statement (two after a
+        # class or function inserted at the top level).
+        self.gap_before: Dict[cst.CSTNode, int] = {}
         self.guards: Dict[cst.CSTNode, cst.BaseExpression] = {}
         # Runs of consecutive statements of one block put in a ``with``:
         # first statement -> (last statement, the with-items).
@@ -33,6 +36,10 @@ class EditPlan:
 
     def insert_before(self, stmt: cst.BaseStatement, stmts: List[cst.BaseStatement]) -> None:
         self.before[stmt].extend(stmts)
+
+    def blank_lines_before(self, stmt: cst.BaseStatement, count: int) -> None:
+        """At least ``count`` blank lines right before stmt (after anything inserted there)."""
+        self.gap_before[stmt] = max(count, self.gap_before.get(stmt, 0))
 
     def insert_after(self, stmt: cst.BaseStatement, stmts: List[cst.BaseStatement]) -> None:
         self.after[stmt].extend(stmts)
@@ -63,7 +70,7 @@ class EditPlan:
         return True
 
     def is_empty(self) -> bool:
-        return not (self.replacements or self.before or self.after or self.guards or self.spans)
+        return not (self.replacements or self.before or self.after or self.guards or self.spans or self.gap_before)
 
     def apply(self, module: cst.Module, parents: Optional[Mapping[cst.CSTNode, cst.CSTNode]] = None) -> cst.Module:
         """The edited module. With ``parents`` (child -> parent), only the
@@ -73,7 +80,7 @@ class EditPlan:
     def _paths(self, module, parents) -> Optional[Set[cst.CSTNode]]:
         """Every strict ancestor of an edited node; None when one is not in parents."""
         on_path: Set[cst.CSTNode] = set()
-        for group in (self.replacements, self.before, self.after, self.guards, self.spans):
+        for group in (self.replacements, self.before, self.after, self.guards, self.spans, self.gap_before):
             for node in group:
                 if node is module:
                     continue
@@ -186,6 +193,11 @@ class _Applier(cst.CSTTransformer):
                 if blanks and hasattr(before[0], "leading_lines"):
                     before[0] = before[0].with_changes(leading_lines=[*blanks, *before[0].leading_lines])
                     upd = upd.with_changes(leading_lines=rest)
+            gap = self.plan.gap_before.get(orig, 0)
+            if gap and hasattr(upd, "leading_lines"):
+                blanks, rest = _split_leading(upd)
+                if len(blanks) < gap:
+                    upd = upd.with_changes(leading_lines=[cst.EmptyLine()] * (gap - len(blanks)) + list(upd.leading_lines))
             out.extend(before)
             out.append(upd)
             if key is not None and not after:

@@ -316,6 +316,8 @@ def _mode_fields(args, mode: str) -> dict:
         options.append(f"lr-{args.lr_scaling}")
     if getattr(args, "warmup_epochs", None) is not None:
         options.append(f"warmup-{args.warmup_epochs}")
+    if getattr(args, "steps_per_epoch", None) is not None:
+        options.append(f"steps-{args.steps_per_epoch}")
     return {"backend": pipeline_key(args.backend, *options), "diff": mode == "diff", "inplace": mode == "in-place",
             "backup": not args.no_backup}
 

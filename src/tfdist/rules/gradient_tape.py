@@ -17,7 +17,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling, samplers, step_loops, tf1_common
+from . import data_division, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import walk
 from .common import find_arg, method_name, mentions, receiver
 
@@ -305,7 +305,8 @@ def _scale(ctx, opt_expr) -> None:
     a = ctx.a
     for t in a.types(opt_expr):
         if t.kind == A.KERAS_OPTIMIZER and t.call is not None:
-            lr_scaling.scale_optimizer_lr(ctx, t.call, t.name)
+            if lr_scaling.scale_optimizer_lr(ctx, t.call, t.name):
+                warmup.warm_up_tape_optimizer(ctx, t.call)
             return
     if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
         ctx.warn(opt_expr, lr_scaling.RULE, f"where {a.code(opt_expr)} is created is unknown: multiply its learning rate by the number of processes by hand")

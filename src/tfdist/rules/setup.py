@@ -30,6 +30,10 @@ def apply(ctx) -> None:
         elif "SystemExit" in template:
             comment = ctx.say("{engine} cannot average gradients of Keras 3's fit: stop rather than train wrong.")
         stmts += ctx.stmts(template, comment=comment)
+    for template, comment in ctx.definitions:  # after the start-up code, PEP 8 blank lines around
+        body = ctx.stmts(template, comment=comment)
+        body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *body[0].leading_lines])
+        stmts += body
     # Fill every name first so the imports they need are scheduled.
     imports = []
     for module, alias in ctx.imports.requested:
@@ -51,8 +55,12 @@ def apply(ctx) -> None:
         new = [s for _, s in imports] + stmts
         if is_doc:
             ctx.plan.insert_after(first, new)
+            if ctx.definitions:
+                _two_blank_lines_after(ctx, first)
         else:
             ctx.plan.insert_before(first, new)
+            if ctx.definitions:
+                ctx.plan.blank_lines_before(first, 2)
         ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
         return
     if early:
@@ -62,7 +70,17 @@ def apply(ctx) -> None:
     hvd_imports = [s for m, s in imports if m != "tensorflow"]
     ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
     ctx.plan.insert_after(setup_anchor, stmts)
+    if ctx.definitions:
+        _two_blank_lines_after(ctx, setup_anchor)
     ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if pinned else ""))
+
+
+def _two_blank_lines_after(ctx, stmt) -> None:
+    """The statement after ``stmt`` (a definition was inserted between them)."""
+    parent = ctx.a.parent(stmt)
+    body = list(getattr(parent, "body", ()))
+    if stmt in body and body.index(stmt) + 1 < len(body):
+        ctx.plan.blank_lines_before(body[body.index(stmt) + 1], 2)
 
 
 def _before_tensorflow(ctx, keras_fit: bool) -> list:

@@ -9,7 +9,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, lr_scaling, samplers, step_loops
+from . import data_division, lr_scaling, samplers, step_loops, warmup
 from .common import append_arg, calls_in, find_arg, kwarg, mentions, method_name, positional, receiver
 
 # TF1 parameter-server distribution: such a script is distributed already.
@@ -70,8 +70,8 @@ def wrap_optimizers(ctx) -> None:
         if full_batch:
             ctx.change(call, lr_scaling.RULE, "learning rate kept: every step still trains on the whole data set "
                                               "(full-batch), split between the ranks, so the global batch is unchanged")
-        else:
-            lr_scaling.scale_optimizer_lr(ctx, call, name)
+        elif lr_scaling.scale_optimizer_lr(ctx, call, name):
+            warmup.warm_up_tf1_optimizer(ctx, call)
         template = ctx.backend.wrap_optimizer("{inner}", keras=False)
         ctx.plan.replace(call, lambda upd, t=template: ctx.expr(t, inner=ctx.module.code_for_node(upd)))
         ctx.change(call, "distributed-optimizer", ctx.say("{optimizer} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", optimizer=a.code(call.func)))

@@ -90,7 +90,8 @@ a diverged (NaN/inf) loss fails.  --plot FILE.png draws both loss curves
 against the share of the data seen (epochs for fit, samples seen for step
 loops where both runs recorded them).  --sweep converts the script under
 several learning-rate policies (default linear, sqrt, none, and linear with
-one warmup epoch where the converter can warm the script up: Keras fit;
+one warmup epoch where the converter can warm the script up -- Keras fit,
+tape loops over a dataset in an epoch loop, any loop with --steps-per-epoch;
 --policies to choose), runs the original once and each conversion, and says
 which policy tracks the original best: among those within tolerance, the
 final loss closest to the original's, then the smallest curve gap."""
@@ -232,7 +233,11 @@ def build_verify_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
                    help="convert with this learning-rate policy (as tfdist convert --lr-scaling)")
     p.add_argument("--warmup-epochs", type=_positive_int, metavar="K",
-                   help="convert with a gradual warmup of K epochs (as tfdist convert --warmup-epochs; Keras fit)")
+                   help="convert with a gradual warmup of K epochs (as tfdist convert --warmup-epochs)")
+    p.add_argument("--steps-per-epoch", type=_positive_int, metavar="S",
+                   help="the original script's optimizer steps per epoch, for warmups of training loops whose "
+                        "epoch tfdist cannot see (TF1; as tfdist convert --steps-per-epoch); with --warmup-epochs "
+                        "or --sweep")
     p.add_argument("--sweep", action="store_true",
                    help="run the original once and the conversion under several learning-rate policies "
                         "(implies --compare) and say which tracks the original best")
@@ -365,8 +370,10 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
         problem = "--sweep converts the script under each policy itself: drop --converted, --lr-scaling, --warmup-epochs"
     elif args.original and not args.converted:
         problem = "--original goes with --converted (SCRIPT is then the conversion)"
-    elif args.converted and (args.lr_scaling != "linear" or args.warmup_epochs):
-        problem = "--lr-scaling / --warmup-epochs choose how tfdist converts: not with --converted"
+    elif args.converted and (args.lr_scaling != "linear" or args.warmup_epochs or args.steps_per_epoch):
+        problem = "--lr-scaling / --warmup-epochs / --steps-per-epoch choose how tfdist converts: not with --converted"
+    elif args.steps_per_epoch and not (args.warmup_epochs or args.sweep):
+        problem = "--steps-per-epoch is the epoch length of a warmup: use it with --warmup-epochs or --sweep"
     if problem is None and args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -381,12 +388,13 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
             policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
             report = verify.sweep_script(args.script, policies, np=args.np, args=args.args, steps=args.steps,
                                          timeout=args.timeout or None, keep=args.keep, sink=sink,
-                                         backend=args.backend, python=args.python, **tolerances)
+                                         backend=args.backend, python=args.python,
+                                         steps_per_epoch=args.steps_per_epoch, **tolerances)
         else:
             report = verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
                                           steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
                                           backend=args.backend, python=args.python, compare=compare,
-                                          options=() if args.converted else verify.policy_options(policy),
+                                          options=() if args.converted else verify.policy_options(policy, args.steps_per_epoch),
                                           policy=None if args.converted else policy, original=args.original,
                                           **tolerances)
     except verify.VerifyInputError as exc:

@@ -782,9 +782,10 @@ DEFAULT_SWEEP = ("linear", "sqrt", "none")
 DEFAULT_SWEEP_WARMUP = "linear:warmup=1"
 
 
-def policy_options(spec: str) -> tuple[str, ...]:
+def policy_options(spec: str, steps_per_epoch: int | None = None) -> tuple[str, ...]:
     """``linear`` / ``sqrt`` / ``none``, optionally ``:warmup=K``, as conversion
-    options.  Raises VerifyInputError."""
+    options; a warmup counts its epochs in ``steps_per_epoch`` original steps
+    when given (--steps-per-epoch).  Raises VerifyInputError."""
     scaling, _, rest = spec.partition(":")
     if scaling not in POLICY_OPTIONS:
         raise VerifyInputError(f"unknown learning-rate policy {spec!r}: use linear, sqrt or none, "
@@ -795,6 +796,8 @@ def policy_options(spec: str) -> tuple[str, ...]:
         if key != "warmup" or not value.isdigit() or int(value) < 1:
             raise VerifyInputError(f"bad policy {spec!r}: after ':' only warmup=K (K >= 1 epochs)")
         options += (f"warmup-{int(value)}",)
+        if steps_per_epoch:
+            options += (f"steps-{int(steps_per_epoch)}",)
     return options
 
 
@@ -1018,17 +1021,18 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                  keep: bool = False, sink: Callable[[str], None] | None = None, horovodrun: str | None = None,
                  env: dict | None = None, pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
                  python: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
-                 abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> SweepReport:
+                 abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE, steps_per_epoch: int | None = None) -> SweepReport:
     """``verify --compare`` under each learning-rate policy (``linear``,
-    ``sqrt``, ``none``, ``linear:warmup=1``...), with one run of the original."""
+    ``sqrt``, ``none``, ``linear:warmup=1``...), with one run of the original;
+    warmups counted in ``steps_per_epoch`` original steps when given."""
     script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
     optional = set()
     if policies is None:
         policies = list(DEFAULT_SWEEP)
-        if converter_accepts(backend, policy_options(DEFAULT_SWEEP_WARMUP)):
+        if converter_accepts(backend, policy_options(DEFAULT_SWEEP_WARMUP, steps_per_epoch)):
             policies.append(DEFAULT_SWEEP_WARMUP)
             optional.add(DEFAULT_SWEEP_WARMUP)   # not every pattern has a warmup: skipped where refused
-    chosen = [(p, policy_options(p)) for p in policies]
+    chosen = [(p, policy_options(p, steps_per_epoch)) for p in policies]
     setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
     base = Path(tempfile.mkdtemp(prefix="tfdist-sweep-"))
     try:
