@@ -77,9 +77,9 @@ def test_a_tape_loop_counts_its_epoch_in_batches_of_the_dataset_it_iterates():
     result = convert_source(path.read_bytes(), str(path), backend="horovod+warmup-1")
     assert result.status == "converted", result.error
     lines = result.data.decode().splitlines()
-    set_at = lines.index("LearningRateWarmup.steps_per_epoch = int(train_ds.cardinality())")
+    set_at = lines.index("LearningRateWarmupSchedule.steps_per_epoch = int(train_ds.cardinality())")
     assert lines[set_at + 1].startswith("for epoch in range(EPOCHS):")  # right before the epoch loop
-    assert "optimizer = tf.keras.optimizers.Adam(learning_rate=LearningRateWarmup(LEARNING_RATE * hvd.size(), " \
+    assert "optimizer = tf.keras.optimizers.Adam(learning_rate=LearningRateWarmupSchedule(LEARNING_RATE * hvd.size(), " \
            "hvd.size(), 1))" in lines
 
 
@@ -140,6 +140,16 @@ def test_a_tf1_warmup_counts_the_global_step_minimize_increments(step):
     assert (f"tf.train.GradientDescentOptimizer(learning_rate_warmup(0.1 * hvd.size(), {step}, hvd.size(), "
             f"1 * max(1, 10 // hvd.size())))").encode() in result.data
     compile(result.data, "converted.py", "exec")
+
+
+@pytest.mark.parametrize("backend", ["horovod+steps-16+warmup-1", "tf-distribute+steps-16+warmup-1"])
+def test_one_optimizer_stepped_by_fit_and_by_a_tape_is_refused(backend):
+    """fit()'s callback sets the rate; the loop's warmup is a schedule around
+    it: both on one optimizer would fail or ramp twice."""
+    path = FIXTURES / "keras" / "fit_then_tape" / "input.py"
+    result = convert_source(path.read_bytes(), str(path), backend=backend)
+    assert result.status == "unsupported" and result.error_line == 5
+    assert "stepped both by fit()" in result.error
 
 
 def test_steps_per_epoch_without_a_warmup_is_refused():

@@ -148,7 +148,9 @@ def test_verify_refuses_bad_compare_options(tmp_path):
                        (["--policies", "linear"], "--policies goes with --sweep"),
                        (["--sweep", "--converted"], "--sweep converts the script"),
                        (["--original", str(ORIGINAL)], "--original goes with --converted"),
-                       (["--sweep", "--policies", "cubic"], "unknown learning-rate policy 'cubic'")):
+                       (["--sweep", "--policies", "cubic"], "unknown learning-rate policy 'cubic'"),
+                       (["--steps-per-epoch", "8"], "--steps-per-epoch is the epoch length of a warmup"),
+                       (["--converted", "--steps-per-epoch", "8"], "choose how tfdist converts")):
         p = subprocess.run([sys.executable, "-m", "tfdist.runtime.commands", "verify", *args, str(ORIGINAL)],
                            cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=120)
         assert p.returncode == 3 and says in p.stderr, (args, p.stderr)

@@ -143,7 +143,7 @@ class Backend(ABC):
         steps, for training loops that apply gradients themselves. Its
         ``steps_per_epoch`` is this process's share of --steps-per-epoch,
         or None: then the rule sets it before the training loop."""
-        name = ctx.imports.free_name("LearningRateWarmup")
+        name = ctx.imports.free_name("LearningRateWarmupSchedule")
         steps = self.divide_count(str(self.steps_per_epoch)) if self.steps_per_epoch else "None"
         return name, warmup_schedule_class(name, keras, steps, ctx.quoted)
 

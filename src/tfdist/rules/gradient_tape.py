@@ -307,6 +307,8 @@ def _scale(ctx, opt_expr) -> None:
         if t.kind == A.KERAS_OPTIMIZER and t.call is not None:
             if lr_scaling.scale_optimizer_lr(ctx, t.call, t.name):
                 warmup.warm_up_tape_optimizer(ctx, t.call)
+            else:
+                warmup.not_warmed_up(ctx, t.call)
             return
     if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
         ctx.warn(opt_expr, lr_scaling.RULE, f"where {a.code(opt_expr)} is created is unknown: multiply its learning rate by the number of processes by hand")

@@ -151,6 +151,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
         if type_.kind == A.TF1_OPTIMIZER:
             raise _tf1_optimizer(ctx, call)
         lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
+        warmup.note_fit_optimizer(ctx, call)
         _wrap(ctx, call, f"optimizer {a.code(call.func)}")
         return
     found = _constructions(a, value, 0)
@@ -160,6 +161,7 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
                 raise _tf1_optimizer(ctx, call)
         for call, type_ in found:
             lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
+            warmup.note_fit_optimizer(ctx, call)
         _wrap(ctx, value, f"optimizer {a.code(value)} (built by {', '.join(sorted({a.code(c.func) for c, _ in found}))})")
         return
     _wrap(ctx, value, f"optimizer {a.code(value)}")

@@ -72,6 +72,8 @@ def wrap_optimizers(ctx) -> None:
                                               "(full-batch), split between the ranks, so the global batch is unchanged")
         elif lr_scaling.scale_optimizer_lr(ctx, call, name):
             warmup.warm_up_tf1_optimizer(ctx, call)
+        else:
+            warmup.not_warmed_up(ctx, call)
         template = ctx.backend.wrap_optimizer("{inner}", keras=False)
         ctx.plan.replace(call, lambda upd, t=template: ctx.expr(t, inner=ctx.module.code_for_node(upd)))
         ctx.change(call, "distributed-optimizer", ctx.say("{optimizer} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", optimizer=a.code(call.func)))

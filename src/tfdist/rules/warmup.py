@@ -87,6 +87,11 @@ def _emit_once(ctx, key: str, template: str) -> None:
     ctx.define(template, ctx.say("{engine}: learning-rate warmup (--warmup-epochs)."))
 
 
+def note_fit_optimizer(ctx, call: cst.Call) -> None:
+    """An optimizer construction whose rate fit()'s warmup callback sets."""
+    _state(ctx).setdefault("fit_optimizers", []).append(call)
+
+
 def note_schedule(ctx, schedule: cst.Call) -> None:
     """A learning-rate schedule feeds an optimizer: fit()'s warmup cannot set its rate."""
     _state(ctx).setdefault("schedules", []).append(schedule)
@@ -95,11 +100,17 @@ def note_schedule(ctx, schedule: cst.Call) -> None:
 # ------------------------------------------------------ loops that apply steps
 def _wrap_rate(ctx, call: cst.Call, wrapper: str) -> None:
     """Replace the (already scaled) learning rate of an optimizer
-    construction by ``wrapper`` around it ({rate}: its updated source)."""
-    def edit(updated: cst.Call) -> cst.Call:
+    construction by ``wrapper`` around it ({rate}: its updated source).
+    The rate's own node is edited where the script gives one, so the edit
+    composes with the scaling before it and any wrapper of the call."""
+    given = find_arg(call, ("learning_rate", "lr"), 0)
+    if given is not None:
+        ctx.plan.replace(given.value, lambda upd: ctx.expr(wrapper, rate=ctx.module.code_for_node(upd)))
+        return
+
+    def edit(updated: cst.Call) -> cst.Call:  # the default rate, written out scaled by lr_scaling
         arg = find_arg(updated, ("learning_rate", "lr"), 0)
-        rate = ctx.module.code_for_node(arg.value)
-        new = ctx.expr(wrapper, rate=rate)
+        new = ctx.expr(wrapper, rate=ctx.module.code_for_node(arg.value))
         return updated.with_changes(args=[a.with_changes(value=new) if a is arg else a for a in updated.args])
     ctx.plan.replace(call, edit)
 
@@ -110,6 +121,11 @@ def warm_up_tape_optimizer(ctx, call: cst.Call) -> None:
     k = ctx.backend.warmup_epochs
     if not k or call in _state(ctx).setdefault("optimizers", []):
         return
+    if call in _state(ctx).get("fit_optimizers", ()):
+        raise ctx.unsupported(call, f"--warmup-epochs: {ctx.a.code(call.func)}(...) is stepped both by fit(), whose "
+                                    f"warmup callback sets its rate, and by a GradientTape loop, whose warmup is a "
+                                    f"schedule around the rate: one optimizer cannot have both; convert without "
+                                    f"--warmup-epochs, or give the loop its own optimizer")
     _state(ctx)["optimizers"].append(call)
     rate = find_arg(call, ("learning_rate", "lr"), 0)
     if rate is not None:  # the script's own schedule is warmed up inside the wrapper: no fit() refusal for it
@@ -152,6 +168,14 @@ def warm_up_tf1_optimizer(ctx, call: cst.Call) -> None:
                            f"{ctx.backend.steps_per_epoch} original steps each, counted by {step} "
                            f"(--warmup-epochs {k}, --lr-scaling {ctx.backend.lr_scaling}, --steps-per-epoch "
                            f"{ctx.backend.steps_per_epoch}): {ctx.fill(name)}")
+
+
+def not_warmed_up(ctx, call: cst.Call) -> None:
+    """A rate tfdist could not scale (the report says why) is not warmed up either."""
+    if ctx.backend.warmup_epochs:
+        ctx.warn(call, RULE, f"the learning rate of {ctx.a.code(call.func)}(...) was not scaled by tfdist, so it is "
+                             f"not warmed up either (--warmup-epochs): ramp it by hand from the rate as written to "
+                             f"the scaled one over the first {_epochs(ctx.backend.warmup_epochs)}")
 
 
 def _global_step(ctx, call: cst.Call) -> str:
