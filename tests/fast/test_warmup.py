@@ -157,16 +157,33 @@ def test_steps_per_epoch_without_a_warmup_is_refused():
     assert result.status == "error" and "--warmup-epochs" in result.error
 
 
-@pytest.mark.parametrize("backend", ["horovod+warmup-1", "tf-distribute+warmup-1"])
-def test_a_schedule_in_fit_is_refused_at_its_line(backend):
-    src = b'''import tensorflow as tf
+FIT_SCHEDULE = b'''import tensorflow as tf
 
 schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=100, decay_rate=0.9)
 model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
 model.compile(optimizer=tf.keras.optimizers.SGD(schedule), loss="mse")
+OTHER
 model.fit(tf.data.Dataset.range(8).batch(2), epochs=1)
 '''
-    result = convert_source(src, "train.py", backend=backend)
-    assert result.status == "unsupported" and result.data is None
-    assert result.error_line == 3 and "schedule" in result.error
-    assert convert_source(src, "train.py", backend=backend.split("+")[0]).status == "converted"
+
+
+@pytest.mark.parametrize("backend", ["horovod+warmup-1", "tf-distribute+warmup-1"])
+def test_a_schedule_in_fit_is_warmed_up_by_a_schedule_around_it(backend):
+    """fit()'s warmup callback sets the rate, which a schedule computes
+    itself: the schedule is wrapped instead, and a callback hands fit()'s
+    steps per epoch to the wrapper."""
+    result = convert_source(FIT_SCHEDULE.replace(b"OTHER", b""), "train.py", backend=backend)
+    assert result.status == "converted", result.error
+    size = "hvd.size()" if backend.startswith("horovod") else "strategy.num_replicas_in_sync"
+    assert f"SGD(LearningRateWarmupSchedule(schedule, {size}, 1))".encode() in result.data
+    assert b"LearningRateWarmupEpoch()]" in result.data
+    assert b"LearningRateWarmupSchedule.steps_per_epoch = self.params.get(\"steps\")" in result.data
+    assert b"LearningRateWarmupCallback" not in result.data and b"class LearningRateWarmup(" not in result.data
+
+
+def test_fit_optimizers_mixing_a_schedule_and_a_plain_rate_are_refused():
+    other = (b"plain = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+             b"plain.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss=\"mse\")\n")
+    result = convert_source(FIT_SCHEDULE.replace(b"OTHER", other), "train.py", backend="horovod+warmup-1")
+    assert result.status == "unsupported" and result.error_line == 9  # the fit() call
+    assert "mix a learning-rate schedule and a plain rate" in result.error

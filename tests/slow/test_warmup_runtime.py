@@ -154,3 +154,40 @@ def test_a_tf1_session_warms_up_over_the_epoch_given_on_2_ranks(runtime_python, 
     rates = _rates(runtime_python, tmp_path, TF1, "horovod+steps-16+warmup-1", 16)
     for step, used in enumerate(rates):
         assert used == pytest.approx(0.2 * (0.5 + 0.5 * min(step / 8, 1.0)), rel=2e-3), (step, rates)
+
+
+FIT_SCHEDULE = b'''import os
+
+import numpy as np
+import tensorflow as tf
+
+tf.keras.utils.set_random_seed(0)
+x = np.random.randn(256, 4).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=16, decay_rate=0.5)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, activation="sigmoid", input_shape=(4,))])
+model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=schedule), loss="binary_crossentropy")
+
+
+def show(batch, logs):
+    # the rate the step that just ran used (Keras 2 keeps it in a variable)
+    rate = float(model.optimizer.learning_rate.numpy())
+    with open(f"lr-{os.environ.get('HOROVOD_RANK', '0')}.txt", "a") as out:
+        out.write(f"{rate}\\n")
+
+
+model.fit(ds, epochs=2, verbose=0, callbacks=[tf.keras.callbacks.LambdaCallback(on_train_batch_end=show)])
+model.save("model.keras")
+'''
+
+
+def test_fit_warms_up_the_script_s_own_schedule_on_2_ranks(runtime_python, tmp_path):
+    """decay_steps 16 -> 8 per rank; 8 steps per epoch per rank; the
+    warmup multiplies the decayed, scaled rate; the model still saves."""
+    rates = _rates(runtime_python, tmp_path, FIT_SCHEDULE, "horovod+warmup-1", 2 * STEPS_PER_EPOCH)
+    for step, used in enumerate(rates):
+        expected = 0.2 * 0.5 ** (step / 8) * (0.5 + 0.5 * min(step / STEPS_PER_EPOCH, 1.0))
+        assert used == pytest.approx(expected, rel=2e-3), (step, rates)
+    assert (tmp_path / "model.keras").exists()

@@ -147,6 +147,12 @@ class Backend(ABC):
         steps = self.divide_count(str(self.steps_per_epoch)) if self.steps_per_epoch else "None"
         return name, warmup_schedule_class(name, keras, steps, ctx.quoted)
 
+    def warmup_epoch_callback(self, ctx, keras: str, schedule: str):
+        """(callback template, class template): a Keras callback telling the
+        warmup schedule class ``schedule`` fit()'s steps per epoch."""
+        name = ctx.imports.free_name("LearningRateWarmupEpoch")
+        return f"{name}()", warmup_epoch_callback_class(name, keras, schedule, ctx.quoted)
+
     def tf1_warmup(self, ctx):
         """(function name, function template): a TF1 learning-rate tensor
         warmed up from the single-process rate to the scaled one over the
@@ -282,11 +288,14 @@ def warmup_schedule_class(name: str, keras: str, steps: str, quoted) -> str:
 
     Keras 2 optimizers call a schedule once when they are built, before any
     step: the rate it then returns is only shown, never trained with.
+    Registered and rebuilt from its config: Horovod's DistributedOptimizer
+    makes its optimizer anew from the user's optimizer's config.
     Inside a traced step the epoch length must be known (a traced value is
     kept), so the schedule refuses to run there without it."""
     unknown = quoted("learning-rate warmup: this process's steps per epoch are not known (a dataset of unknown or "
                      "infinite cardinality?): convert with --steps-per-epoch S")
     return (
+        f"@{keras}.utils.register_keras_serializable({quoted('tfdist')})\n"
         f"class {name}({keras}.optimizers.schedules.LearningRateSchedule):\n"
         f"    \"\"\"Gradual warmup (Goyal et al. 2017): the learning rate rises linearly, step by step, from\n"
         f"    the single-process rate to the scaled one (`rate`: a number or the script's own schedule)\n"
@@ -310,7 +319,27 @@ def warmup_schedule_class(name: str, keras: str, steps: str, quoted) -> str:
         f"        return rate * (1.0 / self.factor + (1.0 - 1.0 / self.factor) * done)\n"
         f"\n"
         f"    def get_config(self):\n"
-        f"        return {{{quoted('rate')}: self.rate, {quoted('factor')}: self.factor, {quoted('epochs')}: self.epochs}}\n"
+        f"        rate = {keras}.optimizers.schedules.serialize(self.rate) if callable(self.rate) else self.rate\n"
+        f"        return {{{quoted('rate')}: rate, {quoted('factor')}: self.factor, {quoted('epochs')}: self.epochs}}\n"
+        f"\n"
+        f"    @classmethod\n"
+        f"    def from_config(cls, config):  # optimizers are rebuilt from their config (Horovod, saving)\n"
+        f"        config = dict(config)\n"
+        f"        if isinstance(config[{quoted('rate')}], dict):\n"
+        f"            config[{quoted('rate')}] = {keras}.optimizers.schedules.deserialize(config[{quoted('rate')}])\n"
+        f"        return cls(**config)\n"
+    )
+
+
+def warmup_epoch_callback_class(name: str, keras: str, schedule: str, quoted) -> str:
+    """fit() knows its steps per epoch when it starts (before its first,
+    traced, step): it hands them to the warmup schedule."""
+    return (
+        f"class {name}({keras}.callbacks.Callback):\n"
+        f"    \"\"\"Tells {schedule} how many steps fit() takes per epoch on this process.\"\"\"\n"
+        f"\n"
+        f"    def on_train_begin(self, logs=None):\n"
+        f"        {schedule}.steps_per_epoch = self.params.get({quoted('steps')})\n"
     )
 
 

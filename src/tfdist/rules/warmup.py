@@ -65,8 +65,16 @@ def fit_callbacks(ctx, call: cst.Call) -> list:
     if not ctx.backend.warmup_epochs:
         return []
     model = receiver(call)
-    template, class_template = ctx.backend.keras_warmup_callback(
-        ctx, ctx.a.code(model) if model is not None and _plain(model) else None)
+    if _state(ctx).get("fit_schedule_optimizers"):
+        if _state(ctx).get("fit_plain_rate"):
+            raise ctx.unsupported(call, "--warmup-epochs: this file's fit() optimizers mix a learning-rate schedule "
+                                        "and a plain rate, warmed up in two different ways; convert without "
+                                        "--warmup-epochs, or warm them up by hand")
+        keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
+        template, class_template = ctx.backend.warmup_epoch_callback(ctx, keras, _state(ctx)["schedule"])
+    else:
+        template, class_template = ctx.backend.keras_warmup_callback(
+            ctx, ctx.a.code(model) if model is not None and _plain(model) else None)
     if class_template is not None:
         _emit_once(ctx, "callback_class", class_template)
     _state(ctx).setdefault("fits", []).append(call)
@@ -88,8 +96,24 @@ def _emit_once(ctx, key: str, template: str) -> None:
 
 
 def note_fit_optimizer(ctx, call: cst.Call) -> None:
-    """An optimizer construction whose rate fit()'s warmup callback sets."""
-    _state(ctx).setdefault("fit_optimizers", []).append(call)
+    """An optimizer construction fit() steps (its rate scaled already). A
+    rate that is a schedule cannot be set by the warmup callback: a schedule
+    around it ramps it, told fit()'s steps per epoch by a small callback."""
+    if call in _state(ctx).setdefault("fit_optimizers", []):
+        return
+    _state(ctx)["fit_optimizers"].append(call)
+    if not ctx.backend.warmup_epochs:
+        return
+    rate = find_arg(call, ("learning_rate", "lr"), 0)
+    if rate is not None and any(t.kind == A.SCHEDULE for t in ctx.a.types(rate.value)):
+        _state(ctx).setdefault("fit_schedule_optimizers", []).append(call)
+        name = _schedule_around_rate(ctx, call)
+        k = ctx.backend.warmup_epochs
+        ctx.change(call, RULE, f"{ctx.a.code(call.func)}(...): its learning-rate schedule warmed up from the rate "
+                               f"as written to the scaled one over fit()'s first {_epochs(k)}, linearly per step "
+                               f"(--warmup-epochs {k}, --lr-scaling {ctx.backend.lr_scaling}): {ctx.fill(name)}")
+    else:
+        _state(ctx)["fit_plain_rate"] = True
 
 
 def note_schedule(ctx, schedule: cst.Call) -> None:
@@ -115,21 +139,13 @@ def _wrap_rate(ctx, call: cst.Call, wrapper: str) -> None:
     ctx.plan.replace(call, edit)
 
 
-def warm_up_tape_optimizer(ctx, call: cst.Call) -> None:
-    """The rate of a Keras optimizer that a GradientTape loop steps, scaled
-    already, warmed up by a schedule around it (number or schedule alike)."""
+def _schedule_around_rate(ctx, call: cst.Call) -> str:
+    """Warm the (scaled) rate of a Keras optimizer construction up with the
+    schedule class written into the script; its name."""
     k = ctx.backend.warmup_epochs
-    if not k or call in _state(ctx).setdefault("optimizers", []):
-        return
-    if call in _state(ctx).get("fit_optimizers", ()):
-        raise ctx.unsupported(call, f"--warmup-epochs: {ctx.a.code(call.func)}(...) is stepped both by fit(), whose "
-                                    f"warmup callback sets its rate, and by a GradientTape loop, whose warmup is a "
-                                    f"schedule around the rate: one optimizer cannot have both; convert without "
-                                    f"--warmup-epochs, or give the loop its own optimizer")
-    _state(ctx)["optimizers"].append(call)
     rate = find_arg(call, ("learning_rate", "lr"), 0)
     if rate is not None:  # the script's own schedule is warmed up inside the wrapper: no fit() refusal for it
-        _state(ctx).setdefault("loop_schedules", []).extend(
+        _state(ctx).setdefault("wrapped_schedules", []).extend(
             t.call for t in ctx.a.types(rate.value) if t.kind == A.SCHEDULE and t.call is not None)
     if "schedule" not in _state(ctx):
         keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
@@ -138,6 +154,21 @@ def warm_up_tape_optimizer(ctx, call: cst.Call) -> None:
         _emit_once(ctx, "schedule_class", template)
     name = _state(ctx)["schedule"]
     _wrap_rate(ctx, call, f"{name}({{rate}}, {ctx.backend.warmup_factor()}, {k})")
+    return name
+
+
+def warm_up_tape_optimizer(ctx, call: cst.Call) -> None:
+    """The rate of a Keras optimizer that a GradientTape loop steps, scaled
+    already, warmed up by a schedule around it (number or schedule alike)."""
+    k = ctx.backend.warmup_epochs
+    if not k or call in _state(ctx).setdefault("loop_optimizers", []):
+        return
+    if call in _state(ctx).get("fit_optimizers", ()):
+        raise ctx.unsupported(call, f"--warmup-epochs: {ctx.a.code(call.func)}(...) is stepped both by fit() and by "
+                                    f"a GradientTape loop, whose epochs differ: one optimizer cannot be warmed up "
+                                    f"for both; convert without --warmup-epochs, or give the loop its own optimizer")
+    _state(ctx)["loop_optimizers"].append(call)
+    name = _schedule_around_rate(ctx, call)
     ctx.change(call, RULE, f"{ctx.a.code(call.func)}(...): its learning rate warmed up from the rate as written to the "
                            f"scaled one over this process's first {_epochs(k)} of steps, linearly per step "
                            f"(--warmup-epochs {k}, --lr-scaling {ctx.backend.lr_scaling}): {ctx.fill(name)}")
@@ -147,9 +178,9 @@ def warm_up_tf1_optimizer(ctx, call: cst.Call) -> None:
     """The rate of a TF1 optimizer, scaled already, warmed up over the first
     global steps of this process (the step its minimize() increments)."""
     k = ctx.backend.warmup_epochs
-    if not k or call in _state(ctx).setdefault("optimizers", []):
+    if not k or call in _state(ctx).setdefault("tf1_optimizers", []):
         return
-    _state(ctx)["optimizers"].append(call)
+    _state(ctx)["tf1_optimizers"].append(call)
     a = ctx.a
     if not ctx.backend.steps_per_epoch:
         raise ctx.unsupported(call, f"--warmup-epochs {k} for a TF1 training loop: the converter cannot see how many "
@@ -211,7 +242,7 @@ def _epoch_length(ctx) -> None:
     applies = {id(p) for p in gradient_tape.apply_calls(a)}
     loops = [f for f in a.for_loops if gradient_tape._trains(a, f.body, applies)]
     inner = [f for f in loops if not any(o is not f and dataflow.is_inside(a, o, f) for o in loops)]
-    first = _state(ctx)["optimizers"][0]
+    first = _state(ctx)["loop_optimizers"][0]
     places = []
     for loop in inner:
         dataset, take = gradient_tape._loop_dataset(a, loop.iter)
@@ -261,11 +292,13 @@ def apply(ctx) -> None:
         return
     schedules = _state(ctx).get("schedules")
     if schedules and _state(ctx).get("fits"):
-        fit_schedules = [s for s in schedules if s not in _state(ctx).get("loop_schedules", ())]
-        if fit_schedules:
-            raise ctx.unsupported(fit_schedules[0], "--warmup-epochs with a learning-rate schedule in Keras fit(): "
-                                                    "the warmup callback sets the optimizer's rate, which a schedule "
-                                                    "computes itself; convert without --warmup-epochs, or warm the "
-                                                    "schedule up by hand")
-    if "schedule" in _state(ctx) and not ctx.backend.steps_per_epoch:
+        # a schedule reached by fit() that tfdist did not wrap (it could not
+        # see which optimizer it feeds): the callback would set its rate
+        unwrapped = [s for s in schedules if s not in _state(ctx).get("wrapped_schedules", ())]
+        if unwrapped:
+            raise ctx.unsupported(unwrapped[0], "--warmup-epochs with a learning-rate schedule in Keras fit() whose "
+                                                "optimizer tfdist cannot see: the warmup callback would set the rate "
+                                                "the schedule computes itself; convert without --warmup-epochs, or "
+                                                "warm the schedule up by hand")
+    if _state(ctx).get("loop_optimizers") and not ctx.backend.steps_per_epoch:
         _epoch_length(ctx)
