@@ -98,6 +98,38 @@ for epoch in range(3):
 """
 
 
+def test_a_dataset_passed_to_the_training_function_is_counted_there():
+    """The TensorFlow DCGAN tutorial's shape: ``def train(dataset, epochs)``."""
+    src = b"""import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.Adam(1e-4)
+
+
+@tf.function
+def train_step(batch):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(batch))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+def train(dataset, epochs):
+    for epoch in range(epochs):
+        for image_batch in dataset:
+            train_step(image_batch)
+
+
+train(tf.data.Dataset.from_tensor_slices(tf.random.normal([256, 4])).batch(32), 3)
+"""
+    result = convert_source(src, "train.py", backend="horovod+warmup-1")
+    assert result.status == "converted", result.error
+    assert (b"def train(dataset, epochs):\n"
+            b"    # Horovod: the learning-rate warmup counts epochs in this process's batches of dataset.\n"
+            b"    LearningRateWarmupSchedule.steps_per_epoch = int(dataset.cardinality())\n"
+            b"    for epoch in range(epochs):") in result.data
+
+
 def test_a_dataset_rebuilt_every_epoch_is_not_counted_before_the_loop():
     """Its batches could be counted only inside the epoch loop: refused at the step loop, not guessed."""
     result = convert_source(TAPE.encode(), "train.py", backend="horovod+warmup-1")

@@ -279,8 +279,12 @@ def _why_not_epoch(a, loop, dataset, take, epoch_loop) -> Optional[str]:
         return f"the training loop at line {line} does not iterate a dataset by its name"
     if epoch_loop is None or epoch_loop is loop:
         return f"the training loop at line {line} over {dataset.value} has no epoch loop around it"
-    bound = dataflow.all_binding_statements(a, dataset)
-    if not bound or any(a.end_line(s) >= a.line(epoch_loop) for s in bound):
+    # bound before the epoch loop: assignments above it, or a parameter of
+    # the function it is in (``def train(dataset, epochs)``)
+    origins = [origin for origin, _ in a.assigned_values(dataset)]
+    late = [o for o in origins if not isinstance(o, cst.Param)
+            and (a.statement_of(o) is None or a.end_line(a.statement_of(o)) >= a.line(epoch_loop))]
+    if not origins or late:
         return f"{dataset.value} is not bound once and for all before the epoch loop at line {a.line(epoch_loop)}"
     return None
 
