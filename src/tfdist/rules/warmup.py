@@ -6,7 +6,9 @@ K epochs: a rate N times larger from the first step can diverge.
 What must happen (the backend says how):
 
 - Keras fit(): a warmup callback after the engine's own callbacks; fit()
-  hands it its steps per epoch at run time.
+  hands it its steps per epoch at run time. A rate that is the script's
+  own schedule cannot be set by a callback: the schedule is wrapped as for
+  tape loops, and a callback tells the wrapper fit()'s steps per epoch.
 - GradientTape loops: the optimizer's rate -- the scaled number or the
   script's own (scaled) schedule -- becomes a schedule around it that warms
   it up over K epochs of this process's steps. The epoch length is this
@@ -117,7 +119,8 @@ def note_fit_optimizer(ctx, call: cst.Call) -> None:
 
 
 def note_schedule(ctx, schedule: cst.Call) -> None:
-    """A learning-rate schedule feeds an optimizer: fit()'s warmup cannot set its rate."""
+    """A learning-rate schedule feeds an optimizer (fit()'s warmup callback
+    cannot set its rate: apply() refuses one that was not wrapped)."""
     _state(ctx).setdefault("schedules", []).append(schedule)
 
 
