@@ -340,3 +340,24 @@ def test_steps_per_epoch_gives_a_tf1_loop_its_warmup(tmp_path, capsysbinary):
     assert code == 0, err
     assert out == convert_source(src, "train.py", backend="horovod+steps-60+warmup-1").data
     assert "--steps-per-epoch 60" in err
+
+
+# ---------------------------------------------------------------- verify's command line
+@pytest.mark.parametrize("argv,np,compare,plot,script_args", [
+    # the issue's own command: options after SCRIPT are tfdist's, not the script's
+    (["train.py", "-np", "2", "--compare", "--plot", "curves.png"], 2, True, "curves.png", []),
+    (["-np", "3", "train.py", "--epochs", "1"], 3, False, None, ["--epochs", "1"]),
+    (["train.py", "--epochs", "1", "-np", "4", "--", "--compare", "-np", "9"], 4, False, None,
+     ["--epochs", "1", "--compare", "-np", "9"]),
+])
+def test_verify_options_may_follow_the_script(argv, np, compare, plot, script_args):
+    from tfdist.runtime.commands import parse_verify_args
+    args = parse_verify_args(argv)
+    assert (args.script, args.np, args.compare, args.plot, args.args) == ("train.py", np, compare, plot, script_args)
+
+
+def test_verify_rejects_unknown_options_before_the_script(capsys):
+    from tfdist.runtime.commands import parse_verify_args
+    with pytest.raises(SystemExit) as exc:
+        parse_verify_args(["--bogus", "train.py"])
+    assert exc.value.code == 3 and "unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -97,6 +97,11 @@ which policy tracks the original best: among those within tolerance, the
 final loss closest to the original's, then the smallest curve gap."""
 
 VERIFY_EPILOG = """\
+Options may come before or after SCRIPT (tfdist verify train.py -np 2
+  --compare --plot curves.png); whatever follows SCRIPT and is not an option of
+  tfdist verify goes to the script, and so does everything after -- (tfdist
+  verify train.py -np 2 -- --steps 5 hands --steps 5 to train.py).
+
 --steps K (quick check): the original's Keras Model.fit is stopped gracefully
   (model.stop_training) after K optimizer steps and each rank's after
   ceil(K/N); the code after fit (saving, summaries) still runs.  The 1/N check
@@ -199,13 +204,15 @@ def build_run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_verify_parser() -> argparse.ArgumentParser:
+def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
+    """``script_args=False``: SCRIPT only, no ARGS remainder, no abbreviated
+    options (for :func:`parse_verify_args`, which finds the script's own)."""
     p = _Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter,
+                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=script_args,
                 usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
-                      "[--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] "
+                      "[--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
                       "[--sweep [--policies LIST]] [--tolerance REL] [--abs-tolerance ABS] [--report FILE.json] "
-                      "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [ARGS...]")
+                      "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [OPTIONS] [ARGS...] [-- ARGS...]")
     p.add_argument("--backend", choices=BACKENDS, default="horovod",
                    help="the engine: convert with it and run the ranks under horovodrun (horovod, default) "
                         "or as TF_CONFIG workers (tf-distribute)")
@@ -256,9 +263,30 @@ def build_verify_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the temporary run directories and logs")
     p.add_argument("-v", "--verbose", action="store_true", help="stream the runs' output to stderr")
     p.add_argument("script", metavar="SCRIPT", help="the single-process training script")
-    _optional_remainder(p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                                       help="arguments for the script"))
+    if script_args:
+        _optional_remainder(p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                                           help="arguments for the script: anything after SCRIPT that is not "
+                                                "an option of tfdist verify, and everything after --"))
     return p
+
+
+def parse_verify_args(argv: List[str]) -> argparse.Namespace:
+    """tfdist verify's own options may come before or after SCRIPT
+    (``tfdist verify train.py -np 2 --compare``); what follows SCRIPT and
+    is not one of them is the script's, and so is everything after ``--``
+    (``tfdist verify train.py -np 2 -- --steps 5`` hands --steps to the script)."""
+    tail: List[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1:]
+    parser = build_verify_parser(script_args=False)
+    if any(a in ("-h", "--help") for a in argv):
+        build_verify_parser().parse_args(argv)  # prints the full help and exits
+    args, extra = parser.parse_known_args(argv)
+    # before SCRIPT only tfdist's options: anything else there is an error, as it always was
+    parser.parse_args(argv[:argv.index(args.script) + 1])
+    args.args = extra + tail
+    return args
 
 
 def _err(prog: str, message: str) -> None:
@@ -353,9 +381,8 @@ def _run_tf_distribute(prog: str, args) -> int:
 def verify_main(argv: Optional[List[str]] = None) -> int:
     from . import verify
 
-    parser = build_verify_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    prog = parser.prog
+    args = parse_verify_args(list(sys.argv[1:] if argv is None else argv))
+    prog = "tfdist verify"
     sink = launcher.stream_to(sys.stderr) if args.verbose else None
     from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
     compare = args.compare or args.sweep or bool(args.plot)
