@@ -14,7 +14,8 @@ best, and draws every curve into one picture.
         [--plot benchmarks/figures/convergence.png] [--epochs E] [EXAMPLE.py ...]
 
 Runs on the project's Horovod stack (``scripts/setup_runtime.sh``; set
-TFDIST_VENV to reuse another).  About 10 minutes on 2 cores (4 processes
+TFDIST_VENV to reuse another), and re-runs itself with that stack's Python,
+which draws the picture (matplotlib).  About 10 minutes on 2 cores (4 processes
 share them: wall times are not the point here).
 """
 from __future__ import annotations
@@ -119,6 +120,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     chosen = [(e, p) for e, p in EXAMPLES if not args.examples or e in args.examples]
     venv = _venv()
+    if Path(sys.prefix).resolve() != venv.resolve():
+        # the picture is drawn here: run in the stack, which has matplotlib (and TensorFlow)
+        env = dict(os.environ, TFDIST_VENV=str(venv))
+        python = str(venv / "bin" / "python")
+        os.execve(python, [python, __file__, *(sys.argv[1:] if argv is None else argv)], env)
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "PYTHONPATH")}
     env["PYTHONPATH"] = str(ROOT / "src")
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"

@@ -1,4 +1,6 @@
-"""Start-up code: ``hvd.init()``, one GPU per process, Keras 3 guard.
+"""Start-up code: ``hvd.init()``, one GPU per process, Keras 3 guard, then
+the module-level classes and functions other rules asked for
+(``ctx.define``: a warmup schedule...), which may use the engine's names.
 
 Runs after the pattern rules (they decide which Horovod module the file
 needs) and places the code right after the file's imports.
