@@ -349,6 +349,9 @@ def test_steps_per_epoch_gives_a_tf1_loop_its_warmup(tmp_path, capsysbinary):
     (["-np", "3", "train.py", "--epochs", "1"], 3, False, None, ["--epochs", "1"]),
     (["train.py", "--epochs", "1", "-np", "4", "--", "--compare", "-np", "9"], 4, False, None,
      ["--epochs", "1", "--compare", "-np", "9"]),
+    # an option's value that is also the script's name is not the script
+    (["--converted", "--original", "train.py", "train.py", "--compare"], 2, True, None, []),
+    (["--plot=c.png", "train.py", "x"], 2, False, "c.png", ["x"]),
 ])
 def test_verify_options_may_follow_the_script(argv, np, compare, plot, script_args):
     from tfdist.runtime.commands import parse_verify_args

@@ -284,9 +284,23 @@ def parse_verify_args(argv: List[str]) -> argparse.Namespace:
         build_verify_parser().parse_args(argv)  # prints the full help and exits
     args, extra = parser.parse_known_args(argv)
     # before SCRIPT only tfdist's options: anything else there is an error, as it always was
-    parser.parse_args(argv[:argv.index(args.script) + 1])
+    parser.parse_args(argv[:_script_position(parser, argv) + 1])
     args.args = extra + tail
     return args
+
+
+def _script_position(parser: argparse.ArgumentParser, argv: List[str]) -> int:
+    """Index of SCRIPT in argv: the first word that is neither an option
+    nor the value of one (``--original x.py x.py``: the second)."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if not word.startswith("-") or word == "-":
+            return i
+        action = parser._option_string_actions.get(word)  # noqa: SLF001 - argparse's own table
+        takes_value = action is not None and action.nargs != 0 and "=" not in word
+        i += 2 if takes_value else 1
+    return len(argv) - 1
 
 
 def _err(prog: str, message: str) -> None:
