@@ -1,8 +1,15 @@
-"""--warmup-epochs on 2 Horovod ranks: the learning rate the optimizer really
+"""--warmup-epochs on 2 processes: the learning rate the optimizer really
 uses at each step ramps from the rate as written to the scaled one over the
-first epoch, then stays there (Horovod's callback for linear scaling, the
-emitted callback for sqrt)."""
+first epoch, then stays there or follows the script's own schedule.
+
+Keras fit (Horovod's callback for linear scaling, the emitted callback for
+sqrt, a schedule wrapped when the rate is the script's schedule), tape
+loops (eager; traced around a schedule; on 2 tf.distribute workers) and a
+TF1 Session given --steps-per-epoch. The rate is read from fit's optimizer
+or measured from the update itself."""
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -191,3 +198,64 @@ def test_fit_warms_up_the_script_s_own_schedule_on_2_ranks(runtime_python, tmp_p
         expected = 0.2 * 0.5 ** (step / 8) * (0.5 + 0.5 * min(step / STEPS_PER_EPOCH, 1.0))
         assert used == pytest.approx(expected, rel=2e-3), (step, rates)
     assert (tmp_path / "model.keras").exists()
+
+
+# ------------------------------------------------------------ tf.distribute
+# A term whose gradient is 1 (summed over the replicas of loss / replicas):
+# the probe variable moves by the rate itself, whatever the engine.
+TAPE_PROBE = b'''import numpy as np
+import tensorflow as tf
+
+tf.keras.utils.set_random_seed(0)
+x = np.random.randn(256, 4).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+w = tf.Variable(tf.zeros([4, 1]))
+probe = tf.Variable(0.0)
+schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=16, decay_rate=0.5)
+optimizer = tf.keras.optimizers.SGD(learning_rate=schedule)
+
+
+@tf.function
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=yb, logits=tf.matmul(xb, w))) + probe
+    grads = tape.gradient(loss, [w, probe])
+    optimizer.apply_gradients(zip(grads, [w, probe]))
+    return loss
+
+
+for epoch in range(2):
+    for xb, yb in ds:
+        before = float(probe.numpy())
+        train_step(xb, yb)
+        used = before - float(probe.numpy())
+        with open("lr-0.txt", "a") as out:
+            out.write(f"{used}\\n")
+'''
+
+
+@pytest.fixture(scope="module")
+def tfd_tfdist():
+    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
+    if not venv:
+        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports the "
+                    "TensorFlow 2.21 stack")
+    return os.path.join(venv, "bin", "tfdist")
+
+
+def test_a_tape_loop_warms_up_its_schedule_on_2_tf_distribute_workers(tfd_tfdist, tmp_path):
+    """TensorFlow 2.21 (Keras 3) as 2 TF_CONFIG workers: global batch 16 x 2,
+    8 steps per epoch per worker, decay_steps 16 -> 8."""
+    result = convert_source(TAPE_PROBE, "train.py", backend="tf-distribute+warmup-1")
+    assert result.status == "converted", result.error
+    assert result.warnings == [], [w.message for w in result.warnings]
+    (tmp_path / "train.py").write_bytes(result.data)
+    run = subprocess.run([tfd_tfdist, "run", "--backend", "tf-distribute", "-np", "2", "--timeout", "200", "train.py"],
+                         cwd=tmp_path, env=cli_env(), capture_output=True, text=True, timeout=260)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rates = [float(v) for v in (tmp_path / "lr-0.txt").read_text().split()]  # the chief's
+    assert len(rates) == 2 * TAPE_STEPS, rates
+    for step, used in enumerate(rates):
+        expected = 0.2 * 0.5 ** (step / 8) * (0.5 + 0.5 * min(step / TAPE_STEPS, 1.0))
+        assert used == pytest.approx(expected, rel=2e-3), (step, rates)
