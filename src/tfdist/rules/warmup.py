@@ -34,6 +34,9 @@ from ..engine import dataflow
 from .common import find_arg, method_name, receiver, source
 
 RULE = "lr-warmup"
+#: What to do where the converter cannot see an epoch.
+GIVE_STEPS = ("convert with --steps-per-epoch S as well, S being the original script's optimizer steps per epoch "
+              "(samples / batch size)")
 
 
 def _state(ctx) -> dict:
@@ -72,8 +75,7 @@ def fit_callbacks(ctx, call: cst.Call) -> list:
             raise ctx.unsupported(call, "--warmup-epochs: this file's fit() optimizers mix a learning-rate schedule "
                                         "and a plain rate, warmed up in two different ways; convert without "
                                         "--warmup-epochs, or warm them up by hand")
-        keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
-        template, class_template = ctx.backend.warmup_epoch_callback(ctx, keras, _state(ctx)["schedule"])
+        template, class_template = ctx.backend.warmup_epoch_callback(ctx, _keras(ctx), _state(ctx)["schedule"])
     else:
         template, class_template = ctx.backend.keras_warmup_callback(
             ctx, ctx.a.code(model) if model is not None and _plain(model) else None)
@@ -95,6 +97,21 @@ def _emit_once(ctx, key: str, template: str) -> None:
         return
     _state(ctx)[key] = True
     ctx.define(template, ctx.say("{engine}: learning-rate warmup (--warmup-epochs)."))
+
+
+def _helper(ctx, key: str, make) -> str:
+    """The name of a helper the backend writes (``make() -> (name,
+    template)``), written into the module the first time it is asked for."""
+    if key not in _state(ctx):
+        name, template = make()
+        _emit_once(ctx, key + " written", template)
+        _state(ctx)[key] = name
+    return _state(ctx)[key]
+
+
+def _keras(ctx) -> str:
+    """The Keras module the file uses, as a template."""
+    return "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
 
 
 def note_fit_optimizer(ctx, call: cst.Call) -> None:
@@ -150,12 +167,7 @@ def _schedule_around_rate(ctx, call: cst.Call) -> str:
     if rate is not None:  # the script's own schedule is warmed up inside the wrapper: no fit() refusal for it
         _state(ctx).setdefault("wrapped_schedules", []).extend(
             t.call for t in ctx.a.types(rate.value) if t.kind == A.SCHEDULE and t.call is not None)
-    if "schedule" not in _state(ctx):
-        keras = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
-        name, template = ctx.backend.warmup_schedule(ctx, keras)
-        _state(ctx)["schedule"] = name
-        _emit_once(ctx, "schedule_class", template)
-    name = _state(ctx)["schedule"]
+    name = _helper(ctx, "schedule", lambda: ctx.backend.warmup_schedule(ctx, _keras(ctx)))
     _wrap_rate(ctx, call, f"{name}({{rate}}, {ctx.backend.warmup_factor()}, {k})")
     return name
 
@@ -188,14 +200,9 @@ def warm_up_tf1_optimizer(ctx, call: cst.Call) -> None:
     if not ctx.backend.steps_per_epoch:
         raise ctx.unsupported(call, f"--warmup-epochs {k} for a TF1 training loop: the converter cannot see how many "
                                     f"of this script's steps make an epoch (its graph is built before any loop runs); "
-                                    f"convert with --steps-per-epoch S as well, S being the original script's "
-                                    f"optimizer steps per epoch (samples / batch size)")
+                                    f"{GIVE_STEPS}")
     step = _global_step(ctx, call)
-    if "tf1_function" not in _state(ctx):
-        name, template = ctx.backend.tf1_warmup(ctx)
-        _state(ctx)["tf1_function"] = name
-        _emit_once(ctx, "tf1_function_emitted", template)
-    name = _state(ctx)["tf1_function"]
+    name = _helper(ctx, "tf1_function", lambda: ctx.backend.tf1_warmup(ctx))
     _wrap_rate(ctx, call, f"{name}({{rate}}, {step}, {ctx.backend.warmup_factor()}, {ctx.backend.warmup_steps()})")
     ctx.change(call, RULE, f"{a.code(call.func)}(...): its learning rate warmed up from the rate as written to the "
                            f"scaled one over this process's first {_epochs(k)} of "
@@ -253,18 +260,14 @@ def _epoch_length(ctx) -> None:
         reason = _why_not_epoch(a, loop, dataset, take, epoch_loop)
         if reason:
             raise ctx.unsupported(loop, f"--warmup-epochs: {reason}, so the converter cannot tell how many steps make "
-                                        f"an epoch; convert with --steps-per-epoch S as well, S being the original "
-                                        f"script's optimizer steps per epoch (samples / batch size)")
+                                        f"an epoch; {GIVE_STEPS}")
         places.append((epoch_loop, dataset))
     if not places:
         raise ctx.unsupported(first, "--warmup-epochs: no training loop over a dataset inside an epoch loop was "
-                                     "found, so the converter cannot tell how many steps make an epoch; convert with "
-                                     "--steps-per-epoch S as well, S being the original script's optimizer steps per "
-                                     "epoch")
+                                     f"found, so the converter cannot tell how many steps make an epoch; {GIVE_STEPS}")
     if len({(id(e), d.value) for e, d in places}) > 1:
-        raise ctx.unsupported(places[1][0], "--warmup-epochs: several training loops with their own epochs; convert "
-                                            "with --steps-per-epoch S, S being the original script's optimizer steps "
-                                            "per epoch")
+        raise ctx.unsupported(places[1][0], f"--warmup-epochs: several training loops with their own epochs; "
+                                            f"{GIVE_STEPS}")
     epoch_loop, dataset = places[0]
     name = _state(ctx)["schedule"]
     ctx.plan.insert_before(epoch_loop, ctx.stmts(
