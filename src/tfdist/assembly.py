@@ -6,7 +6,7 @@ imports neither; this module is the one place that knows all three.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import rules
 from .backends import BACKENDS
@@ -104,5 +104,5 @@ def analyse(src: SourceFile, project: Optional[ProjectContext] = None, backend: 
 
 
 def convert_path(path: str, backend: str = DEFAULT_BACKEND, project: Optional[ProjectContext] = None,
-                 data: Optional[bytes] = None) -> F.FileResult:
-    return _convert.convert_path(path, backend, project, data)
+                 data: Optional[bytes] = None, boundaries: Sequence[int] = ()) -> F.FileResult:
+    return _convert.convert_path(path, backend, project, data, boundaries)

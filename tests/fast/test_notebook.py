@@ -274,3 +274,52 @@ def test_notebook_with_tf_distribute_backend(nb_path):
     code = "\n".join(c.source for c in out.cells if c.cell_type == "code")
     assert "with strategy.scope():" in code and "hvd" not in code
     assert "batch_size=8 * strategy.num_replicas_in_sync" in code
+
+
+# ------------------------------------------------------------ whole-notebook fixtures
+# fixtures/notebooks/<case>/input.ipynb -> expected.ipynb (Horovod) and
+# expected.tf-distribute.ipynb, byte for byte. The model, its optimizer,
+# compile and fit sit in different cells: a block a conversion opens (the
+# replication scope, a rank guard) must close in the cell that opened it.
+from pathlib import Path  # noqa: E402
+
+NB_FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+NB_CASES = [(case, backend, case / name)
+            for case in sorted(NB_FIXTURES.glob("*"))
+            for backend, name in (("horovod", "expected.ipynb"), ("tf-distribute", "expected.tf-distribute.ipynb"))
+            if (case / name).exists()]
+
+
+def _code_cells(data: bytes):
+    return [c.source for c in nbformat.reads(data.decode(), as_version=4).cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("case,backend,expected", NB_CASES, ids=lambda v: v.name if isinstance(v, Path) else v)
+def test_notebook_fixture(case, backend, expected):
+    source = (case / "input.ipynb").read_bytes()
+    r = convert_notebook(str(case / "input.ipynb"), source, backend=backend)
+    assert r.result.status == "converted", (r.result.error, r.result.error_line)
+    assert r.result.data == expected.read_bytes(), "\n" + r.diff()
+    nbformat.validate(nbformat.reads(r.result.data.decode(), as_version=4))
+    # Every changed cell is covered by a finding (from its line through its
+    # end line: one scope finding covers the model's and compile's cells),
+    # and converting again changes nothing.
+    cells_with_findings = {cell for f in r.result.changes for start, cell in r.cell_of_line
+                           if r.locate(f.line)[0] <= cell <= r.locate(f.end_line or f.line)[0]}
+    assert {cell for cell, _, _ in r.changed} <= cells_with_findings
+    again = convert_notebook("again.ipynb", r.result.data, backend=backend).result
+    assert again.status in ("already-distributed", "unchanged") and again.data == r.result.data
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_no_block_spans_cells(backend):
+    """Each converted code cell compiles on its own (magics masked as IPython
+    would run them): no ``with``/``if`` opened in one cell and closed in another."""
+    import re
+    assert NB_CASES
+    for case in sorted(NB_FIXTURES.glob("*")):
+        r = convert_notebook(str(case / "input.ipynb"), (case / "input.ipynb").read_bytes(), backend=backend)
+        assert r.result.status == "converted", (case.name, r.result.error)
+        for i, src in enumerate(_code_cells(r.result.data)):
+            code = re.sub(r"^[ \t]*[%!].*$", "pass", src, flags=re.M)
+            compile(code, f"{case.name}[cell {i + 1}]", "exec", dont_inherit=True)

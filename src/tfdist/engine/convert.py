@@ -7,7 +7,7 @@ the project worker and the notebook converter): the engine imports none of it.
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from . import findings as F
 from .analysis import ProjectContext
@@ -31,9 +31,9 @@ def convert(src: SourceFile, backend: PipelineOrName, project: Optional[ProjectC
 
 
 def convert_path(path: str, backend: PipelineOrName, project: Optional[ProjectContext] = None,
-                 data: Optional[bytes] = None) -> F.FileResult:
+                 data: Optional[bytes] = None, boundaries: Sequence[int] = ()) -> F.FileResult:
     try:
         pipeline = _pipeline(backend)
     except ValueError as e:  # an unknown backend fails this file, it does not raise
         return F.FileResult(path=path, status=F.FAILED, error=f"internal error: ValueError: {e} (please report); nothing written")
-    return pipeline.convert_path(path, project, data)
+    return pipeline.convert_path(path, project, data, boundaries)

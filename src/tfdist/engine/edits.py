@@ -30,6 +30,10 @@ class EditPlan:
         # first statement -> (last statement, the with-items).
         self.spans: Dict[cst.CSTNode, tuple] = {}
         self._in_span: Set[cst.CSTNode] = set()
+        # Statements no span may contain: they separate segments of the
+        # source that run apart (a notebook's cells), so a block opened in one
+        # segment must close in it.
+        self.barriers: Set[cst.CSTNode] = set()
 
     def replace(self, node: cst.CSTNode, fn: Replacement) -> None:
         self.replacements[node].append(fn)
@@ -52,18 +56,31 @@ class EditPlan:
         return True
 
     def wrap(self, stmts: List[cst.BaseStatement], items: List[cst.WithItem]) -> bool:
-        """Put consecutive statements of one block in ``with items:``; False
-        if one of them is in a span already (the caller merges spans)."""
+        """Put consecutive statements of one block in ``with items:`` -- one
+        ``with`` per segment where a barrier separates them; False if one of
+        them is in a span already (the caller merges spans)."""
         def build(inner, leading):
             return [cst.With(items=items, body=cst.IndentedBlock(body=inner), leading_lines=leading)]
-        return self.regroup(stmts, build)
+        if any(s in self._in_span for s in stmts):
+            return False
+        segments: List[List[cst.BaseStatement]] = [[]]
+        for s in stmts:
+            if s in self.barriers:
+                segments.append([])
+            else:
+                segments[-1].append(s)
+        for segment in segments:
+            if segment:
+                self.regroup(segment, build)
+        return True
 
     def regroup(self, stmts: List[cst.BaseStatement], build) -> bool:
         """Replace consecutive statements of one block, once every edit in
         them is applied, by ``build(their updated forms, the first one's
         leading lines)`` -- a list of statements (a ``with`` holding them, a
-        function defined from them and its call...)."""
-        if any(s in self._in_span for s in stmts):
+        function defined from them and its call...). False if one of them is
+        in a span already, or is a barrier (the run crosses segments)."""
+        if any(s in self._in_span or s in self.barriers for s in stmts):
             return False
         self.spans[stmts[0]] = (stmts[-1], build)
         self._in_span.update(stmts)

@@ -52,7 +52,11 @@ class Pipeline:
         return a, evidence
 
     # ------------------------------------------------------------ conversion
-    def convert(self, src: SourceFile, project: Optional[ProjectContext] = None) -> F.FileResult:
+    def convert(self, src: SourceFile, project: Optional[ProjectContext] = None,
+                boundaries: Sequence[int] = ()) -> F.FileResult:
+        """``boundaries``: lines of module-level statements that separate
+        segments of the source run apart (a notebook's cells): no block an
+        edit opens (a replication scope, a guard) spans one."""
         path = src.path
         skip = skip_marker(src.data)
         if skip is not None:  # the user's or a generator's word: left exactly as it is
@@ -96,6 +100,9 @@ class Pipeline:
             return _refuse(result, line, f"the text {clash.group(0)} in this file is also a tfdist template placeholder; rename it to convert")
         ctx = Context(a, self.backend, path)
         ctx.patterns = found
+        if boundaries:
+            lines = set(boundaries)
+            ctx.plan.barriers.update(s for s in src.module.body if a.line(s) in lines)
         try:
             for rule in self.rules:
                 prepare = getattr(rule, "prepare", None)
@@ -121,13 +128,13 @@ class Pipeline:
         return result
 
     def convert_path(self, path: str, project: Optional[ProjectContext] = None,
-                     data: Optional[bytes] = None) -> F.FileResult:
+                     data: Optional[bytes] = None, boundaries: Sequence[int] = ()) -> F.FileResult:
         try:
             src = load(path, data)
         except BadInput as e:
             return F.FileResult(path=path, status=F.FAILED, error=e.message, error_line=e.line)
         try:
-            return self.convert(src, project)
+            return self.convert(src, project, boundaries)
         except RecursionError:  # analysis/rewrite of very deeply nested code (parse succeeded)
             return F.FileResult(path=path, status=F.FAILED,
                                 error="too deeply nested to convert (Python's recursion limit); nothing written")

@@ -402,9 +402,11 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     parts = []
     line = 1
     cell_of_line = []
+    marker_lines = []
     for k, cell in enumerate(cells):
         if k:
             parts.append(MARKER.format(k) + "\n")
+            marker_lines.append(line)
             line += 1
         cell.start_line = line
         cell_of_line.append((line, cell.index + 1))
@@ -413,7 +415,9 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     module = "".join(parts)
     if not module.strip():
         return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data), cell_of_line)
-    result = convert_path(path, backend, project, data=module.encode("utf-8"))
+    # The markers are barriers: a block the conversion opens (a replication
+    # scope, a guard) closes in the cell that opened it.
+    result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
     out = NotebookResult(path, result, cell_of_line)
     if result.status == F.FAILED and result.error and result.error.startswith("empty file"):
         result.status, result.error = F.UNCHANGED, None
