@@ -69,8 +69,14 @@ def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseS
         if depth > 6:
             return
         parent = a.parent(value)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            bound(parent.targets[0].target, depth)
+        target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 else None
+        if isinstance(target, cst.Name):
+            bound(target, depth)
+        elif isinstance(target, cst.Attribute):
+            if id(target) not in seen:
+                seen.add(id(target))
+                for ref in _attribute_references(a, target):
+                    use(ref, depth)
         elif isinstance(parent, cst.Return):
             fdef = a.enclosing_function(parent)
             if fdef is not None and a.method_owner(fdef) is None:
@@ -83,18 +89,21 @@ def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseS
             return
         seen.add(id(target))
         for ref in _references(a, target):
-            parent = a.parent(ref)
-            if isinstance(parent, cst.Attribute) and parent.value is ref:
-                call = a.parent(parent)
-                if parent.attr.value in BUILDING_METHODS and isinstance(call, cst.Call) and call.func is parent:
-                    add(_whole_loop(a, a.statement_of(call), out))
-            elif isinstance(parent, cst.Call) and parent.func is ref:
-                if _result_dropped(a, parent):
-                    add(_whole_loop(a, a.statement_of(parent), out))
-            elif isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
-                passed(a.parent(parent), parent, depth)
-            elif isinstance(parent, (cst.Assign, cst.Return)):
-                uses(ref, depth + 1)
+            use(ref, depth)
+
+    def use(ref, depth: int) -> None:
+        parent = a.parent(ref)
+        if isinstance(parent, cst.Attribute) and parent.value is ref:
+            call = a.parent(parent)
+            if parent.attr.value in BUILDING_METHODS and isinstance(call, cst.Call) and call.func is parent:
+                add(_whole_loop(a, a.statement_of(call), out))
+        elif isinstance(parent, cst.Call) and parent.func is ref:
+            if _result_dropped(a, parent):
+                add(_whole_loop(a, a.statement_of(parent), out))
+        elif isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
+            passed(a.parent(parent), parent, depth)
+        elif isinstance(parent, (cst.Assign, cst.Return)):
+            uses(ref, depth + 1)
 
     def passed(call: cst.Call, arg: cst.Arg, depth: int) -> None:
         # the model handed to a function of this module that builds it
@@ -125,6 +134,20 @@ def _references(a: A.Analysis, target) -> List[cst.Name]:
         return a.scopes.references(target)
     fdef = a.enclosing_function(target)
     return [n for n in _names(fdef.body) if any(b.node is target for b in a.scopes.lookup(n))]
+
+
+def _attribute_references(a: A.Analysis, target: cst.Attribute) -> List[cst.Attribute]:
+    """The reads of ``self.attr`` assigned at target: ``self.attr`` in the
+    methods of its class (and subclasses), ``obj.attr`` on its instances."""
+    if not isinstance(target.value, cst.Name):
+        return []
+    owner = a.self_class(target.value)
+    if owner is None:
+        return []
+    attr = target.attr.value
+    return [n for n in a.scopes.by_type.get(cst.Attribute, ())
+            if n is not target and n.attr.value == attr and not isinstance(a.parent(n), cst.AssignTarget)
+            and owner in a.instance_classes(n.value)]
 
 
 def _result_dropped(a: A.Analysis, call: cst.Call) -> bool:
