@@ -43,15 +43,17 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
 
 
 #: Model methods that create variables after the constructor: layers added,
-#: the model built, weights loaded (a restore creates the variables it
-#: cannot match yet, and Keras may build the model to load them).
-BUILDING_METHODS = {"add", "build", "load_weights"}
+#: the model built. Not ``load_weights``: measured on TF 2.21 (Keras 3 and
+#: tf-keras) it creates no variable, inside the scope or out (it assigns
+#: the model's; tf-keras defers the optimizer's slots to their creation,
+#: Keras 3 skips them), and loading outside the scope trains as well.
+BUILDING_METHODS = {"add", "build"}
 
 
 def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseStatement]:
     """The statements that create a model's variables after its constructor
-    ran: ``.add(layer)``, ``.build(shape)``, ``.load_weights(path)``, a call
-    on data whose result is dropped (run only to build the model) -- on every
+    ran: ``.add(layer)``, ``.build(shape)``, a call on data whose result is
+    dropped (run only to build the model) -- on every
     name the constructed object is bound to, followed through assignments,
     returns and the functions it is passed to. A loop doing nothing else is
     taken whole; a call of a function of this module that builds the model
