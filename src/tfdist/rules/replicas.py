@@ -153,13 +153,14 @@ def _attribute_references(a: A.Analysis, target: cst.Attribute) -> List[cst.Attr
 
 
 def _result_dropped(a: A.Analysis, call: cst.Call) -> bool:
-    """``model(x)`` as a statement of its own, or assigned to ``_``: run only
-    for what it does to the model (building it)."""
+    """``model(x)`` as a statement of its own, or assigned to a name never
+    read (``_ = model(x)``): run only for what it does to the model
+    (building it)."""
     parent = a.parent(call)
     if isinstance(parent, cst.Expr):
         return True
     return (isinstance(parent, cst.Assign) and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name) and parent.targets[0].target.value == "_")
+            and isinstance(parent.targets[0].target, cst.Name) and not a.scopes.references(parent.targets[0].target))
 
 
 TRAINING_METHODS = apis.KERAS_FIT_METHODS | {"evaluate", "predict", "apply_gradients", "minimize"}
