@@ -8,7 +8,9 @@ loops, where the probe sees the batches -- every (sample, label) pair the
 script's own ``label_of`` gives, samples divided and covered.
 
 Scripts the engine refuses are listed with the reason (the refusal itself is
-asserted, so the list cannot go stale)."""
+asserted, so the list cannot go stale). Scripts of correctness_scripts/
+tf_distribute/ run here only: shapes only this engine converts differently
+(what must run in ``strategy.scope()``)."""
 from __future__ import annotations
 
 import os
@@ -19,7 +21,7 @@ import pytest
 from tfdist.api import convert_file
 from tfdist.runtime.verify import run_and_observe
 
-from test_training_correctness import SCRIPTS, assert_trains_correctly, flags_of, run_env
+from test_training_correctness import CORRECTNESS, SCRIPTS, assert_trains_correctly, flags_of, run_env
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +32,8 @@ REFUSED = {
     "tape_numpy_offsets_epochs.py": "does not read a tf.data dataset",
 }
 TF2_SCRIPTS = [s for s in SCRIPTS if not s.name.startswith(("tf1_", "monitored_"))]
+#: scripts for this engine only (the Horovod suite does not run them)
+TF_DISTRIBUTE_SCRIPTS = sorted((CORRECTNESS / "tf_distribute").glob("*.py"))
 
 
 def _python() -> str:
@@ -45,7 +49,8 @@ def test_refused_scripts_are_refused_for_the_stated_reason():
             assert result.status == "unsupported" and REFUSED[script.name] in result.error, (script.name, result.error)
 
 
-@pytest.mark.parametrize("script", [s for s in TF2_SCRIPTS if s.name not in REFUSED], ids=lambda s: s.stem)
+@pytest.mark.parametrize("script", [s for s in TF2_SCRIPTS if s.name not in REFUSED] + TF_DISTRIBUTE_SCRIPTS,
+                         ids=lambda s: s.stem)
 def test_converted_script_trains_correctly_on_tf_distribute(script, tmp_path):
     python = _python()
     flags = flags_of(script)

@@ -36,10 +36,156 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
             if stmt is not None and stmt not in out:
                 out.append(stmt)
             if t.kind == A.MODEL:  # a functional model: its layers are built where they are called
-                for s in _layer_statements(a, t.call, set()):
+                for s in _layer_statements(a, t.call, set(), depth) + building_statements(a, t.call):
                     if s not in out:
                         out.append(s)
     return out
+
+
+#: Model methods that create variables after the constructor: layers added,
+#: the model built. Not ``load_weights``: measured on TF 2.21 (Keras 3 and
+#: tf-keras) it creates no variable, inside the scope or out (it assigns
+#: the model's; tf-keras defers the optimizer's slots to their creation,
+#: Keras 3 skips them), and loading outside the scope trains as well.
+BUILDING_METHODS = {"add", "build"}
+
+
+def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseStatement]:
+    """The statements that create a model's variables after its constructor
+    ran: ``.add(layer)``, ``.build(shape)``, a call on data whose result is
+    dropped (run only to build the model) -- on every
+    name the constructed object is bound to, followed through assignments,
+    returns and the functions it is passed to. A loop doing nothing else is
+    taken whole; a call of a function of this module that builds the model
+    it receives is taken as a statement when that function trains nothing,
+    else its building statements are."""
+    out: List[cst.BaseStatement] = []
+    seen: set = set()
+
+    def add(stmt) -> None:
+        if stmt is not None and stmt not in out:
+            out.append(stmt)
+
+    def uses(value, depth: int) -> None:
+        # ``value`` evaluates to the model: follow where the statement holding it binds it
+        if depth > 6:
+            return
+        parent = a.parent(value)
+        target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 else None
+        if isinstance(target, cst.Name):
+            bound(target, depth)
+        elif isinstance(target, cst.Attribute):
+            if id(target) not in seen:
+                seen.add(id(target))
+                for ref in _attribute_references(a, target):
+                    use(ref, depth)
+        elif isinstance(parent, cst.Return):
+            fdef = a.enclosing_function(parent)
+            if fdef is not None and a.method_owner(fdef) is None:
+                for call in a.calls:
+                    if isinstance(call.func, cst.Name) and fdef in a._local_functions(call.func):
+                        uses(call, depth + 1)
+
+    def bound(target, depth: int) -> None:
+        if id(target) in seen:
+            return
+        seen.add(id(target))
+        for ref in _references(a, target):
+            use(ref, depth)
+
+    def use(ref, depth: int) -> None:
+        parent = a.parent(ref)
+        if isinstance(parent, cst.Attribute) and parent.value is ref:
+            call = a.parent(parent)
+            if parent.attr.value in BUILDING_METHODS and isinstance(call, cst.Call) and call.func is parent:
+                add(_whole_loop(a, a.statement_of(call), out))
+        elif isinstance(parent, cst.Call) and parent.func is ref:
+            if _result_dropped(a, parent):
+                add(_whole_loop(a, a.statement_of(parent), out))
+        elif isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
+            passed(a.parent(parent), parent, depth)
+        elif isinstance(parent, (cst.Assign, cst.Return)):
+            uses(ref, depth + 1)
+
+    def passed(call: cst.Call, arg: cst.Arg, depth: int) -> None:
+        # the model handed to a function of this module that builds it
+        from ..engine import dataflow
+        for fdef in dataflow.callees(a, call):
+            inner: List[cst.BaseStatement] = []
+            for param in fdef.params.params:
+                if any(c is call and v is arg.value for c, v in a.argument_values(param)):
+                    before = len(out)
+                    bound(param, depth + 1)
+                    inner += out[before:]
+                    del out[before:]
+            if not inner:
+                continue
+            if dataflow.reaches(a, fdef.body, _trains):
+                for s in inner:
+                    add(s)
+            else:
+                add(_whole_loop(a, a.statement_of(call), out))
+
+    uses(construction, 0)
+    return out
+
+
+def _references(a: A.Analysis, target) -> List[cst.Name]:
+    """The uses of a name bound by an assignment target or a parameter."""
+    if not isinstance(target, cst.Param):
+        return a.scopes.references(target)
+    fdef = a.enclosing_function(target)
+    return [n for n in _names(fdef.body) if any(b.node is target for b in a.scopes.lookup(n))]
+
+
+def _attribute_references(a: A.Analysis, target: cst.Attribute) -> List[cst.Attribute]:
+    """The reads of ``self.attr`` assigned at target: ``self.attr`` in the
+    methods of its class (and subclasses), ``obj.attr`` on its instances."""
+    if not isinstance(target.value, cst.Name):
+        return []
+    owner = a.self_class(target.value)
+    if owner is None:
+        return []
+    attr = target.attr.value
+    return [n for n in a.scopes.by_type.get(cst.Attribute, ())
+            if n is not target and n.attr.value == attr and not isinstance(a.parent(n), cst.AssignTarget)
+            and owner in a.instance_classes(n.value)]
+
+
+def _result_dropped(a: A.Analysis, call: cst.Call) -> bool:
+    """``model(x)`` as a statement of its own, or assigned to a name never
+    read (``_ = model(x)``): run only for what it does to the model
+    (building it)."""
+    parent = a.parent(call)
+    if isinstance(parent, cst.Expr):
+        return True
+    return (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name) and not a.scopes.references(parent.targets[0].target))
+
+
+TRAINING_METHODS = apis.KERAS_FIT_METHODS | {"evaluate", "predict", "apply_gradients", "minimize"}
+
+
+def _trains(node) -> bool:
+    from ..engine.scopes import walk
+    return any(isinstance(n, cst.Call) and method_name(n) in TRAINING_METHODS for n in walk(node))
+
+
+def _whole_loop(a: A.Analysis, stmt, chosen: List[cst.BaseStatement]):
+    """A ``for``/``while`` loop whose body is only this statement (or
+    statements chosen already) is taken whole: one scope around the loop."""
+    while stmt is not None:
+        block = a.parent(stmt)
+        loop = a.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(loop, (cst.For, cst.While)) or loop.orelse is not None or block is not loop.body:
+            return stmt
+        if any(s is not stmt and s not in chosen for s in block.body):
+            return stmt
+        for s in block.body:
+            if s in chosen:
+                chosen.remove(s)
+        stmt = loop
+    return stmt
 
 
 def _is_layer_call(a: A.Analysis, value) -> bool:
@@ -51,20 +197,23 @@ def _is_layer_call(a: A.Analysis, value) -> bool:
     return any(n.startswith(("tensorflow.keras.", "keras.", "tf_keras.")) for n in a.names(value))
 
 
-def _layer_statements(a: A.Analysis, node, seen: set) -> List[cst.BaseStatement]:
+def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cst.BaseStatement]:
     """Statements building the layers (and Keras inputs) a functional model
-    construction refers to, followed back through the names it uses."""
+    construction refers to, followed back through the names it uses; a
+    model used as a layer (a sub-model) with everything that builds it."""
     out: List[cst.BaseStatement] = []
     for n in _names(node):
         if id(n) in seen:
             continue
         seen.add(id(n))
+        if depth < 6 and a.is_kind(n, A.MODEL):
+            out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
         for origin, value in a.assigned_values(n):
             if value is not None and _is_layer_call(a, value):
                 stmt = a.statement_of(value)
                 if stmt is not None and stmt not in out:
                     out.append(stmt)
-                    out += [s for s in _layer_statements(a, value, seen) if s not in out]
+                    out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
     return out
 
 
@@ -83,6 +232,7 @@ def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
     a = ctx.a
     done = _scoped(ctx)
     todo = [s for s in stmts if s not in done and not any(p in done for p in a.ancestors(s))]
+    todo = [s for s in todo if not _every_caller_scoped(a, s, set(todo) | done)]
     by_block: Dict[int, List[cst.BaseStatement]] = {}
     blocks = {}
     for s in todo:
@@ -108,6 +258,19 @@ def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
                 done.update(run)
                 ctx.change(run[0], RULE, ctx.say("{what} created in {scope}: mirrored on every replica, equal from the start",
                                                  what=what, scope=ctx.fill(ctx.backend.replica_scope())), through=run[-1])
+
+
+def _every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
+    """A statement of a function every call of which runs in a statement
+    put in the scope: it runs in the scope already (a second ``with``
+    would nest scopes)."""
+    from ..engine import dataflow
+    fdef = a.enclosing_function(stmt)
+    if fdef is None:
+        return False
+    sites = [c for c in a.calls if fdef in dataflow.callees(a, c)]
+    return bool(sites) and all(a.statement_of(c) in chosen or any(p in chosen for p in a.ancestors(c))
+                               for c in sites)
 
 
 def _runs_user_code(a: A.Analysis, stmt) -> bool:
