@@ -386,12 +386,33 @@ KERAS_DIRECTORY_DATASETS = {
     "keras.preprocessing.image_dataset_from_directory",
     "keras.preprocessing.text_dataset_from_directory",
 }
-DATASET_SOURCES.update(TFDS_LOAD | KERAS_DIRECTORY_DATASETS)
+# Keras array readers: a BATCHED dataset of known size made from arrays in
+# memory (windows of a series), shuffled with ``seed`` when shuffle=True.
+KERAS_ARRAY_DATASETS = {
+    "keras.utils.timeseries_dataset_from_array",
+    "keras.preprocessing.timeseries_dataset_from_array",
+}
+#: Keras readers that batch what they yield; both kinds have a known size.
+KERAS_BATCHED_DATASETS = KERAS_DIRECTORY_DATASETS | KERAS_ARRAY_DATASETS
+DATASET_SOURCES.update(TFDS_LOAD | KERAS_BATCHED_DATASETS)
+# Sources that batch their elements themselves:
+# name -> (keyword of the batch size, its position, its default).
+BATCHING_SOURCES = {
+    "keras.utils.image_dataset_from_directory": ("batch_size", 5, 32),
+    "keras.preprocessing.image_dataset_from_directory": ("batch_size", 5, 32),
+    "keras.utils.text_dataset_from_directory": ("batch_size", 4, 32),
+    "keras.preprocessing.text_dataset_from_directory": ("batch_size", 4, 32),
+    "keras.utils.audio_dataset_from_directory": ("batch_size", 4, 32),
+    "keras.utils.timeseries_dataset_from_array": ("batch_size", 5, 128),
+    "keras.preprocessing.timeseries_dataset_from_array": ("batch_size", 5, 128),
+}
 # Sources shuffled with a ``seed=`` argument that defaults to a random seed
 # per process: the ranks must share one, or their shards overlap.
-# name -> (keyword of the shuffle switch, positional index of seed or None)
-SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", None) for n in KERAS_DIRECTORY_DATASETS}
-SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", 2)
+# name -> (keyword of the shuffle switch, positional index of seed or None,
+#          whether it shuffles when the switch is not given)
+SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", None, True) for n in KERAS_DIRECTORY_DATASETS}
+SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", None, False) for n in KERAS_ARRAY_DATASETS})
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", 2, True)
 # Dataset methods turning a dataset of file names into one of records: a
 # list_files pipeline is sharded by record right after them.
 RECORD_READING_METHODS = {"interleave", "flat_map"}

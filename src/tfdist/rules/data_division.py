@@ -72,7 +72,7 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
                 ctx.warn(src, RULE, ctx.say("this tfds.load(...) returns several datasets: shard the one used for training with .shard({size}, {rank}).take(len // {size})"))
                 continue
             _tfds_fixed_file_order(ctx, src)
-        _share_seed(ctx, src)
+        share_seed(ctx, src)
         later = _later_point(ctx, dataset, src)
         if later is not None:
             # The source's own dataset is used elsewhere too (a
@@ -80,7 +80,7 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}"))
             ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) is also used whole elsewhere), equal share per rank")
             continue
-        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_DIRECTORY_DATASETS):
+        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
         else:
             template = ctx.backend.shard_dataset("{inner}")
@@ -134,16 +134,16 @@ def _add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(name, new)))
 
 
-def _share_seed(ctx, src: cst.Call) -> None:
+def share_seed(ctx, src: cst.Call) -> None:
     """Sources shuffling with a per-process random seed get one shared seed."""
     a = ctx.a
     name = a.is_name(src, apis.SEEDED_SHUFFLE_SOURCES)
     if name is None or (src, "seed") in _sharded(ctx):
         return
     _sharded(ctx).add((src, "seed"))
-    switch, seed_pos = apis.SEEDED_SHUFFLE_SOURCES[name]
+    switch, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
     shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
-    if shuffle is not None and _literal_false(shuffle.value):
+    if shuffle is not None and _literal_false(shuffle.value) or shuffle is None and not by_default:
         return
     if find_arg(src, "seed", seed_pos) is not None or has_star_args(src) or any(
             arg.keyword is None for arg in src.args[3:]):
@@ -273,7 +273,7 @@ def _prepare_source(ctx, src: cst.Call) -> None:
     if ctx.a.is_name(src, apis.TFDS_LOAD):
         _tfds_fixed_file_order(ctx, src)
     else:
-        _share_seed(ctx, src)
+        share_seed(ctx, src)
 
 
 def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
@@ -347,7 +347,7 @@ def _size_known(a, expr, seen=None) -> bool:
         return True
     seen.add(id(expr))
     if isinstance(expr, cst.Call):
-        if a.is_name(expr, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_DIRECTORY_DATASETS):
+        if a.is_name(expr, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             return True
         if a.is_name(expr, apis.DATASET_SOURCES):
             return False
@@ -610,7 +610,7 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
     (interleave / flat_map), with the equal-count cut; by file only when each
     file is one element."""
     a = ctx.a
-    _share_seed(ctx, src)
+    share_seed(ctx, src)
     path = _path_to(a, dataset, src) or []
     point = None
     for call in reversed(path):  # from the source towards the consumer

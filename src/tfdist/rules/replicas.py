@@ -309,7 +309,8 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
     seen.add(id(expr))
     if isinstance(expr, cst.Call):
         if a.is_name(expr, apis.DATASET_SOURCES):
-            return []
+            # a reader that batches its elements itself is a batch call
+            return [expr] if "batch" in methods and a.is_name(expr, apis.BATCHING_SOURCES) else []
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             inner = batch_calls(a, f.value, seen, methods)
@@ -382,10 +383,34 @@ def dataset_batches_per_replica(ctx, dataset, what: str) -> bool:
             what=what))
         return False
     for call in calls:
-        arg = find_arg(call, "batch_size", 0)
+        reader = ctx.a.is_name(call, apis.BATCHING_SOURCES)
+        if reader is None:
+            arg = find_arg(call, "batch_size", 0)
+        else:
+            keyword, position, default = apis.BATCHING_SOURCES[reader]
+            arg = find_arg(call, keyword, position)
+            if arg is None:
+                _batch_reader_default(ctx, call, keyword, default, what)
+                continue
+            if isinstance(arg.value, cst.Name) and arg.value.value == "None":
+                continue  # unbatched: batched further down the flow
         if arg is not None:
             keep_batch_per_replica(ctx, arg.value, what)
     return True
+
+
+def _batch_reader_default(ctx, call: cst.Call, keyword: str, default: int, what: str) -> None:
+    """A reader batching by its default size: that size, kept per replica,
+    given explicitly."""
+    if call in _batched(ctx):
+        return
+    _batched(ctx).add(call)
+    from .common import append_arg, kwarg
+    new = ctx.expr(ctx.backend.per_replica_batch(str(default)))
+    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, new)))
+    ctx.change(call, BATCH_RULE, ctx.say("{what}: {reader}'s default batch {batch} kept per replica (the global batch "
+                                         "is {batch} x {size})", what=what, reader=ctx.a.code(call.func),
+                                         batch=str(default)))
 
 
 # ------------------------------------------------------------ data split
@@ -409,6 +434,8 @@ def split_by_engine(ctx, dataset, what: str) -> None:
         if src in done:
             continue
         done.add(src)
+        from .data_division import share_seed
+        share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
         if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
             new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
             ctx.plan.replace(src, lambda old, new=new: new)
