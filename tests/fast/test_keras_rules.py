@@ -149,3 +149,109 @@ def test_fault_tolerant_puts_backup_and_restore_first_in_every_callbacks_form():
         assert any(c.rule == "fault-tolerance" for c in result.changes)
     plain = convert_source(head + "model.fit(tf.zeros([8, 2]), tf.zeros([8, 1]))\n", "ft.py", backend="tf-distribute")
     assert "BackupAndRestore" not in plain.code
+
+
+# --------------------------------------------------- Keras 3 under tf.distribute
+KERAS3_HEAD = ("import keras\n"
+               "import numpy as np\n"
+               "model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
+               "model.compile(optimizer='sgd', loss='mse')\n")
+
+
+def test_keras3_multi_worker_fit_is_converted_not_stopped_at_start_up():
+    """import keras under tf-distribute: no SystemExit at job start; the
+    strategy's reduce is wrapped, only with TF_CONFIG and Keras >= 3."""
+    src = KERAS3_HEAD + "model.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n"
+    result = convert_source(src, "k3.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert "SystemExit" not in result.code
+    assert ('if "TF_CONFIG" in os.environ and int(keras.__version__.split(".")[0]) >= 3:\n'
+            "    strategy.reduce = reduce_for_keras3(strategy.reduce)\n") in result.code.replace("'", '"')
+    # tf.keras keeps its own path: tf-keras selected before TensorFlow, else the stop
+    tfk = convert_source(src.replace("import keras\n", "import tensorflow as tf\nkeras = tf.keras\n"), "tfk.py",
+                         backend="tf-distribute")
+    assert tfk.status == "converted" and "TF_USE_LEGACY_KERAS" in tfk.code and "SystemExit" in tfk.code
+    assert "reduce_for_keras3" not in tfk.code
+    # Horovod 0.28 cannot average Keras 3 gradients at all: its stop stays
+    hvd = convert_source(src, "k3.py")
+    assert "raise SystemExit(" in hvd.code and "reduce_for_keras3" not in hvd.code
+
+
+class _Local:
+    def __init__(self, rank):
+        self.shape = type("Shape", (), {"rank": rank})()
+
+
+class _Strategy:
+    """Records what the wrapped reduce hands the strategy's own reduce."""
+
+    def __init__(self):
+        self.calls = []
+
+    def reduce(self, op, value, axis):
+        self.calls.append((op, value, axis))
+        return ("reduced", value)
+
+    def experimental_local_results(self, value):
+        return (value,)
+
+
+def _emitted_reduce(strategy):
+    """The wrapper exactly as the converted script defines it."""
+    import re
+    import tensorflow as tf
+    code = convert_source(KERAS3_HEAD + "model.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n", "k3.py",
+                          backend="tf-distribute").code
+    definition = re.search(r"^def reduce_for_keras3\(reduce\):\n(?:    .*\n)+", code, re.M).group(0)
+    namespace = {"tf": tf, "strategy": strategy}
+    exec(definition, namespace)
+    return namespace["reduce_for_keras3"](strategy.reduce)
+
+
+def test_keras3_reduce_changes_only_the_calls_multi_worker_strategy_rejects():
+    strategy = _Strategy()
+    reduce = _emitted_reduce(strategy)
+    scalar, vector = _Local(0), _Local(1)
+    # fit's first batch (x, {"a": y}): each element reduced apart, axis None
+    out = reduce("MEAN", (vector, {"a": scalar}), axis=None)
+    assert strategy.calls == [("MEAN", vector, None), ("MEAN", scalar, None)]
+    assert out == (("reduced", vector), {"a": ("reduced", scalar)})
+    # a step's scalar metric "along axis 0": across the replicas only
+    strategy.calls.clear()
+    reduce("MEAN", scalar, axis=0)
+    reduce("SUM", scalar, 0)
+    assert strategy.calls == [("MEAN", scalar, None), ("SUM", scalar, None)]
+    # everything the strategy accepts passes through as it is
+    strategy.calls.clear()
+    reduce("MEAN", vector, axis=0)
+    reduce("SUM", scalar, axis=None)
+    reduce("MEAN", 3.0, axis=0)
+    assert strategy.calls == [("MEAN", vector, 0), ("SUM", scalar, None), ("MEAN", 3.0, 0)]
+
+
+def test_keras3_callbacks_that_write_get_a_path_per_worker():
+    src = KERAS3_HEAD + (
+        "cbs = [keras.callbacks.ModelCheckpoint('ckpt/{epoch}.keras'), keras.callbacks.TensorBoard(),\n"
+        "       keras.callbacks.TensorBoard('tb', histogram_freq=1), keras.callbacks.EarlyStopping()]\n"
+        "model.fit(np.zeros((8, 2)), np.zeros((8, 1)), callbacks=cbs)\n")
+    result = convert_source(src, "k3.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert ("cbs = [keras.callbacks.ModelCheckpoint(worker_path('ckpt/{epoch}.keras')), "
+            "keras.callbacks.TensorBoard(log_dir=worker_path('logs')),\n"
+            "       keras.callbacks.TensorBoard(worker_path('tb'), histogram_freq=1), "
+            "keras.callbacks.EarlyStopping()]") in result.code
+    assert sum(c.rule == "worker-writes" for c in result.changes) == 3
+
+
+def test_keras3_backup_and_restore_is_refused_at_conversion_with_its_line():
+    from tfdist.assembly import pipeline_key
+    src = KERAS3_HEAD + ("backup = keras.callbacks.BackupAndRestore('bk')\n"
+                         "model.fit(np.zeros((8, 2)), np.zeros((8, 1)), callbacks=[backup])\n")
+    result = convert_source(src, "k3.py", backend="tf-distribute")
+    assert result.status == "unsupported" and result.error_line == 5, (result.status, result.error_line)
+    assert "BackupAndRestore under Keras 3" in result.error and "unable to lock file" in result.error
+    fit_only = KERAS3_HEAD + "model.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n"
+    ft = convert_source(fit_only, "k3.py", backend=pipeline_key("tf-distribute", "fault-tolerant"))
+    assert ft.status == "unsupported" and ft.error_line == 5 and "BackupAndRestore under Keras 3" in ft.error
+    # Horovod runs the callback on rank 0 only: unchanged there
+    assert convert_source(src, "k3.py").status == "converted"

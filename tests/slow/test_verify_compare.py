@@ -146,6 +146,34 @@ def test_tf_distribute_workers_compare_with_the_loss_multiplied_back(tmp_path):
     assert 0.75 < first_conv / first_orig < 1.25     # the untrained loss, same scale in both runs
 
 
+@pytest.mark.timeout(600)
+def test_keras3_fit_on_tf_distribute_workers_learns_like_the_original(tmp_path):
+    """Keras 3 (import keras) fit as 2 TF_CONFIG workers on TF 2.21, through
+    the strategy.reduce wrapper the conversion adds (keras-team/keras#20585):
+    in sync, half the steps, and the loss and val_loss of the original (the
+    regression diverges if the gradients were summed, misses half of x if
+    both workers trained on the same rows)."""
+    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
+    if not venv:
+        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+    python = str(Path(venv) / "bin" / "python")
+    report = tmp_path / "r.json"
+    res = run_tfdist(python, ["verify", "--backend", "tf-distribute", "-np", "2", "--compare", "--report",
+                              str(report), *ABS_TOLERANCE, str(SCRIPTS / "regression_keras3.py")], tmp_path,
+                     timeout=560, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    ranks = data["distributed"]["ranks"]
+    assert [r["exit_code"] for r in ranks] == [0, 0]
+    assert ranks[0]["trainable_sha256"] == ranks[1]["trainable_sha256"]
+    assert [r["optimizer_steps"] for r in ranks] == [192, 192]    # 2048 rows / (32 x 2) x 6 epochs
+    cmp = data["compare"]
+    assert cmp["verdict"] == "PASS" and cmp["original"]["steps"] == 384
+    orig, conv = cmp["original"], cmp["converted"]
+    assert orig["final_loss"] < 0.02 and conv["final_loss"] < 0.02
+    assert abs(conv["final_metrics"]["val_loss"] - orig["final_metrics"]["val_loss"]) < 0.01
+
+
 def test_verify_refuses_bad_compare_options(tmp_path):
     """Bad option combinations are bad input (exit 3), before anything runs."""
     import subprocess

@@ -27,6 +27,8 @@ from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup,
 
 # keras-team/keras#20585: Keras 3 fit() under MultiWorkerMirroredStrategy
 # fails; tf-keras (Keras 2) works, selected before TensorFlow is imported.
+# A script written for standalone Keras 3 (``import keras``) keeps Keras 3:
+# the strategy's reduce is given what Keras 3 asks of it (see setup()).
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
 KERAS3_MULTI_WORKER_MESSAGE = (
     "Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): "
@@ -54,7 +56,7 @@ class TfDistributeBackend(Backend):
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
-        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data")
+        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce")
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -90,9 +92,10 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data"):
+        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce"):
             return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
-                                      "shard_by_data": "shard_by_sample"}.get(key, key))
+                                      "shard_by_data": "shard_by_sample",
+                                      "keras3_reduce": "reduce_for_keras3"}.get(key, key))
         raise KeyError(key)
 
     # --- process topology
@@ -127,9 +130,10 @@ class TfDistributeBackend(Backend):
             f"            else {{tf}}.distribute.MirroredStrategy())",
             "tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.",
         )]
-        if keras3_guard:
-            keras_version = ("{keras}.__version__" if ctx.facts.get("keras_flavor") == "keras"
-                             else f"getattr({{tf}}.keras, {q('__version__')}, {q('2')})")
+        if keras3_guard and ctx.facts.get("keras_flavor") == "keras":
+            out.append(self._keras3_multi_worker_reduce(ctx))
+        elif keras3_guard:
+            keras_version = f"getattr({{tf}}.keras, {q('__version__')}, {q('2')})"
             out.append((
                 f"if {q('TF_CONFIG')} in {{os}}.environ and int({keras_version}.split({q('.')})[0]) >= 3:\n"
                 f"    raise SystemExit({q(KERAS3_MULTI_WORKER_MESSAGE)})",
@@ -166,6 +170,34 @@ class TfDistributeBackend(Backend):
                 "tf.distribute: an in-memory source has no files to split: workers split it by sample.",
             ))
         return out
+
+    def _keras3_multi_worker_reduce(self, ctx) -> Tuple[str, str]:
+        """Keras 3 (keras-team/keras#20585) asks MultiWorkerMirroredStrategy's
+        reduce() for two things it rejects, where MirroredStrategy accepts
+        them: the first batch of fit/evaluate, a nested (x, y), reduced with
+        axis=None (only to learn its shapes and build the model), and every
+        step's scalar metrics reduced along axis 0. Both are reduced here
+        value by value across the replicas, which is what MirroredStrategy
+        does with them; every call the strategy accepts is passed on as it
+        is. Only under Keras 3 and only with TF_CONFIG (the multi-worker
+        strategy)."""
+        q = ctx.quoted
+        return (
+            f"def {{keras3_reduce}}(reduce):\n"
+            f"    def reduce_each(reduce_op, value, axis):\n"
+            f"        if axis is None and {{tf}}.nest.is_nested(value):\n"
+            f"            return {{tf}}.nest.map_structure(lambda v: reduce(reduce_op, v, axis=None), value)\n"
+            f"        local = {{strategy}}.experimental_local_results(value)[0]\n"
+            f"        if axis is not None and getattr(getattr(local, {q('shape')}, None), {q('rank')}, None) == 0:\n"
+            f"            return reduce(reduce_op, value, axis=None)\n"
+            f"        return reduce(reduce_op, value, axis)\n"
+            f"    return reduce_each\n"
+            f"if {q('TF_CONFIG')} in {{os}}.environ and int({{keras}}.__version__.split({q('.')})[0]) >= 3:\n"
+            f"    {{strategy}}.reduce = {{keras3_reduce}}({{strategy}}.reduce)",
+            "tf.distribute: Keras 3 fit() hands MultiWorkerMirroredStrategy.reduce a nested batch and scalar "
+            "metrics along axis 0, which it rejects (keras-team/keras#20585): reduce them value by value "
+            "across the replicas, as MirroredStrategy does.",
+        )
 
     # --- optimisation
     def scale_lr(self, lr: str):

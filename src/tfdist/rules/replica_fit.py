@@ -19,6 +19,20 @@ detect = keras_fit.detect
 prepare = keras_fit.prepare
 
 KERAS_DEFAULT_BATCH = "32"  # fit()'s batch_size when absent
+# Keras 3's callbacks, unlike tf.keras's, do not give the non-chief workers
+# paths of their own; ModelCheckpoint and BackupAndRestore then write one
+# file from every worker (measured on Keras 3.15, TF 2.21, 2 workers: the
+# second worker's h5py create fails with "unable to lock file").
+KERAS3_BACKUP_REFUSAL = (
+    "BackupAndRestore under Keras 3 (import keras): every worker writes the same backup file "
+    "(measured on Keras 3.15: h5py \"unable to lock file\" on the second worker), and a worker restarted "
+    "from a backup of its own would resume at another epoch than the others; not converted for "
+    "--backend tf-distribute (use tf.keras with tf-keras, or drop the backup / --fault-tolerant)")
+# callback -> (keyword, position, default) of the path it writes under
+KERAS3_WRITER_CALLBACKS = {
+    "keras.callbacks.ModelCheckpoint": ("filepath", 0, None),
+    "keras.callbacks.TensorBoard": ("log_dir", 0, "logs"),
+}
 
 
 def apply(ctx) -> None:
@@ -42,6 +56,8 @@ def apply(ctx) -> None:
         for call in keras_fit.model_calls(a, {method}):
             keras_fit._rank0_verbose(ctx, call, pos, default="1")
     _csv_loggers(ctx)
+    if ctx.facts.get("keras_flavor") == "keras":
+        _keras3_writer_callbacks(ctx)
 
 
 def _same_model(a: A.Analysis, x, y) -> bool:
@@ -81,6 +97,8 @@ def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
     keras_fit._rank0_verbose(ctx, call, keras_fit.FIT_POS["verbose"], default="1")
     backup = ctx.backend.fit_backup_callback(ctx) if hasattr(ctx.backend, "fit_backup_callback") else None
+    if backup is not None and ctx.facts.get("keras_flavor") == "keras":
+        raise ctx.unsupported(call, KERAS3_BACKUP_REFUSAL)
     # the backup first (it restores the state the others start from), then the warmup
     first = ([backup] if backup is not None else []) + warmup.fit_callbacks(ctx, call)
     if first:
@@ -160,3 +178,34 @@ def _csv_loggers(ctx) -> None:
         if a.is_name(call, {"tensorflow.keras.callbacks.CSVLogger", "keras.callbacks.CSVLogger"}):
             if not replicas.write_path(ctx, call, "filename", 0, "CSV log"):
                 ctx.warn(call, "rank0-io", "CSVLogger without a file name: give each worker its own file")
+
+
+def _keras3_writer_callbacks(ctx) -> None:
+    """Keras 3 (``import keras``): fit() runs the callbacks on every worker
+    and its ModelCheckpoint / TensorBoard write to the path as given (tf.keras
+    sends the non-chief workers to temporary directories itself): each
+    worker gets its own path, the chief the user's. BackupAndRestore, whose
+    backup every worker must read back, is refused."""
+    a = ctx.a
+    for call in a.calls:
+        if a.is_name(call, {"keras.callbacks.BackupAndRestore"}):
+            raise ctx.unsupported(call, KERAS3_BACKUP_REFUSAL)
+        name = a.is_name(call, KERAS3_WRITER_CALLBACKS)
+        if name is None:
+            continue
+        keyword, position, default = KERAS3_WRITER_CALLBACKS[name]
+        what = name.rsplit(".", 1)[-1]
+        arg = find_arg(call, keyword, position)
+        if arg is None and default is None:
+            ctx.warn(call, "rank0-io", f"{what} without a path: give each worker its own path")
+            continue
+        path = source(ctx.module, arg.value, False) if arg is not None else ctx.quoted(default)
+        new = ctx.expr(ctx.backend.worker_write_path(path))
+        if arg is not None:
+            ctx.plan.replace(arg.value, lambda old, new=new: new)
+        else:
+            ctx.plan.replace(call, lambda c, new=new: append_arg(c, kwarg(keyword, new)))
+        ctx.change(call, "worker-writes", ctx.say(
+            "{what}: Keras 3 runs it on every worker and does not keep their files apart: the chief writes to "
+            "{path}{default}, the other workers to a temporary directory",
+            what=what, path=path, default="" if arg is not None else " (the default)"))
