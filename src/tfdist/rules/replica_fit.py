@@ -85,12 +85,49 @@ def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
                         a, arg.value, {A.KERAS_OPTIMIZER}):
                     if s is not None and s not in stmts:
                         stmts.append(s)
+            for keyword in COMPILE_METRIC_KEYWORDS:
+                arg = find_arg(call, keyword, None)
+                for s in _metric_statements(a, arg.value, 0) if arg is not None else []:
+                    if s not in stmts:
+                        stmts.append(s)
     if not stmts:
         ctx.warn(model, replicas.RULE, ctx.say(
             "cannot find where {model} is built: build it and compile it inside `with {scope}:`",
             model=a.code(model), scope=ctx.fill(ctx.backend.replica_scope())))
         return
     replicas.in_replica_scope(ctx, stmts, f"model {a.code(model)}, its optimizer and compile()")
+
+
+#: compile() arguments holding metric objects: they have variables, which
+#: must be created in the model's scope (tf-keras refuses others: "created
+#: inside a different distribution strategy scope than the model").
+COMPILE_METRIC_KEYWORDS = ("metrics", "weighted_metrics")
+METRIC_MODULES = ("tensorflow.keras.metrics.", "keras.metrics.", "tf_keras.metrics.", "tensorflow.metrics.")
+
+
+def _metric_statements(a: A.Analysis, expr, depth: int):
+    """The statements constructing the Keras metric objects an expression
+    refers to (``[AUC(), "accuracy"]``, a module-level ``METRICS`` list, a
+    parameter's default or the callers' arguments)."""
+    out = []
+    if depth > 6:
+        return out
+    from ..engine.scopes import walk
+    for node in walk(expr):
+        if isinstance(node, cst.Call) and any(n.startswith(METRIC_MODULES) for n in a.names(node)):
+            stmt = a.statement_of(node)
+            if stmt is not None and stmt not in out:
+                out.append(stmt)
+        elif isinstance(node, cst.Name):
+            for origin, value in a.assigned_values(node):
+                values = [value] if value is not None else []
+                if isinstance(origin, cst.Param):
+                    values += ([origin.default] if origin.default is not None else []) + [
+                        v for _c, v in a.argument_values(origin)]
+                for v in values:
+                    if v is not expr:
+                        out += [s for s in _metric_statements(a, v, depth + 1) if s not in out]
+    return out
 
 
 def _fit(ctx, call: cst.Call) -> None:

@@ -47,7 +47,7 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
 #: tf-keras) it creates no variable, inside the scope or out (it assigns
 #: the model's; tf-keras defers the optimizer's slots to their creation,
 #: Keras 3 skips them), and loading outside the scope trains as well.
-BUILDING_METHODS = {"add", "build"}
+BUILDING_METHODS = {"add", "build", "adapt"}  # adapt(): a preprocessing layer builds its state from data
 
 
 def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseStatement]:
@@ -194,7 +194,14 @@ def _is_layer_call(a: A.Analysis, value) -> bool:
         return False
     if isinstance(value.func, cst.Call):
         return True
-    return any(n.startswith(("tensorflow.keras.", "keras.", "tf_keras.")) for n in a.names(value))
+    if a.is_kind(value.func, A.MODEL):
+        return True  # a (sub-)model called on tensors: ``base_model(inputs, training=False)``
+    if any(n.startswith(("tensorflow.keras.", "keras.", "tf_keras.")) for n in a.names(value)):
+        return True
+    # a layer object bound to a name, called on tensors: ``dense = Dense(4)`` ... ``dense(x)``
+    return isinstance(value.func, cst.Name) and any(
+        v is not None and _is_layer_call(a, v) and not isinstance(v.func, cst.Call)
+        for _, v in a.assigned_values(value.func))
 
 
 def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cst.BaseStatement]:
@@ -209,10 +216,16 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
         if depth < 6 and a.is_kind(n, A.MODEL):
             out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
         for origin, value in a.assigned_values(n):
-            if value is not None and _is_layer_call(a, value):
+            if isinstance(origin, cst.Param) and depth < 6:
+                # a layer handed to the function building the model: followed to every caller's argument
+                for _call, arg in a.argument_values(origin):
+                    out += [s for s in _layer_statements(a, arg, seen, depth + 1) if s not in out]
+            elif value is not None and _is_layer_call(a, value):
                 stmt = a.statement_of(value)
                 if stmt is not None and stmt not in out:
                     out.append(stmt)
+                    # what builds a layer object after its constructor (``normalizer.adapt(data)``)
+                    out += [s for s in building_statements(a, value) if s not in out]
                     out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
     return out
 
