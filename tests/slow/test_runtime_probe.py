@@ -126,3 +126,25 @@ def test_as_file_presents_the_original_path(tmp_path):
     assert seen["file"] == str(SCRIPTS / "exits.py")
     assert seen["path0"] == str(SCRIPTS)
     assert record(tmp_path / "p")["script"] == str(SCRIPTS / "exits.py")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("writes", [False, True])
+def test_a_file_opened_read_write_counts_as_written_only_if_it_changed(writes, tmp_path):
+    """tf-keras' load_model opens a .keras archive "r+b" and only reads it: a
+    worker loading the chief's model is not a second writer; a worker that
+    does change a file in place is one."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model.keras").write_bytes(b"archive")
+    script = tmp_path / "opens.py"
+    body = "f.seek(0, os.SEEK_END); f.write(b'more')" if writes else "f.read()"
+    script.write_text("import os\n"
+                      "with open('model.keras', 'r+b') as f:\n"
+                      f"    {body}\n"
+                      "fd = os.open('model.keras', os.O_RDWR)\n"
+                      "os.close(fd)\n")
+    proc, _ = probe(sys.executable, [str(script)], [], run, tmp_path / "p")
+    assert proc.returncode == 0, proc.stderr
+    files = [os.path.relpath(f["path"], run) for f in record(tmp_path / "p")["files"]]
+    assert files == (["model.keras"] if writes else [])

@@ -284,6 +284,9 @@ DEFAULT_SAMPLE_ROWS = 200_000
 SAMPLE_HASH = "blake2b-8(<dtype><row shape>;<row bytes>)"
 MAX_STEPS_ENV = "TFDIST_PROBE_MAX_STEPS"
 LOSSES_ENV = "TFDIST_PROBE_LOSSES"
+#: TFDIST_PROBE_LOCAL_DEVICES=N (tfdist verify --local-devices N): this
+#: process's CPU is presented as N logical devices (see _split_local_cpu).
+LOCAL_DEVICES_ENV = "TFDIST_PROBE_LOCAL_DEVICES"
 #: Loss values kept per series before thinning to every other one (a long run
 #: keeps its whole curve at a coarser resolution).
 MAX_LOSS_POINTS = 20000
@@ -448,6 +451,10 @@ class _State:
         self.tf1_eager_applies = 0
         self.in_probe = threading.local()
         self.files: dict = {}              # absolute path -> entry
+        # files opened read-write without truncating ("r+b": tf-keras
+        # load_model opens a .keras archive so): path -> (mtime_ns, size) at
+        # the open; kept as written only if the file changed
+        self.updated_in_place: dict = {}
         self.ignore_prefixes: tuple = ((), "\0", "\0")
         self.start_cwd = os.getcwd()
         self.probe_dir = None
@@ -472,6 +479,7 @@ class _State:
         self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
         self.tape_batches = 0
         self.record_losses = False
+        self.local_devices = 1        # TFDIST_PROBE_LOCAL_DEVICES, once applied
         self.loss_steps: list = []         # [seq, value]: tape.gradient targets / TF1 losses, in order
         self.loss_stride = 1               # keep every loss_stride-th value (thinned when long)
         self.loss_seen = 0
@@ -717,6 +725,9 @@ def _audit_hook(event, args):
                 return
         elif not (isinstance(mode, str) and any(c in mode for c in "wax+")):
             return
+        if (isinstance(flags, int) and flags >= 0 and flags & os.O_RDWR
+                and not flags & (os.O_CREAT | os.O_TRUNC | os.O_APPEND)) or _opens_in_place(mode):
+            _note_in_place(path)
         _record_file(path, "file", "open")
     except Exception:  # noqa: BLE001 - never raise from an audit hook
         pass
@@ -731,6 +742,36 @@ def _is_write_mode(mode) -> bool:
     return any(c in mode for c in "wax+")
 
 
+def _opens_in_place(mode) -> bool:
+    """Read-write without creating or truncating ("r+", "rb+"): may not write."""
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    return isinstance(mode, str) and "+" in mode and "r" in mode and not any(c in mode for c in "wax")
+
+
+def _note_in_place(path) -> None:
+    try:
+        full = os.path.abspath(_path_to_str(path))
+        st = os.stat(full)
+    except (OSError, TypeError):
+        return
+    with STATE.lock:
+        if full not in STATE.files:  # recorded as written before: it stays written
+            STATE.updated_in_place.setdefault(full, (st.st_mtime_ns, st.st_size))
+
+
+def _drop_unchanged_in_place() -> None:
+    """A file only opened read-write, and unchanged since: not written."""
+    for full, (mtime, size) in list(STATE.updated_in_place.items()):
+        entry = STATE.files.get(full)
+        try:
+            st = os.stat(full)
+        except OSError:
+            continue
+        if entry is not None and (st.st_mtime_ns, st.st_size) == (mtime, size):
+            del STATE.files[full]
+
+
 def _make_file_wrapper(qualname: str, path_spec: str, kind: str):
     mode_spec = WRITE_MODE_ARGS.get(qualname)
 
@@ -739,8 +780,12 @@ def _make_file_wrapper(qualname: str, path_spec: str, kind: str):
             result = orig(*args, **kwargs)
             if STATE.pid == os.getpid() and not _busy():
                 try:
-                    if mode_spec is None or _is_write_mode(_get_arg(mode_spec, args, kwargs)):
-                        _record_file(_get_arg(path_spec, args, kwargs, result), kind, qualname)
+                    mode = _get_arg(mode_spec, args, kwargs) if mode_spec is not None else None
+                    if mode_spec is None or _is_write_mode(mode):
+                        path = _get_arg(path_spec, args, kwargs, result)
+                        if mode_spec is not None and _opens_in_place(mode):
+                            _note_in_place(path)
+                        _record_file(path, kind, qualname)
                 except Exception as exc:  # noqa: BLE001
                     _note_error(qualname, exc)
             return result
@@ -1961,7 +2006,26 @@ def _install_h5py(module, group):
     _patch(mod_name, cls_name + ".__init__", _make_file_wrapper("File.__init__", "arg:1:name", "model"))
 
 
+def _split_local_cpu(tf_module) -> None:
+    """Present the CPU as N logical devices before TensorFlow initialises its
+    devices: ``MirroredStrategy()`` replicates over every local GPU, else over
+    every logical CPU (``all_local_devices`` in
+    tensorflow/python/distribute/mirrored_strategy.py), so the script's own
+    strategy then runs N replicas in this process, as on a host with N GPUs."""
+    text = os.environ.get(LOCAL_DEVICES_ENV, "").strip()
+    if not text.isdigit() or int(text) < 2:
+        return
+    cpus = tf_module.config.list_physical_devices("CPU")
+    tf_module.config.set_logical_device_configuration(
+        cpus[0], [tf_module.config.LogicalDeviceConfiguration() for _ in range(int(text))])
+    STATE.local_devices = int(text)
+
+
 def _install_tensorflow(module, group):
+    try:
+        _split_local_cpu(module)
+    except Exception as exc:  # noqa: BLE001 - recorded; verify then sees the replicas missing
+        _note_error("local_devices", exc)
     _install_variable_tracking()
     _install_session_hooks()
     _install_iterator_hook()
@@ -2109,6 +2173,35 @@ def _eager_value(var):
     return _local_variable(var).numpy()
 
 
+def _replica_copies() -> dict:
+    """Compare, per trainable tf.distribute variable, the copies this process
+    holds on its devices (MirroredStrategy over several local devices): they
+    must be bitwise identical after every step (gradients all-reduced)."""
+    checked, differing = 0, []
+    dist_cls = STATE.distributed_var_class
+    if dist_cls is None:
+        return {"checked": 0, "differing": []}
+    with _ProbeBusy():
+        import numpy
+
+        for var in list(STATE.variables):
+            if not isinstance(var, dist_cls) or not getattr(var, "trainable", False) or not _is_float_variable(var):
+                continue
+            copies = list(getattr(var, "_values", None) or ())
+            if len(copies) < 2:
+                continue
+            try:
+                first = copies[0].numpy()
+                same = all(numpy.array_equal(first, c.numpy()) for c in copies[1:])
+            except Exception as exc:  # noqa: BLE001
+                _note_error("replica_copies", exc)
+                continue
+            checked += 1
+            if not same:
+                differing.append(getattr(var, "name", "?"))
+    return {"checked": checked, "differing": differing}
+
+
 def _collect_variables():
     """([(name, value)] trainable, [(name, value)] other, unreadable count).
     Eager variables in creation order, then each TF1 graph's snapshot."""
@@ -2249,6 +2342,11 @@ def build_record() -> dict:
         entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
         record["files"].append(entry)
     try:
+        record["replica_copies"] = _replica_copies()
+        record["local_devices"] = STATE.local_devices
+    except Exception as exc:  # noqa: BLE001
+        _note_error("replica_copies", exc)
+    try:
         record["strategies"] = _strategies_info()
     except Exception as exc:  # noqa: BLE001
         _note_error("strategies", exc)
@@ -2278,6 +2376,7 @@ def write_record() -> str | None:
         return None
     STATE.written = True
     try:
+        _drop_unchanged_in_place()
         record = build_record()
     except Exception as exc:  # noqa: BLE001
         _note_error("build_record", exc)
