@@ -469,3 +469,21 @@ def _refused(out: NotebookResult, message: str) -> NotebookResult:
     r = out.result
     r.status, r.error, r.error_line, r.data, r.code, r.changes = F.UNSUPPORTED, message, None, None, None, []
     return out
+
+
+_RUN_ONLY_BY_IPYTHON = re.compile(r"^([ \t]*)([%!].*)$", re.M)
+
+
+def notebook_script(data: bytes) -> str:
+    """A notebook's code cells, in order, as one script that plain Python
+    runs top to bottom: line magics and shell escapes (which only IPython
+    runs) are commented out. How a converted notebook is run as processes."""
+    cells = json.loads(data.decode("utf-8"))["cells"]
+    parts = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else source
+        parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1# \2", source))
+    return "\n\n".join(parts) + "\n"

@@ -125,6 +125,13 @@ Options may come before or after SCRIPT (tfdist verify train.py -np 2
   arrays (the strategy shards them inside fit): such scripts get no sample
   checks, and a warning says so.
 
+--local-devices N (tf-distribute): the conversion runs as ONE process (no
+  TF_CONFIG) whose CPU the probe splits into N logical devices before
+  TensorFlow starts, so the script's MirroredStrategy() replicates over N
+  devices as it would over N GPUs.  Checked: the strategy runs N replicas,
+  each variable's N copies are bitwise identical, and the process took ~1/N
+  of the original's optimizer steps (the global batch is N times larger).
+
 exit status: 0 PASS, 1 FAIL, 3 bad input (missing script, not convertible) or
   Horovod not installed (--backend horovod), or --plot without matplotlib.
   --sweep: 0 when the policy that tracks the original best PASSes, else 1.
@@ -210,7 +217,7 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
     p = _Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=script_args,
                 usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
-                      "[--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
+                      "[--local-devices N] [--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
                       "[--sweep [--policies LIST]] [--tolerance REL] [--abs-tolerance ABS] [--report FILE.json] "
                       "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [OPTIONS] [ARGS...] [-- ARGS...]")
     p.add_argument("--backend", choices=BACKENDS, default="horovod",
@@ -218,6 +225,10 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
                         "or as TF_CONFIG workers (tf-distribute)")
     p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, default=2, metavar="N",
                    help="number of ranks for the converted script (default: 2)")
+    p.add_argument("--local-devices", type=_positive_int, default=1, metavar="N",
+                   help="--backend tf-distribute: run the conversion as ONE process whose CPU is split into N "
+                        "logical devices, so its MirroredStrategy() replicates over them as over N GPUs "
+                        "(implies -np 1)")
     p.add_argument("--steps", type=_positive_int, metavar="K",
                    help="quick check: stop Keras Model.fit after K optimizer steps in the original and "
                         "ceil(K/N) per rank (see below)")
@@ -395,7 +406,8 @@ def _run_tf_distribute(prog: str, args) -> int:
 def verify_main(argv: Optional[List[str]] = None) -> int:
     from . import verify
 
-    args = parse_verify_args(list(sys.argv[1:] if argv is None else argv))
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    args = parse_verify_args(argv_list)
     prog = "tfdist verify"
     sink = launcher.stream_to(sys.stderr) if args.verbose else None
     from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
@@ -403,7 +415,18 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
     tolerances = dict(rel_tolerance=DEFAULT_REL_TOLERANCE if args.tolerance is None else args.tolerance,
                       abs_tolerance=DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance)
     problem = None
-    if (args.tolerance is not None or args.abs_tolerance is not None) and not compare:
+    if args.local_devices > 1:
+        if args.backend != "tf-distribute":
+            problem = "--local-devices is for --backend tf-distribute (MirroredStrategy over one process's devices)"
+        elif args.sweep:
+            problem = "--sweep runs workers: not with --local-devices"
+        elif "-np" in argv_list or "--num-proc" in argv_list:
+            if args.np != 1:
+                problem = "--local-devices N runs one process: drop -np (or give -np 1)"
+        args.np = 1
+    if problem is not None:
+        pass
+    elif (args.tolerance is not None or args.abs_tolerance is not None) and not compare:
         problem = "--tolerance / --abs-tolerance go with --compare (or --sweep)"
     elif args.policies and not args.sweep:
         problem = "--policies goes with --sweep"
@@ -437,7 +460,7 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
                                           backend=args.backend, python=args.python, compare=compare,
                                           options=() if args.converted else verify.policy_options(policy, args.steps_per_epoch),
                                           policy=None if args.converted else policy, original=args.original,
-                                          **tolerances)
+                                          local_devices=args.local_devices, **tolerances)
     except verify.VerifyInputError as exc:
         _err(prog, str(exc))
         return EXIT_BAD_INPUT

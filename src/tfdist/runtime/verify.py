@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 from . import compare as C
 from . import launcher
-from .probe import ADDED_PATH_ENV, GATED_KINDS, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
+from .probe import ADDED_PATH_ENV, GATED_KINDS, LOCAL_DEVICES_ENV, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
 
 HOROVOD = "horovod"
 TF_DISTRIBUTE = "tf-distribute"
@@ -148,6 +148,18 @@ class RankRecord:
         return max(sizes) if sizes else None
 
     @property
+    def replicas_in_sync(self) -> int | None:
+        """The most replicas any tf.distribute strategy of this process runs."""
+        sizes = [int(s.get("num_replicas_in_sync") or 1) for s in self.strategies]
+        return max(sizes) if sizes else None
+
+    @property
+    def replica_copies(self) -> dict:
+        """{checked, differing}: this process's per-device copies of its
+        trainable tf.distribute variables (several local devices)."""
+        return dict(self.raw.get("replica_copies") or {"checked": 0, "differing": []})
+
+    @property
     def samples_skipped(self) -> list[str]:
         return list((self.raw.get("samples") or {}).get("skipped") or [])
 
@@ -209,7 +221,7 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
                     log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                     env: dict | None = None, horovodrun: str | None = None, label: str | None = None,
                     pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
-                    python: str | None = None, record_losses: bool = False) -> Observation:
+                    python: str | None = None, record_losses: bool = False, local_devices: int = 1) -> Observation:
     """Run ``script`` under the probe and collect one RankRecord per rank.
 
     ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
@@ -226,6 +238,8 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     tfdist's own entry): e.g. a directory whose sitecustomize.py installs
     stand-in modules (tests/slow/support/mnist_standin).
     ``record_losses`` makes the probe record the training loss (verify --compare).
+    ``local_devices`` > 1 presents each process's CPU as that many logical
+    devices (the probe's TFDIST_PROBE_LOCAL_DEVICES).
     Raises launcher.RuntimeMissing when horovodrun is needed and not found.
     """
     if backend not in BACKENDS:
@@ -262,6 +276,10 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
         run_env[LOSSES_ENV] = "1"
     else:
         run_env.pop(LOSSES_ENV, None)
+    if local_devices > 1:
+        run_env[LOCAL_DEVICES_ENV] = str(int(local_devices))
+    else:
+        run_env.pop(LOCAL_DEVICES_ENV, None)
 
     probe_cmd = ["-m", "tfdist.runtime.probe"]
     if as_file is not None:
@@ -543,10 +561,14 @@ def _short_list(items: list[str], limit: int = 4) -> str:
 
 
 def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
-          samples_out: dict | None = None, backend: str | None = None) -> tuple[list[str], list[str], list[str]]:
+          samples_out: dict | None = None, backend: str | None = None,
+          local_devices: int = 1) -> tuple[list[str], list[str], list[str]]:
     """Return (failure reasons, established checks, warnings).  ``samples_out``
     (a dict) receives the sample summary (see check_samples).  ``backend``
-    defaults to the distributed observation's."""
+    defaults to the distributed observation's.  ``local_devices``: devices
+    each process replicates over (tf-distribute, verify --local-devices): the
+    steps are then 1/(np x local_devices) of the original's, and each
+    process's copies of a variable must be identical."""
     backend = backend or distributed.backend
     tfd = backend == TF_DISTRIBUTE
     reasons: list[str] = []
@@ -596,6 +618,9 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
             classes = sorted({s.get("class", "?") for r in ranks if not r.missing for s in r.strategies
                               if int(s.get("num_workers") or 1) == np})
             checks.append(f"every worker built a {'/'.join(classes)} spanning the {np} workers")
+        if local_devices > 1:
+            _check_local_replicas([r for r in ranks if not r.missing and r.exit_code == 0], np * local_devices,
+                                  reasons, checks)
     else:
         sizes = {r.size for r in ranks if not r.missing}
         if sizes and sizes != {np}:
@@ -653,7 +678,7 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
             reasons.append("the original script took no optimizer steps that tfdist could observe "
                            "(no Keras optimizer iterations, TF1 train op or global step)")
         else:
-            expected, tol = expected_steps(ref_steps, np)
+            expected, tol = expected_steps(ref_steps, np * local_devices)
             off = {r: s for r, s in rank_steps.items() if abs(s - expected) > tol}
             per_rank = ", ".join(f"rank {r}: {s}" for r, s in sorted(rank_steps.items()))
             if off:
@@ -665,10 +690,10 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
                     else:
                         hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
                     steps_not_sharded = len(reasons)
-                reasons.append(f"{what} per rank are not ~1/{np} of the original's {ref_steps} "
+                reasons.append(f"{what} per rank are not ~1/{np * local_devices} of the original's {ref_steps} "
                                f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
             else:
-                checks.append(f"each rank took ~1/{np} of the original's {ref_steps} {what} ({per_rank})")
+                checks.append(f"each rank took ~1/{np * local_devices} of the original's {ref_steps} {what} ({per_rank})")
 
     # 4. samples: pairs intact, work divided --------------------------------
     sampled = check_samples(ref, present, np)
@@ -730,6 +755,30 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
         for err in r.probe_errors[:3]:
             warnings.append(f"probe ({'original' if r is ref else f'rank {r.rank}'}): {err}")
     return reasons, checks, warnings
+
+
+def _check_local_replicas(present: list[RankRecord], replicas: int, reasons: list[str], checks: list[str]) -> None:
+    """Several devices per process: the script's strategy must run on all of
+    them, and each process's per-device copies must have stayed identical."""
+    off = {r.rank: r.replicas_in_sync for r in present if r.replicas_in_sync != replicas}
+    if off:
+        reasons.append(f"the strategy does not replicate over all {replicas} devices ("
+                       + ", ".join(f"rank {k}: {v or 'no strategy'}" for k, v in sorted(off.items()))
+                       + "); does the script build MirroredStrategy() over every local device?")
+        return
+    differing = {r.rank: r.replica_copies.get("differing") or [] for r in present}
+    differing = {k: v for k, v in differing.items() if v}
+    checked = sum(int(r.replica_copies.get("checked") or 0) for r in present)
+    if differing:
+        reasons.append("the replicas' copies of trainable variables differ within a process (gradients not "
+                       "all-reduced across devices?): " + "; ".join(f"rank {k}: {_short_list(v)}"
+                                                                     for k, v in sorted(differing.items())))
+    elif not checked:
+        reasons.append(f"no trainable variable replicated over the {replicas} devices was observed "
+                       "(variables created outside strategy.scope()?)")
+    else:
+        checks.append(f"the strategy runs {replicas} replicas; their copies of {checked} trainable variable(s) "
+                      "are bitwise identical")
 
 
 def _check_writers_tf_distribute(present: list[RankRecord], distributed: Observation, reasons: list[str],
@@ -860,6 +909,7 @@ class _Setup:
     backend: str
     python: str | None
     record_losses: bool
+    local_devices: int = 1
 
 
 def _check_inputs(script, np: int, backend: str, python, horovodrun):
@@ -895,8 +945,11 @@ def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_scrip
     converted = status == "given"
     as_file = script if dist_script != script else None
     what = "workers" if setup.backend == TF_DISTRIBUTE else "ranks"
+    if setup.local_devices > 1:     # one process replicating over its devices (MirroredStrategy)
+        what = f"process x {setup.local_devices} devices"
     label = f"{policy}, {np} {what}" if policy else f"converted, {np} {what}"
-    distributed = run_and_observe(dist_script, np, base / "distributed", setup.timeout, setup.args, single=False,
+    distributed = run_and_observe(dist_script, np, base / "distributed", setup.timeout, setup.args,
+                                  single=setup.local_devices > 1, local_devices=setup.local_devices,
                                   as_file=as_file, steps_cap=math.ceil(setup.steps / np) if setup.steps else None,
                                   probe_dir=base / "probe-distributed", log_path=base / "distributed.log",
                                   sink=setup.sink, horovodrun=setup.horovodrun, label=label, env=setup.env,
@@ -904,7 +957,7 @@ def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_scrip
                                   record_losses=setup.record_losses)
     samples: dict = {}
     reasons, checks, warnings = check(reference, distributed, np, setup.steps, samples_out=samples,
-                                      backend=setup.backend)
+                                      backend=setup.backend, local_devices=setup.local_devices)
     comparison = None
     if setup.record_losses:
         comparison = C.compare(C.curve_of(reference), C.curve_of(distributed, label, policy),
@@ -928,9 +981,13 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
                   python: str | None = None, compare: bool = False, options: Sequence[str] = (),
                   policy: str | None = None, original: str | os.PathLike | None = None,
                   rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
-                  abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> VerifyReport:
+                  abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE, local_devices: int = 1) -> VerifyReport:
     """Convert (unless ``converted``), run the original single-process and the
     converted script on ``np`` ranks, and check the result.
+
+    ``local_devices`` > 1 (tf-distribute, ``np`` 1): the conversion runs as
+    one process whose CPU is split into that many logical devices, so its
+    MirroredStrategy() replicates over them as over as many GPUs.
 
     ``backend``: "horovod" (horovodrun) or "tf-distribute" (N TF_CONFIG
     workers; both runs use ``python``, default sys.executable, and the
@@ -946,6 +1003,9 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     with (default: ``script`` itself as one process).
     Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
     script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    if local_devices > 1 and (backend != TF_DISTRIBUTE or np != 1):
+        raise VerifyInputError("--local-devices N runs the tf-distribute conversion as one process over N devices: "
+                               "use it with --backend tf-distribute and -np 1")
     reference_script = script
     if original is not None:
         if not converted:
@@ -953,7 +1013,8 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
         reference_script = Path(original).resolve()
         if not reference_script.is_file():
             raise VerifyInputError(f"no such script: {reference_script}")
-    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, compare)
+    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, compare,
+                   local_devices)
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tfdist-verify-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
