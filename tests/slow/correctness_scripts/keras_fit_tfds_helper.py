@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9 standin=tfds
+# tfdist-test: disjoint=yes coverage=0.9 standin=tfds
 """Keras model.fit on tfds.load(...) returned through a user helper function
 (tests/slow/support/tensorflow_datasets: synthetic data under real tfds names).
 run_eagerly=True so the probe sees the batches fit consumes."""

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """An experiment class that builds, compiles and fits its Keras model
 through self.model."""
 import numpy as np

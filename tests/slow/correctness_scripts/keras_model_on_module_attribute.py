@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """A Keras model stored as an attribute of the tensorflow module
 (`tf.model = tf.keras.Sequential()`), as some tutorials do."""
 import numpy as np

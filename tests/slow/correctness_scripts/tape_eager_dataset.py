@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes
+# tfdist-test: disjoint=yes
 """TF2 GradientTape loop, eager (no tf.function), over a shuffled
 from_tensor_slices dataset; label = a fixed function of the sample."""
 import numpy as np

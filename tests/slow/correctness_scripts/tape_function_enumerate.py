@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes
+# tfdist-test: disjoint=yes
 """TF2 GradientTape loop with a @tf.function step, enumerate() over a
 dataset that is mapped and batched after shuffling; float targets."""
 import numpy as np

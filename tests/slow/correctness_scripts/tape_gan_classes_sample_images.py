@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9 requires=matplotlib rank0_files=gan_epoch_*.png
+# tfdist-test: disjoint=yes coverage=0.9 requires=matplotlib rank0_files=gan_epoch_*.png
 """A GAN written as a generator class and a critic class (self.model and
 self.optimizer in each), saving sample images every epoch with matplotlib
 (Agg) savefig.  The real data come as (image, class) pairs, as from a labelled

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """A base trainer class holds the step; the subclass builds the network and
 sets self.opt."""
 import numpy as np

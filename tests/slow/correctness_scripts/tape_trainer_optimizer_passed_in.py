@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """A Trainer class whose optimizer is built by the caller and passed in; the
 dataset is passed to its fit() method."""
 import numpy as np

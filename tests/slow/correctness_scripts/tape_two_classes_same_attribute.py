@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """Two classes with the same attribute names: a generator and a critic, each
 holding its model and optimizer in self.model / self.opt."""
 import numpy as np

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 `for step in itertools.count()` ended by `if step == TRAINING_STEPS: break`."""
 import itertools
 

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 nested loops: epochs, a fresh permutation per epoch, then batches;
 the number of batches is computed from the data."""
 import numpy as np

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 resumable-style loop: `for step in range(START_STEP, TOTAL_STEPS)`
 with random index batches (np.random.randint, with replacement)."""
 import numpy as np

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 step loop in a function called from main(), with the arrays passed as
 parameters."""
 import numpy as np

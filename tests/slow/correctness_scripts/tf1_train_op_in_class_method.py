@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=no coverage=0.9 standin=mnist
+# tfdist-test: disjoint=no coverage=0.9 standin=mnist
 """TF1 model class holding its session, placeholders and train op, trained
 through m.train(x, y) on mnist.train.next_batch (the MNIST stand-in).
 next_batch draws a random stream per rank: disjoint=no."""

@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 `while step < MAX_STEPS` counting its own steps with `step += 1`;
 offsets (step * BATCH) % (len(features) - BATCH)."""
 import numpy as np

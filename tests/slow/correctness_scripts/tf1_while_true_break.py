@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 `while True` loop that breaks with `if step >= NUM_STEPS: break`;
 batches drawn with np.random.choice (without replacement) from the arrays."""
 import numpy as np

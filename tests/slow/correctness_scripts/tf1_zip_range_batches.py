@@ -1,4 +1,4 @@
-# tfdist-test: ranks=2,3 disjoint=yes coverage=0.9
+# tfdist-test: disjoint=yes coverage=0.9
 """TF1 batches cut by zip(range(0, len(trX), B), range(B, len(trX) + 1, B))
 over the training arrays, after a reshape of the samples."""
 import numpy as np
