@@ -1560,13 +1560,27 @@ def _replicas_dividing_the_loss() -> int:
     return int(getattr(ctx, "num_replicas_in_sync", 1) or 1)
 
 
+def _records_this_replica() -> bool:
+    """One loss per step and process: with several local devices
+    (--local-devices) only the process's first replica records its loss, as
+    each worker of a cluster records its own."""
+    if STATE.local_devices <= 1:
+        return True
+    import tensorflow as tf  # noqa: PLC0415
+
+    if not tf.distribute.has_strategy() or tf.distribute.in_cross_replica_context():
+        return True
+    replica = tf.get_static_value(tf.distribute.get_replica_context().replica_id_in_sync_group)
+    return replica is None or int(replica) % STATE.local_devices == 0
+
+
 def _record_gradient_target(target, grads):
     """Record the value of a tape.gradient target (the loss): directly when
     eager; inside a tf.function through a py_function the returned gradients
     depend on, so it runs at every execution of the step."""
     import tensorflow as tf  # noqa: PLC0415
 
-    if not tf.is_tensor(target):
+    if not tf.is_tensor(target) or not _records_this_replica():
         return grads
     scale = _replicas_dividing_the_loss()
     if tf.executing_eagerly():
