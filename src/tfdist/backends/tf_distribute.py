@@ -180,18 +180,22 @@ class TfDistributeBackend(Backend):
         """Keras 3 (keras-team/keras#20585) asks MultiWorkerMirroredStrategy's
         reduce() for two things it rejects, where MirroredStrategy accepts
         them: the first batch of fit/evaluate, a nested (x, y), reduced with
-        axis=None (only to learn its shapes and build the model), and every
-        step's scalar metrics reduced along axis 0. Both are reduced here
-        value by value across the replicas, which is what MirroredStrategy
-        does with them; every call the strategy accepts is passed on as it
-        is. Only under Keras 3 and only with TF_CONFIG (the multi-worker
-        strategy)."""
+        axis=None only to learn its structure and shapes and build the model,
+        and every step's scalar metrics reduced along axis 0. The batch is
+        answered with this worker's own part of it (a cross-worker mean fails
+        where the workers' parts differ in size: a validation set smaller
+        than one global batch, measured on keras-team/keras's
+        demo_mnist_convnet.py: "Shape mismatch in the collective", [102, 28,
+        28, 1] vs [103, ...]); the scalars are reduced with axis=None, as
+        MirroredStrategy does. Every call the strategy accepts is passed on
+        as it is. Only under Keras 3 and only with TF_CONFIG (the
+        multi-worker strategy)."""
         q = ctx.quoted
         return (
             f"def {{keras3_reduce}}(reduce):\n"
             f"    def reduce_each(reduce_op, value, axis):\n"
             f"        if axis is None and {{tf}}.nest.is_nested(value):\n"
-            f"            return {{tf}}.nest.map_structure(lambda v: reduce(reduce_op, v, axis=None), value)\n"
+            f"            return {{tf}}.nest.map_structure(lambda v: {{strategy}}.experimental_local_results(v)[0], value)\n"
             f"        local = {{strategy}}.experimental_local_results(value)[0]\n"
             f"        if axis is not None and getattr(getattr(local, {q('shape')}, None), {q('rank')}, None) == 0:\n"
             f"            return reduce(reduce_op, value, axis=None)\n"
@@ -199,9 +203,9 @@ class TfDistributeBackend(Backend):
             f"    return reduce_each\n"
             f"if {q('TF_CONFIG')} in {{os}}.environ and int({{keras}}.__version__.split({q('.')})[0]) >= 3:\n"
             f"    {{strategy}}.reduce = {{keras3_reduce}}({{strategy}}.reduce)",
-            "tf.distribute: Keras 3 fit() hands MultiWorkerMirroredStrategy.reduce a nested batch and scalar "
-            "metrics along axis 0, which it rejects (keras-team/keras#20585): reduce them value by value "
-            "across the replicas, as MirroredStrategy does.",
+            "tf.distribute: Keras 3 fit() hands MultiWorkerMirroredStrategy.reduce a nested batch (only to build "
+            "the model from its shapes) and scalar metrics along axis 0, which it rejects (keras-team/keras#20585): "
+            "answer the first with this worker's batch, reduce the others as MirroredStrategy does.",
         )
 
     # --- optimisation
