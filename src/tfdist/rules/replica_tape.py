@@ -73,10 +73,22 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                 if s not in out:
                     out.append(s)
             if isinstance(node, cst.Name):
+                # an instance of a class of this module that makes tf.Variables (a tf.Module)
+                if any(_creates_variables(a, cd) for cd in a.instance_classes(node)):
+                    for t in a.types(node):
+                        s = a.statement_of(t.call) if t.call is not None else None
+                        if s is not None and s not in out:
+                            out.append(s)
                 for _, value in a.assigned_values(node):
                     if value is not None and value is not expr:
                         out += [s for s in _variable_statements(a, value, depth + 1) if s not in out]
     return out
+
+
+def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
+    """Does the class (or a base class of this module) create tf.Variables?"""
+    return any(isinstance(n, cst.Call) and a.is_name(n, {apis.TF_VARIABLE})
+               for klass in a._lineage(cd) for n in walk(klass))
 
 
 # ------------------------------------------------------------ loss share
