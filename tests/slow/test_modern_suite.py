@@ -1,0 +1,152 @@
+"""The modern runtime suite: scripts and notebooks written for this project
+in the shapes of current public Keras 3 / TensorFlow 2.16+ tutorials and
+books (tests/slow/modern/), each converted with ``--backend tf-distribute``
+and run on TensorFlow 2.21 (the project's tf-distribute stack) three ways:
+
+* the original, as written, on one process;
+* the conversion as 2 ``TF_CONFIG`` workers (MultiWorkerMirroredStrategy);
+* the conversion as ONE process whose CPU is split into 2 logical devices
+  (MirroredStrategy, as on a host with 2 GPUs: verify --local-devices 2).
+
+Each distributed run must pass what ``tfdist verify --compare`` checks:
+exit 0, the strategy spanning the workers / replicating over both devices,
+bitwise-identical variables (across workers; across the devices' copies),
+about half the original's optimizer steps (the global batch is twice as
+large), samples divided and paired where the probe sees them, files at the
+user's paths written once, and a final loss within the tolerance
+``verify --compare`` states.
+
+A notebook runs as the script its code cells make, top to bottom (line
+magics, which only IPython runs, are commented out in both runs); it is
+converted as a notebook, then its converted cells run the same way.
+
+Items the engine refuses are listed with the reason (the refusal itself is
+asserted, so the list cannot go stale).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tfdist.api import convert_file
+from tfdist.project.notebook import convert_notebook, notebook_script
+from tfdist.runtime import compare as C
+from tfdist.runtime.verify import check, run_and_observe
+
+from test_training_correctness import run_env
+
+pytestmark = pytest.mark.slow
+
+TF_DISTRIBUTE = "tf-distribute"
+VENV = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
+MODERN = Path(__file__).resolve().parent / "modern"
+ITEMS = sorted(MODERN.glob("*.py")) + sorted(MODERN.glob("*.ipynb"))
+#: (label, processes, devices per process)
+MODES = [("2 MultiWorkerMirrored workers", 2, 1), ("MirroredStrategy, 1 process x 2 devices", 1, 2)]
+TIMEOUT = 300
+#: items this engine refuses, and why (asserted)
+REFUSED: dict[str, str] = {}
+
+
+def _python() -> str:
+    if not VENV:
+        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+    return str(Path(VENV) / "bin" / "python")
+
+
+def _convert(item: Path, tmp_path: Path) -> tuple[Path, Path, object]:
+    """(original script, converted script, the conversion's FileResult)."""
+    (tmp_path / "converted").mkdir()
+    if item.suffix == ".ipynb":
+        data = item.read_bytes()
+        nb = convert_notebook(str(item), data, backend=TF_DISTRIBUTE)
+        result = nb.result
+        original = tmp_path / (item.stem + ".py")
+        original.write_text(notebook_script(data), encoding="utf-8")
+        converted = tmp_path / "converted" / original.name
+        if result.status == "converted":
+            converted.write_text(notebook_script(result.data), encoding="utf-8")
+        return original, converted, result
+    result = convert_file(item, backend=TF_DISTRIBUTE)
+    converted = tmp_path / "converted" / item.name
+    if result.status == "converted":
+        converted.write_bytes(result.data)
+    return item, converted, result
+
+
+def test_suite_is_large_enough():
+    assert len([i for i in ITEMS if i.suffix == ".py"]) >= 20
+    assert len([i for i in ITEMS if i.suffix == ".ipynb"]) >= 5
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=lambda p: p.name)
+def test_modern_item_trains_like_the_original_on_both_strategies(item, tmp_path):
+    python = _python()
+    original_script, converted_script, result = _convert(item, tmp_path)
+    if item.name in REFUSED:
+        assert result.status == "unsupported" and REFUSED[item.name] in result.error, (result.status, result.error)
+        return
+    assert result.status == "converted", (result.status, result.error, result.error_line)
+    warnings = [f"{w.line}: {w.message}" for w in result.warnings if w.level == "WARNING"]
+    assert not warnings, warnings
+    common = dict(env=run_env(), backend=TF_DISTRIBUTE, python=python, record_losses=True)
+    original = run_and_observe(original_script, 1, tmp_path / "original", TIMEOUT, single=True,
+                               log_path=tmp_path / "original.log", label="original", **common)
+    assert original.returncode == 0 and not original.timed_out, original.tail[-30:]
+    failures = {}
+    for label, np_, devices in MODES:
+        run_dir = tmp_path / label.split(",")[0].replace(" ", "-")
+        distributed = run_and_observe(converted_script, np_, run_dir, TIMEOUT, single=devices > 1,
+                                      as_file=original_script, local_devices=devices,
+                                      log_path=run_dir.with_suffix(".log"), label=label, **common)
+        reasons, checks, _ = check(original, distributed, np_, backend=TF_DISTRIBUTE, local_devices=devices)
+        comparison = C.compare(C.curve_of(original), C.curve_of(distributed, label))
+        reasons += [f"does not learn like the original: {r}" for r in comparison.reasons]
+        if not any("bitwise-identical" in c for c in checks) or not any("of the original's" in c for c in checks):
+            reasons.append(f"variables or steps were not checked: {checks}")
+        if reasons:
+            failures[label] = reasons + distributed.tail[-15:]
+    assert not failures, json.dumps(failures, indent=1)
+
+
+_BROKEN_MIRRORED = '''
+import numpy as np
+import tensorflow as tf
+
+x = np.random.default_rng(0).random((256, 4)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+strategy = tf.distribute.MirroredStrategy({devices})
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input(shape=(4,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.05 * strategy.num_replicas_in_sync), loss="mse")
+model.fit(x, y, batch_size=16 * strategy.num_replicas_in_sync, epochs=2, verbose=0)
+{after}
+'''
+
+
+@pytest.mark.parametrize("devices, after, reason", [
+    # the strategy pinned to one device: it does not replicate over the host's two
+    ('["/cpu:0"]', "", "the strategy does not replicate over all 2 devices"),
+    # one device's copy of the kernel changed behind the strategy's back
+    ("", "kernel = getattr(model.layers[0].kernel, 'value', model.layers[0].kernel)  # Keras 3 holds the tf.Variable\n"
+         "kernel.values[1].assign_add(tf.ones_like(kernel.values[1]))",
+     "the replicas' copies of trainable variables differ within a process"),
+])
+def test_local_devices_catch_a_strategy_that_is_not_replicated(devices, after, reason, tmp_path):
+    """verify --local-devices fails a conversion that runs one replica, or
+    whose per-device copies diverge (the checks can fail)."""
+    from tfdist.runtime.verify import verify_script
+
+    python = _python()
+    original = tmp_path / "original.py"
+    original.write_text(_BROKEN_MIRRORED.format(devices="", after="").replace(
+        "strategy = tf.distribute.MirroredStrategy()", "strategy = tf.distribute.get_strategy()"))
+    converted = tmp_path / "converted.py"
+    converted.write_text(_BROKEN_MIRRORED.format(devices=devices, after=after))
+    report = verify_script(converted, np=1, converted=True, original=original, backend=TF_DISTRIBUTE,
+                           python=python, env=run_env(), local_devices=2, timeout=TIMEOUT)
+    assert not report.passed
+    assert any(r.startswith(reason) for r in report.reasons), report.reasons
