@@ -49,6 +49,8 @@ class ImportScheduler:
         self.module = analysis.module
         self.bound: Dict[str, str] = {}  # local name -> module it binds
         self.import_stmt: Dict[str, cst.BaseStatement] = {}  # module -> its statement
+        # modules of the file's own imports the inserted code reads: it goes after them
+        self.read_by_setup: set = set()
         self.global_names = self._global_names()
         self.leading_end: Optional[cst.BaseStatement] = None
         self._scan()
@@ -103,6 +105,8 @@ class ImportScheduler:
 
     def keras(self) -> str:
         n = self.name_for("keras")
+        if n:
+            self.read_by_setup.add("keras")
         return n or self.require("keras", "keras")
 
     def free_name(self, preferred: str) -> str:
@@ -133,6 +137,8 @@ class ImportScheduler:
         """Setup goes after the leading imports and after the TensorFlow import."""
         body = list(self.module.body)
         candidates = [s for s in (self.leading_end, self.anchor_for_imports()) if s is not None]
+        candidates += [self.import_stmt[m] for m in self.read_by_setup
+                       if m in self.import_stmt and self.import_stmt[m] in body]
         if not candidates:
             return None
         return max(candidates, key=body.index)

@@ -485,5 +485,6 @@ def notebook_script(data: bytes) -> str:
             continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else source
-        parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1# \2", source))
+        # ``pass`` keeps a block whose body was only a magic (``if IN_COLAB: %pip ...``) valid
+        parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1pass  # \2", source))
     return "\n\n".join(parts) + "\n"
