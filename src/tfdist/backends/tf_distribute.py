@@ -242,6 +242,10 @@ class TfDistributeBackend(Backend):
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"
 
+    def values_per_replica(self, function: str) -> str:
+        """Per-replica values: function(replica context) called once for each local replica."""
+        return f"{{strategy}}.experimental_distribute_values_from_function({function})"
+
     def fit_backup_callback(self, ctx):
         """A callback every worker runs so an interrupted fit() resumes, or None."""
         if not self.fault_tolerant:
@@ -276,4 +280,5 @@ class TfDistributeBackend(Backend):
         raise NotImplementedError(TF1_REFUSAL)
 
     def seed_per_rank(self, seed: str) -> str:
-        return f"{seed} + {{strategy}}.cluster_resolver.task_id"
+        # MirroredStrategy (one worker) has no cluster resolver.
+        return f"{seed} + ({{strategy}}.cluster_resolver.task_id if {{strategy}}.cluster_resolver else 0)"
