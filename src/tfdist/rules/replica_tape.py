@@ -360,12 +360,12 @@ def _between(a: A.Analysis, node, outer):
 
 def _run_on_replicas(ctx, call: cst.Call) -> None:
     a = ctx.a
+    cut = ctx.state(__name__ + ".args", dict)  # arguments each replica cut for itself (_split_array_feed)
+    value = lambda arg: cut.get(id(arg.value)) or source(ctx.module, arg.value, False)  # noqa: E731
     if any(arg.star for arg in call.args):
-        args = ", ".join(source(ctx.module, arg.value, False) if not arg.star else arg.star + source(ctx.module, arg.value, False)
-                         for arg in call.args)
+        args = ", ".join(value(arg) if not arg.star else arg.star + value(arg) for arg in call.args)
     else:
-        args = ", ".join((f"{arg.keyword.value}=" if arg.keyword else "") + source(ctx.module, arg.value, False)
-                         for arg in call.args)
+        args = ", ".join((f"{arg.keyword.value}=" if arg.keyword else "") + value(arg) for arg in call.args)
     new = ctx.expr(ctx.backend.run_on_replicas(source(ctx.module, call.func, False), args))
     ctx.plan.replace(call, lambda old: new)
     ctx.change(call, RULE, ctx.say("{step}(...) run on every replica, its results averaged", step=a.code(call.func)))
@@ -511,9 +511,14 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     # array made anew in the loops around (a per-epoch permutation) would
     # differ from worker to worker, and their batches would overlap.
     outer = dataflow.outermost_loop(a, loop) or loop
-    read = {n.value: n for s in statements for n in walk(s) if isinstance(n, cst.Name)}
+    # Step arguments computed from the batch statements (``x[idx]``) are cut per replica too.
+    moved = [arg.value for s in body[first:] for c in calls_in(s) if trains(c) for arg in c.args
+             if not isinstance(arg.value, cst.Name) and not arg.star
+             and any(isinstance(n, cst.Name) and n.value in names for n in walk(arg.value))]
+    cutting = [*statements, *moved]
+    read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
     rows = False
-    for s in statements:
+    for s in cutting:
         for n in walk(s):
             if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value not in names:
                 rows = True
@@ -581,9 +586,11 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
                 base = base.value if not isinstance(base, cst.Call) else base.func
             name = _free_local_name(ctx, f"{base.value}_batch" if isinstance(base, cst.Name) else "batch_value")
             moved.append((name, arg.value))
-            ctx.plan.replace(arg.value, lambda old, name=name: cst.Name(name))
+            # the call is rewritten as a whole (run on every replica): it reads the name instead
+            ctx.state(__name__ + ".args", dict)[id(arg.value)] = name
+    in_moved = {id(n) for _, v in moved for n in walk(v)}
     used_after = {n.value for s in list(loop.body.body)[len(feed.statements):] for n in walk(s)
-                  if isinstance(n, cst.Name)}
+                  if isinstance(n, cst.Name) and id(n) not in in_moved}
     returned = [n for n in _ordered_targets(feed.statements) if n in used_after]
     results = returned + [name for name, _ in moved]
     if not results:
@@ -593,15 +600,18 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     while any(isinstance(n, cst.Name) and n.value == replica for s in feed.statements for n in walk(s)):
         replica += "_"
     params = replica + (f", {feed.counter}={feed.counter}" if feed.counter else "")
-    define = ctx.stmts(f"def {function}({params}):\n    pass", comment=ctx.say(
-        "{engine}: every replica cuts its own batch as the loop cuts it, for the original's step "
-        "{counter} * {size} + its place among the replicas.", counter=feed.counter or "s"))[0]
     head = []
     if feed.counter is not None:
         place = f"{replica}.replica_id_in_sync_group"
         if feed.offset_step is not None:
             place = f"{place} * {a.code(feed.offset_step)}"
         head = ctx.stmts(f"{feed.counter} = {feed.counter} * {size} + {place}")
+        comment = ctx.say("{engine}: every replica cuts its own batch as the loop cuts it, the one the original "
+                          "cut at {what} {counter} * {size} + {place}.", counter=feed.counter, place=ctx.fill(place),
+                          what="offset" if feed.offset_step is not None else "step")
+    else:
+        comment = ctx.say("{engine}: every replica draws its own batch as the loop draws it.")
+    define = ctx.stmts(f"def {function}({params}):\n    pass", comment=comment)[0]
     tail_values = ", ".join(returned + [source(ctx.module, v, False) for _, v in moved])
     tail = ctx.stmts(f"return {tail_values}")
     assign = ctx.stmts(f"{', '.join(results)} = " + ctx.backend.values_per_replica(function))[0]
