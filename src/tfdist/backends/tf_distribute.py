@@ -56,7 +56,8 @@ class TfDistributeBackend(Backend):
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
-        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce")
+        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce",
+                "split_stream")
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -92,9 +93,9 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce"):
+        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream"):
             return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
-                                      "shard_by_data": "shard_by_sample",
+                                      "shard_by_data": "shard_by_sample", "split_stream": "replica_batches",
                                       "keras3_reduce": "reduce_for_keras3"}.get(key, key))
         raise KeyError(key)
 
@@ -148,6 +149,19 @@ class TfDistributeBackend(Backend):
                 f"        lambda value: {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None),\n"
                 f"        results)",
                 "tf.distribute: run one training step on every replica; what it returns is averaged over them.",
+            ))
+        if "split_stream" in bound:
+            out.append((
+                f"def {{split_stream}}(batches):\n"
+                f"    group = []\n"
+                f"    for batch in batches:\n"
+                f"        group.append(batch)\n"
+                f"        if len(group) == {{strategy}}.num_replicas_in_sync:\n"
+                f"            yield {{strategy}}.experimental_distribute_values_from_function(\n"
+                f"                lambda context, group=group: group[context.replica_id_in_sync_group])\n"
+                f"            group = []",
+                "tf.distribute: every num_replicas_in_sync consecutive batches of a stream make one step, each "
+                "replica training on the one at its place (a last, incomplete group is left out).",
             ))
         if "write_path" in bound:
             out.append((
@@ -241,6 +255,10 @@ class TfDistributeBackend(Backend):
 
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"
+
+    def split_batch_stream(self, batches: str) -> str:
+        """Steps of num_replicas_in_sync consecutive batches of a stream, one per replica."""
+        return f"{{split_stream}}({batches})"
 
     def values_per_replica(self, function: str) -> str:
         """Per-replica values: function(replica context) called once for each local replica."""

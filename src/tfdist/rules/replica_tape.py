@@ -207,12 +207,13 @@ def _run_steps(ctx, applies: Set[int]) -> None:
     for loop in innermost:
         calls = [c for c in calls_in(loop.body) if trains(c) and dataflow.callees(a, c)
                  and not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in _between(a, c, loop))]
-        feed = None if _reads_dataset(a, loop) else _array_feed(ctx, loop, trains)
-        if not calls or _batch_used_outside(ctx.a, loop, calls, feed):
+        feed = None if _reads_dataset(a, loop) else _generator_feed(ctx, loop) or _array_feed(ctx, loop, trains)
+        cut = feed if isinstance(feed, _ArrayFeed) else None
+        if not calls or _batch_used_outside(ctx.a, loop, calls, cut):
             # The step is written in the loop, or the loop works on the
             # (distributed) batch around the step calls: that code runs on
             # every replica too, as one step function.
-            _step_from_inline_code(ctx, loop, trains, feed)
+            _step_from_inline_code(ctx, loop, trains, cut)
             ctx.state(__name__ + ".extracted").add(loop)
             _distribute_loop_data(ctx, loop, feed)
             continue
@@ -373,6 +374,9 @@ def _run_on_replicas(ctx, call: cst.Call) -> None:
 
 def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
     a = ctx.a
+    if isinstance(feed, _GeneratorFeed):
+        _split_generator(ctx, feed)
+        return
     if feed is not None:
         _split_array_feed(ctx, loop, feed, calls)
         return
@@ -647,3 +651,74 @@ def _ordered_targets(statements) -> List[str]:
             if isinstance(n, cst.AssignTarget):
                 out += [x for x in _target_names(n.target) if x not in out]
     return out
+
+
+# ------------------------------------------------------------ generators
+# A step loop iterating a Python generator of the user's (``for xb, yb in
+# batches():``): every worker runs the generator; each group of N
+# consecutive batches it yields makes one step, replica g training on the
+# g-th. Safe only when the generator yields the same batches on every
+# worker: it must be a pure function of its arguments and of arrays made
+# before the training loops -- no random draws, no state kept elsewhere.
+
+@dataclass
+class _GeneratorFeed:
+    call: cst.Call  # batches(...) as the loop iterates it
+
+
+def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
+    """The generator call a for loop iterates (directly or in enumerate),
+    when tfdist can split its batches between the replicas; refused when it
+    is a generator tfdist cannot split; None when the loop iterates no
+    generator function of the user's."""
+    a = ctx.a
+    if not isinstance(loop, cst.For):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and a.is_name(it, {"builtins.enumerate"}) and it.args:
+        it = it.args[0].value
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
+        return None
+    functions = a._local_functions(it.func)
+    if not functions or not all(any(isinstance(n, (cst.Yield)) for n in walk(f.body)) for f in functions):
+        return None
+    name = it.func.value
+
+    def refuse(node, why):
+        return ctx.unsupported(node, ctx.say(
+            "this training loop iterates {name}(), a Python generator, and {why}: every worker runs it, so the "
+            "replicas can split its batches only if it yields the same ones on every worker; build a "
+            "tf.data.Dataset of the samples{alternative}", name=name, why=why))
+
+    outer = dataflow.outermost_loop(a, loop) or loop
+    for f in functions:
+        if samplers._stateful(f):
+            raise refuse(f, f"it keeps state across calls (line {a.line(f)})")
+        for call in calls_in(f.body):
+            qualified = a.names(call)
+            if any(q.startswith(("numpy.random.", "random.", "tensorflow.random.")) for q in qualified):
+                raise refuse(call, f"it draws random numbers at line {a.line(call)} (each worker would draw others)")
+            if any(q.startswith("numpy.") for q in qualified) or any(
+                    q in {f"builtins.{b}" for b in PURE_BUILTINS | {"zip", "enumerate"}} for q in qualified):
+                continue
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
+                continue
+            raise refuse(call, f"it calls {a.code(call.func)}(...) at line {a.line(call)}, whose state tfdist "
+                               "cannot see")
+        for n in walk(f.body):
+            if isinstance(n, cst.Name):
+                made = [o for o, _ in a.assigned_values(n) if not dataflow.is_inside(a, o, f)
+                        and (o is outer or dataflow.is_inside(a, o, outer))]
+                if made:
+                    raise refuse(made[0], f"it reads {n.value}, made anew at line {a.line(made[0])} inside the "
+                                          "training loops")
+    return _GeneratorFeed(it)
+
+
+def _split_generator(ctx, feed: _GeneratorFeed) -> None:
+    # filled now, so that the setup writes the helper the template names
+    template = ctx.fill(ctx.backend.split_batch_stream("{inner}"), inner="{inner}")
+    ctx.plan.replace(feed.call, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    ctx.change(feed.call, data_division.RULE, ctx.say(
+        "{name}() batches split between the replicas: every {size} consecutive batches make one step, each "
+        "replica training on its own (the user's batch size; 1/{size} of the steps)", name=ctx.a.code(feed.call.func)))
