@@ -28,9 +28,7 @@ pytestmark = pytest.mark.slow
 TF_DISTRIBUTE = "tf-distribute"
 VENV = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
 #: TF2 scripts this engine refuses, and why (asserted below).
-REFUSED = {
-    "tape_numpy_offsets_epochs.py": "does not read a tf.data dataset",
-}
+REFUSED: dict = {}
 TF2_SCRIPTS = [s for s in SCRIPTS if not s.name.startswith(("tf1_", "monitored_"))]
 #: scripts for this engine only (the Horovod suite does not run them)
 TF_DISTRIBUTE_SCRIPTS = sorted((CORRECTNESS / "tf_distribute").glob("*.py"))

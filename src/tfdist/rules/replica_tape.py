@@ -528,6 +528,20 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
                 rows = True
     if not rows:
         raise refuse(statements[0], "the statements before the step cut no rows of an array")
+    # Each statement cuts rows, or computes what a statement cutting rows reads
+    # (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
+    # anything else (a rate from the step number) would differ between them.
+    cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
+                            and n.value.value not in names for n in walk(node))
+    needed = {n.value for c in cutting if cuts(c) for n in walk(c) if isinstance(n, cst.Name)}
+    for stmt in reversed(statements):
+        bound = set(_assigned(stmt))
+        if cuts(stmt) or bound & needed:
+            needed |= {n.value for n in walk(stmt) if isinstance(n, cst.Name)}
+            continue
+        raise refuse(stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of the "
+                           "batch, before the step: every replica would compute its own; compute it after the batch "
+                           "is cut")
     for name, node in read.items():
         if name in names or name == counter:
             continue
@@ -610,8 +624,9 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
         if feed.offset_step is not None:
             place = f"{place} * {a.code(feed.offset_step)}"
         head = ctx.stmts(f"{feed.counter} = {feed.counter} * {size} + {place}")
+        number = "its replica number" + (f" * {a.code(feed.offset_step)}" if feed.offset_step is not None else "")
         comment = ctx.say("{engine}: every replica cuts its own batch as the loop cuts it, the one the original "
-                          "cut at {what} {counter} * {size} + {place}.", counter=feed.counter, place=ctx.fill(place),
+                          "cut at {what} {counter} * {size} + {number}.", counter=feed.counter, number=number,
                           what="offset" if feed.offset_step is not None else "step")
     else:
         comment = ctx.say("{engine}: every replica draws its own batch as the loop draws it.")
