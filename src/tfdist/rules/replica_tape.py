@@ -563,6 +563,9 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     if counter in names:
         raise refuse(statements[0], f"the batch statements rebind the loop counter {counter}")
     uses_counter = counter in read
+    if not uses_counter and not random:
+        raise refuse(statements[0], f"the batch depends neither on the step number {counter} nor on a random draw: "
+                                    "every replica would cut the same rows")
     return _ArrayFeed(statements, names, counter if uses_counter else None,
                       args[2] if len(args) == 3 else None, random)
 
