@@ -56,7 +56,8 @@ class TfDistributeBackend(Backend):
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
-        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce")
+        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce",
+                "split_stream")
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -92,9 +93,9 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce"):
+        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream"):
             return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
-                                      "shard_by_data": "shard_by_sample",
+                                      "shard_by_data": "shard_by_sample", "split_stream": "replica_batches",
                                       "keras3_reduce": "reduce_for_keras3"}.get(key, key))
         raise KeyError(key)
 
@@ -153,6 +154,19 @@ class TfDistributeBackend(Backend):
                 "tf.distribute: run one training step on every replica; what it returns is averaged over them "
                 "(nothing stays nothing). A tf.function step runs its first step eagerly: the variables it creates "
                 "then (a Keras 3 optimizer's slots) cannot be created inside a traced function on several local replicas.",
+            ))
+        if "split_stream" in bound:
+            out.append((
+                f"def {{split_stream}}(batches):\n"
+                f"    group = []\n"
+                f"    for batch in batches:\n"
+                f"        group.append(batch)\n"
+                f"        if len(group) == {{strategy}}.num_replicas_in_sync:\n"
+                f"            yield {{strategy}}.experimental_distribute_values_from_function(\n"
+                f"                lambda context, group=group: group[context.replica_id_in_sync_group])\n"
+                f"            group = []",
+                "tf.distribute: every num_replicas_in_sync consecutive batches of a stream make one step, each "
+                "replica training on the one at its place (a last, incomplete group is left out).",
             ))
         if "write_path" in bound:
             out.append((
@@ -251,6 +265,14 @@ class TfDistributeBackend(Backend):
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"
 
+    def split_batch_stream(self, batches: str) -> str:
+        """Steps of num_replicas_in_sync consecutive batches of a stream, one per replica."""
+        return f"{{split_stream}}({batches})"
+
+    def values_per_replica(self, function: str) -> str:
+        """Per-replica values: function(replica context) called once for each local replica."""
+        return f"{{strategy}}.experimental_distribute_values_from_function({function})"
+
     def fit_backup_callback(self, ctx):
         """A callback every worker runs so an interrupted fit() resumes, or None."""
         if not self.fault_tolerant:
@@ -285,4 +307,5 @@ class TfDistributeBackend(Backend):
         raise NotImplementedError(TF1_REFUSAL)
 
     def seed_per_rank(self, seed: str) -> str:
-        return f"{seed} + {{strategy}}.cluster_resolver.task_id"
+        # MirroredStrategy (one worker) has no cluster resolver.
+        return f"{seed} + ({{strategy}}.cluster_resolver.task_id if {{strategy}}.cluster_resolver else 0)"

@@ -7,7 +7,8 @@ the user's batch kept per replica, and counted step loops divided.
 from __future__ import annotations
 
 import re
-from typing import List, Set
+from dataclasses import dataclass
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -15,7 +16,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, gradient_tape, replicas, step_loops
+from . import data_division, gradient_tape, replicas, samplers, step_loops
 from .common import calls_in, find_arg, method_name, receiver, source
 
 PATTERN = gradient_tape.PATTERN
@@ -218,17 +219,19 @@ def _run_steps(ctx, applies: Set[int]) -> None:
     for loop in innermost:
         calls = [c for c in calls_in(loop.body) if trains(c) and dataflow.callees(a, c)
                  and not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in _between(a, c, loop))]
-        if not calls or _batch_used_outside(ctx.a, loop, calls):
+        feed = None if _reads_dataset(a, loop) else _generator_feed(ctx, loop) or _array_feed(ctx, loop, trains)
+        cut = feed if isinstance(feed, _ArrayFeed) else None
+        if not calls or _batch_used_outside(ctx.a, loop, calls, cut):
             # The step is written in the loop, or the loop works on the
             # (distributed) batch around the step calls: that code runs on
             # every replica too, as one step function.
-            _step_from_inline_code(ctx, loop, trains)
+            _step_from_inline_code(ctx, loop, trains, cut)
             ctx.state(__name__ + ".extracted").add(loop)
-            _distribute_loop_data(ctx, loop)
+            _distribute_loop_data(ctx, loop, feed)
             continue
         for c in calls:
             steps += [f for f in dataflow.callees(a, c) if f not in steps]
-        _distribute_loop_data(ctx, loop)
+        _distribute_loop_data(ctx, loop, feed, calls)
     extracted = ctx.state(__name__ + ".extracted")
     for call in a.calls:
         fdefs = dataflow.callees(a, call)
@@ -237,18 +240,21 @@ def _run_steps(ctx, applies: Set[int]) -> None:
             _run_on_replicas(ctx, call)
 
 
-def _step_from_inline_code(ctx, loop, trains) -> None:
+def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     """The statements of a loop body that make one training step (from the
     first tape to the last optimizer step) become a step function defined
     in their place, run on every replica: its arguments are what the loop
-    bound for this step, its results what is read after it."""
+    bound for this step, its results what is read after it. ``feed``: the
+    statements cutting the batch from arrays, which stay out of it (every
+    replica gets its own batch from them, see _array_feed)."""
     a = ctx.a
     body = list(loop.body.body)
     tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
-    batch = _batch_names(loop)
+    batch = feed.names if feed is not None else _batch_names(loop)
+    cut = {id(s) for s in feed.statements} if feed is not None else set()
     training = [i for i, stmt in enumerate(body) if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
     # From the first statement working on the batch to the last training one.
-    marks = training + [i for i, stmt in enumerate(body) if training and i < max(training)
+    marks = training + [i for i, stmt in enumerate(body) if training and i < max(training) and id(stmt) not in cut
                         and any(isinstance(n, cst.Name) and n.value in batch for n in walk(stmt))]
     refusal = ctx.say("the training step written inline in this loop cannot be moved into a step function "
                       "{engine} runs on every replica ({why}); move the tape, the gradient and apply_gradients "
@@ -305,13 +311,15 @@ def _step_from_inline_code(ctx, loop, trains) -> None:
                                       params=", ".join(params)), through=span[-1])
 
 
-def _batch_used_outside(a: A.Analysis, loop, calls) -> bool:
+def _batch_used_outside(a: A.Analysis, loop, calls, feed=None) -> bool:
     """Does the loop body use what the loop binds (the batch) other than as
     arguments of its step calls (``noise = tf.random.normal([real.shape[0], 6])``)?"""
-    batch = _batch_names(loop)
+    batch = feed.names if feed is not None else _batch_names(loop)
     if not batch:
         return False
     in_calls = {id(n) for c in calls for arg in c.args for n in walk(arg)}
+    if feed is not None:
+        in_calls |= {id(n) for s in feed.statements for n in walk(s)}
     return any(isinstance(n, cst.Name) and n.value in batch and id(n) not in in_calls for n in walk(loop.body))
 
 
@@ -365,19 +373,25 @@ def _between(a: A.Analysis, node, outer):
 
 def _run_on_replicas(ctx, call: cst.Call) -> None:
     a = ctx.a
+    cut = ctx.state(__name__ + ".args", dict)  # arguments each replica cut for itself (_split_array_feed)
+    value = lambda arg: cut.get(id(arg.value)) or source(ctx.module, arg.value, False)  # noqa: E731
     if any(arg.star for arg in call.args):
-        args = ", ".join(source(ctx.module, arg.value, False) if not arg.star else arg.star + source(ctx.module, arg.value, False)
-                         for arg in call.args)
+        args = ", ".join(value(arg) if not arg.star else arg.star + value(arg) for arg in call.args)
     else:
-        args = ", ".join((f"{arg.keyword.value}=" if arg.keyword else "") + source(ctx.module, arg.value, False)
-                         for arg in call.args)
+        args = ", ".join((f"{arg.keyword.value}=" if arg.keyword else "") + value(arg) for arg in call.args)
     new = ctx.expr(ctx.backend.run_on_replicas(source(ctx.module, call.func, False), args))
     ctx.plan.replace(call, lambda old: new)
     ctx.change(call, RULE, ctx.say("{step}(...) run on every replica, its results averaged", step=a.code(call.func)))
 
 
-def _distribute_loop_data(ctx, loop) -> None:
+def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
     a = ctx.a
+    if isinstance(feed, _GeneratorFeed):
+        _split_generator(ctx, feed)
+        return
+    if feed is not None:
+        _split_array_feed(ctx, loop, feed, calls)
+        return
     if isinstance(loop, cst.For):
         ds, take = gradient_tape._loop_dataset(a, loop.iter)
         if ds is not None:
@@ -423,3 +437,318 @@ def _iterators_read(a: A.Analysis, loop):
                 if all(value is not v for v, _ in out):
                     out.append((value, value.args[0].value))
     return out
+
+
+# ------------------------------------------------------------ array batches
+# A step loop that cuts its batches from in-memory arrays (NumPy offsets,
+# random indices) has no dataset to distribute. The statements cutting one
+# step's batch are run once per replica (the strategy's
+# experimental_distribute_values_from_function), each replica cutting the
+# batch the original loop would have cut at the step numbered by its place
+# in the cluster: step s of the divided loop, on replica g of N, cuts the
+# original's batch s * N + g. Every replica trains on the user's batch size,
+# the replicas' batches are disjoint and together the original's, samples
+# stay with their labels (the same statements cut both), and the loop runs
+# 1/N of the steps.
+
+# Calls the batch statements may make, run once per replica: pure
+# functions of their arguments (besides NumPy's global generator, which is
+# seeded per worker).
+PURE_BUILTINS = {"len", "int", "float", "min", "max", "abs", "slice", "range", "list", "tuple", "sorted", "round"}
+PURE_ARRAY_METHODS = {"astype", "reshape", "copy", "squeeze", "transpose", "flatten", "ravel", "take"}
+
+
+@dataclass
+class _ArrayFeed:
+    statements: List[cst.BaseStatement]  # top of the loop body: cut one step's batch
+    names: Set[str]  # names they bind
+    counter: Optional[str]  # the loop counter, when they read it
+    offset_step: Optional[cst.BaseExpression]  # step of range(0, stop, step): the counter is a row offset
+    random: bool  # they draw from NumPy's global generator
+
+
+def _reads_dataset(a: A.Analysis, loop) -> bool:
+    if isinstance(loop, cst.For) and gradient_tape._loop_dataset(a, loop.iter)[0] is not None:
+        return True
+    return bool(_iterators_read(a, loop))
+
+
+def _array_feed(ctx, loop, trains) -> _ArrayFeed:
+    """The statements of a step loop cutting each step's batch from arrays,
+    when every replica can run them for its own step; refused (with the
+    reason and line) otherwise."""
+    a = ctx.a
+
+    def refuse(node, why):
+        return ctx.unsupported(node, ctx.say(
+            "this training loop does not read a tf.data dataset and tfdist cannot give each replica its own batch "
+            "({why}); build a tf.data.Dataset of the samples{alternative}", why=why))
+
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        raise refuse(loop, "it is not a for loop over range(...) numbering its steps")
+    counter = loop.target.value
+    it = loop.iter
+    args = step_loops._plain_args(it) if step_loops._is_range(a, it) else None
+    zero = lambda e: isinstance(e, cst.Integer) and e.evaluated_value == 0  # noqa: E731
+    if args is None or not (len(args) == 1 or len(args) == 2 and zero(args[0])
+                            or len(args) == 3 and zero(args[0]) and isinstance(args[2], (cst.Name, cst.Integer))):
+        raise refuse(loop, "it is not a for loop over range(n), range(0, n) or range(0, n, batch)")
+    body = list(loop.body.body)
+    tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
+    first = next((i for i, s in enumerate(body) if trains(s) or any(id(n) in tape_withs for n in walk(s))), None)
+    statements = body[:first] if first else []
+    if not statements:
+        raise refuse(loop, "no statements cutting the batch before the training step")
+    names: Set[str] = set()
+    random = False
+    for stmt in statements:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.Assign) or not all(
+                isinstance(n, (cst.Name, cst.Tuple, cst.List, cst.Element, cst.AssignTarget))
+                for t in small.targets for n in walk(t)):
+            raise refuse(stmt, f"line {a.line(stmt)} is not an assignment of names cutting the batch")
+        for call in calls_in(stmt):
+            qualified = a.names(call)
+            if qualified & apis.NUMPY_GLOBAL_RANDOM:
+                random = True
+            elif any(q.startswith("numpy.") and not q.startswith("numpy.random.") for q in qualified):
+                pass
+            elif any(q in {f"builtins.{b}" for b in PURE_BUILTINS} for q in qualified):
+                pass
+            elif isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS \
+                    and not qualified:
+                pass
+            else:
+                raise refuse(call, f"{a.code(call.func)}(...) at line {a.line(call)} may keep state tfdist cannot "
+                                   "split between the replicas")
+        for t in small.targets:
+            names |= set(_target_names(t.target))
+    # The batch statements read the arrays as they are before the loop: an
+    # array made anew in the loops around (a per-epoch permutation) would
+    # differ from worker to worker, and their batches would overlap.
+    outer = dataflow.outermost_loop(a, loop) or loop
+    # Step arguments computed from the batch statements (``x[idx]``) are cut per replica too.
+    moved = [arg.value for s in body[first:] for c in calls_in(s) if trains(c) for arg in c.args
+             if not isinstance(arg.value, cst.Name) and not arg.star
+             and any(isinstance(n, cst.Name) and n.value in names for n in walk(arg.value))]
+    cutting = [*statements, *moved]
+    read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
+    rows = False
+    for s in cutting:
+        for n in walk(s):
+            if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value not in names:
+                rows = True
+    if not rows:
+        raise refuse(statements[0], "the statements before the step cut no rows of an array")
+    # Each statement cuts rows, or computes what a statement cutting rows reads
+    # (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
+    # anything else (a rate from the step number) would differ between them.
+    cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
+                            and n.value.value not in names for n in walk(node))
+    needed = {n.value for c in cutting if cuts(c) for n in walk(c) if isinstance(n, cst.Name)}
+    for stmt in reversed(statements):
+        bound = set(_assigned(stmt))
+        if cuts(stmt) or bound & needed:
+            needed |= {n.value for n in walk(stmt) if isinstance(n, cst.Name)}
+            continue
+        raise refuse(stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of the "
+                           "batch, before the step: every replica would compute its own; compute it after the batch "
+                           "is cut")
+    for name, node in read.items():
+        if name in names or name == counter:
+            continue
+        inside = [o for o, _ in a.assigned_values(node) if dataflow.is_inside(a, o, outer) or o is outer]
+        if inside:
+            raise refuse(inside[0], f"{name}, which the batch is cut with, is made anew at line {a.line(inside[0])} "
+                                    "inside the training loops: it would differ from worker to worker")
+    # What they bind is the batch: read only by the step, bound nowhere else.
+    rest = [n for s in body[first:] for n in walk(s)]
+    for n in rest:
+        if isinstance(n, cst.AssignTarget) and set(_target_names(n.target)) & names:
+            raise refuse(n, f"line {a.line(n)} binds the batch again after the step starts")
+    scope = a.enclosing_function(loop) or a.module
+    inside_loop = {id(n) for n in walk(loop)}
+    for n in walk(scope):
+        if isinstance(n, cst.Name) and n.value in names and id(n) not in inside_loop:
+            if any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)):
+                raise refuse(n, f"{n.value} (the batch) is read at line {a.line(n)}, after the loop")
+    if counter in names:
+        raise refuse(statements[0], f"the batch statements rebind the loop counter {counter}")
+    uses_counter = counter in read
+    if not uses_counter and not random:
+        raise refuse(statements[0], f"the batch depends neither on the step number {counter} nor on a random draw: "
+                                    "every replica would cut the same rows")
+    return _ArrayFeed(statements, names, counter if uses_counter else None,
+                      args[2] if len(args) == 3 else None, random)
+
+
+def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
+    a = ctx.a
+    size = ctx.backend.size()
+    # 1. The loop runs 1/N of the steps.
+    it = loop.iter
+    args = step_loops._plain_args(it)
+    stop = args[0] if len(args) == 1 else args[1]
+    stop_code = source(ctx.module, stop)
+    if not isinstance(stop, (cst.Name, cst.Call, cst.Attribute, cst.Integer, cst.Subscript)):
+        stop_code = f"({stop_code})"
+    if feed.offset_step is not None:
+        step = a.code(feed.offset_step)
+        # whole groups of N batches only: no replica is left a short or empty batch
+        new_stop = ctx.expr(f"{stop_code} // ({step} * {size}) * {step}")
+        message = ctx.say("training steps: range(0, {stop}, {step}) runs 1/{size} of its steps, whole batches on "
+                          "every replica", stop=a.code(stop), step=step)
+    elif feed.counter is not None:
+        # every step of the divided loop cuts N of the original's batches: none past the end
+        new_stop = ctx.expr(f"{stop_code} // {size}")
+        message = ctx.say("training steps divided by {size}: each step cuts {size} of the original's batches")
+    else:
+        new_stop = ctx.expr(ctx.backend.divide_count(stop_code))
+        message = ctx.say("training steps divided by {size}: each step trains on {size} batches")
+    ctx.plan.replace(stop, lambda old, new=new_stop: new)
+    ctx.change(stop, data_division.RULE, message)
+    # 2. Arguments of the step call computed from the batch: cut per replica too.
+    moved = []
+    for call in calls:
+        for arg in call.args:
+            if isinstance(arg.value, cst.Name) or arg.star or not any(
+                    isinstance(n, cst.Name) and n.value in feed.names for n in walk(arg.value)):
+                continue
+            base = arg.value
+            while isinstance(base, (cst.Subscript, cst.Attribute, cst.Call)):
+                base = base.value if not isinstance(base, cst.Call) else base.func
+            name = _free_local_name(ctx, f"{base.value}_batch" if isinstance(base, cst.Name) else "batch_value")
+            moved.append((name, arg.value))
+            # the call is rewritten as a whole (run on every replica): it reads the name instead
+            ctx.state(__name__ + ".args", dict)[id(arg.value)] = name
+    in_moved = {id(n) for _, v in moved for n in walk(v)}
+    used_after = {n.value for s in list(loop.body.body)[len(feed.statements):] for n in walk(s)
+                  if isinstance(n, cst.Name) and id(n) not in in_moved}
+    returned = [n for n in _ordered_targets(feed.statements) if n in used_after]
+    results = returned + [name for name, _ in moved]
+    if not results:
+        raise ctx.unsupported(loop, "the training step reads nothing the batch statements cut")
+    function = _free_local_name(ctx, "replica_batch")
+    replica = "replica_context"
+    while any(isinstance(n, cst.Name) and n.value == replica for s in feed.statements for n in walk(s)):
+        replica += "_"
+    params = replica + (f", {feed.counter}={feed.counter}" if feed.counter else "")
+    head = []
+    if feed.counter is not None:
+        place = f"{replica}.replica_id_in_sync_group"
+        if feed.offset_step is not None:
+            place = f"{place} * {a.code(feed.offset_step)}"
+        head = ctx.stmts(f"{feed.counter} = {feed.counter} * {size} + {place}")
+        number = "its replica number" + (f" * {a.code(feed.offset_step)}" if feed.offset_step is not None else "")
+        comment = ctx.say("{engine}: every replica cuts its own batch as the loop cuts it, the one the original "
+                          "cut at {what} {counter} * {size} + {number}.", counter=feed.counter, number=number,
+                          what="offset" if feed.offset_step is not None else "step")
+    else:
+        comment = ctx.say("{engine}: every replica draws its own batch as the loop draws it.")
+    define = ctx.stmts(f"def {function}({params}):\n    pass", comment=comment)[0]
+    tail_values = ", ".join(returned + [source(ctx.module, v, False) for _, v in moved])
+    tail = ctx.stmts(f"return {tail_values}")
+    assign = ctx.stmts(f"{', '.join(results)} = " + ctx.backend.values_per_replica(function))[0]
+
+    def build(inner, leading, define=define, head=head, tail=tail, assign=assign):
+        return [define.with_changes(body=cst.IndentedBlock(body=[*head, *inner, *tail]),
+                                    leading_lines=[*leading, *define.leading_lines]), assign]
+
+    ctx.plan.regroup(feed.statements, build)
+    ctx.change(feed.statements[0], data_division.RULE, ctx.say(
+        "the batch cut at lines {start}-{end} is cut by every replica for its own step ({function}): disjoint "
+        "batches of the user's size, samples with their labels", start=str(a.line(feed.statements[0])),
+        end=str(a.end_line(feed.statements[-1])), function=function), through=feed.statements[-1])
+    for name, value in moved:
+        ctx.change(value, data_division.RULE, ctx.say("{value} cut by every replica for its own step",
+                                                      value=a.code(value)))
+    if feed.random:
+        stmt = dataflow.outermost_loop(a, loop) or loop
+        key = ("seeded", id(stmt))
+        done = ctx.state(__name__ + ".seeded")
+        if key not in done:
+            done.add(key)
+            samplers.seed_numpy_before(ctx, a.statement_of(stmt) or stmt)
+            ctx.change(feed.statements[0], data_division.RULE, ctx.say(
+                "the batch is drawn from NumPy's global generator: seeded per worker before the loop at line "
+                "{line}, so the workers draw different batches", line=str(a.line(stmt))))
+
+
+def _ordered_targets(statements) -> List[str]:
+    out: List[str] = []
+    for s in statements:
+        for n in walk(s):
+            if isinstance(n, cst.AssignTarget):
+                out += [x for x in _target_names(n.target) if x not in out]
+    return out
+
+
+# ------------------------------------------------------------ generators
+# A step loop iterating a Python generator of the user's (``for xb, yb in
+# batches():``): every worker runs the generator; each group of N
+# consecutive batches it yields makes one step, replica g training on the
+# g-th. Safe only when the generator yields the same batches on every
+# worker: it must be a pure function of its arguments and of arrays made
+# before the training loops -- no random draws, no state kept elsewhere.
+
+@dataclass
+class _GeneratorFeed:
+    call: cst.Call  # batches(...) as the loop iterates it
+
+
+def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
+    """The generator call a for loop iterates (directly or in enumerate),
+    when tfdist can split its batches between the replicas; refused when it
+    is a generator tfdist cannot split; None when the loop iterates no
+    generator function of the user's."""
+    a = ctx.a
+    if not isinstance(loop, cst.For):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Call) and a.is_name(it, {"builtins.enumerate"}) and it.args:
+        it = it.args[0].value
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
+        return None
+    functions = a._local_functions(it.func)
+    if not functions or not all(any(isinstance(n, (cst.Yield)) for n in walk(f.body)) for f in functions):
+        return None
+    name = it.func.value
+
+    def refuse(node, why):
+        return ctx.unsupported(node, ctx.say(
+            "this training loop iterates {name}(), a Python generator, and {why}: every worker runs it, so the "
+            "replicas can split its batches only if it yields the same ones on every worker; build a "
+            "tf.data.Dataset of the samples{alternative}", name=name, why=why))
+
+    outer = dataflow.outermost_loop(a, loop) or loop
+    for f in functions:
+        if samplers._stateful(f):
+            raise refuse(f, f"it keeps state across calls (line {a.line(f)})")
+        for call in calls_in(f.body):
+            qualified = a.names(call)
+            if any(q.startswith(("numpy.random.", "random.", "tensorflow.random.")) for q in qualified):
+                raise refuse(call, f"it draws random numbers at line {a.line(call)} (each worker would draw others)")
+            if any(q.startswith("numpy.") for q in qualified) or any(
+                    q in {f"builtins.{b}" for b in PURE_BUILTINS | {"zip", "enumerate"}} for q in qualified):
+                continue
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
+                continue
+            raise refuse(call, f"it calls {a.code(call.func)}(...) at line {a.line(call)}, whose state tfdist "
+                               "cannot see")
+        for n in walk(f.body):
+            if isinstance(n, cst.Name):
+                made = [o for o, _ in a.assigned_values(n) if not dataflow.is_inside(a, o, f)
+                        and (o is outer or dataflow.is_inside(a, o, outer))]
+                if made:
+                    raise refuse(made[0], f"it reads {n.value}, made anew at line {a.line(made[0])} inside the "
+                                          "training loops")
+    return _GeneratorFeed(it)
+
+
+def _split_generator(ctx, feed: _GeneratorFeed) -> None:
+    # filled now, so that the setup writes the helper the template names
+    template = ctx.fill(ctx.backend.split_batch_stream("{inner}"), inner="{inner}")
+    ctx.plan.replace(feed.call, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    ctx.change(feed.call, data_division.RULE, ctx.say(
+        "{name}() batches split between the replicas: every {size} consecutive batches make one step, each "
+        "replica training on its own (the user's batch size; 1/{size} of the steps)", name=ctx.a.code(feed.call.func)))

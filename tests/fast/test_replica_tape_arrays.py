@@ -1,0 +1,97 @@
+"""tf-distribute GradientTape loops fed from arrays or generators: the
+shapes tfdist cannot split between the replicas safely are refused, at the
+line that makes them unsafe, with the reason (converted shapes: fixtures
+gradient_tape/numpy_*)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfdist.api import convert_source
+
+HEAD = '''\
+import numpy as np
+import tensorflow as tf
+
+x = np.load("x.npy")
+y = np.load("y.npy")
+model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+opt = tf.keras.optimizers.SGD(0.1)
+
+
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(xb) - yb))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+'''
+
+CASES = {
+    "generator drawing random numbers": ('''
+def batches():
+    order = np.random.permutation(len(x))
+    for i in range(0, len(x), 32):
+        yield x[order[i:i + 32]], y[order[i:i + 32]]
+
+
+for xb, yb in batches():
+    train_step(xb, yb)
+''', "order = np.random.permutation", "draws random numbers"),
+    "generator keeping state": ('''
+seen = []
+
+
+def batches():
+    for i in range(0, len(x), 32):
+        seen.append(i)
+        yield x[i:i + 32], y[i:i + 32]
+
+
+for xb, yb in batches():
+    train_step(xb, yb)
+''', "seen.append(i)", "whose state tfdist cannot see"),
+    "per-step value that is not the batch": ('''
+for i in range(100):
+    rate = 0.99 ** i
+    xb, yb = x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32]
+    train_step(xb * rate, yb)
+''', "rate = 0.99 ** i", "not part of the batch"),
+    "same rows at every step": ('''
+for i in range(100):
+    xb, yb = x[:32], y[:32]
+    train_step(xb, yb)
+''', "xb, yb = x[:32], y[:32]", "every replica would cut the same rows"),
+    "a RandomState's draws": ('''
+rng = np.random.RandomState(0)
+for step in range(100):
+    idx = rng.choice(len(x), 32)
+    train_step(x[idx], y[idx])
+''', "idx = rng.choice", "may keep state"),
+    "arrays made anew every epoch": ('''
+for epoch in range(3):
+    order = np.random.permutation(len(x))
+    for i in range(len(x) // 32):
+        idx = order[i * 32:(i + 1) * 32]
+        train_step(x[idx], y[idx])
+''', "order = np.random.permutation", "made anew"),
+    "a while loop": ('''
+i = 0
+while i < 100:
+    xb, yb = x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32]
+    train_step(xb, yb)
+    i += 1
+''', "while i < 100:", "not a for loop over range"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_unsafe_array_feed_is_refused_at_its_line(name):
+    tail, line_text, reason = CASES[name]
+    source = HEAD + textwrap.dedent(tail)
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "unsupported", (name, result.status)
+    assert reason in result.error, result.error
+    lines = source.splitlines()
+    assert line_text in lines[result.error_line - 1], (result.error_line, lines[result.error_line - 1], result.error)
+    assert result.data is None
