@@ -40,11 +40,13 @@ def _python() -> str:
     return str(Path(VENV) / "bin" / "python")
 
 
-def test_refused_scripts_are_refused_for_the_stated_reason():
+def test_refused_scripts_are_refused_for_the_stated_reason_and_the_others_convert():
     for script in TF2_SCRIPTS:
+        result = convert_file(script, backend=TF_DISTRIBUTE)
         if script.name in REFUSED:
-            result = convert_file(script, backend=TF_DISTRIBUTE)
             assert result.status == "unsupported" and REFUSED[script.name] in result.error, (script.name, result.error)
+        else:
+            assert result.status == "converted", (script.name, result.status, result.error)
 
 
 @pytest.mark.parametrize("script", [s for s in TF2_SCRIPTS if s.name not in REFUSED] + TF_DISTRIBUTE_SCRIPTS,
