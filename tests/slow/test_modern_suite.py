@@ -49,6 +49,17 @@ MODES = [("2 MultiWorkerMirrored workers", 2, 1), ("MirroredStrategy, 1 process 
 TIMEOUT = 300
 #: items this engine refuses, and why (asserted)
 REFUSED: dict[str, str] = {}
+#: item -> (mode, message): runs that fail in a library whatever the conversion,
+#: asserted to fail so (an entry that stops failing makes the test fail: remove it).
+#: tf-keras 2.21 (what a tf.keras fit script runs on as TF_CONFIG workers) loads a
+#: .weights.h5 file by assigning h5py datasets to the variables; a sync-on-read
+#: metric variable under MultiWorkerMirroredStrategy first divides the value by
+#: the replicas, which an h5py Dataset does not support (measured; Keras 3 under
+#: MirroredStrategy loads the same file).
+UPSTREAM_FAILURES: dict[str, tuple[str, str]] = {
+    "keras_checkpoint_csvlogger_callbacks.py": (
+        "2 MultiWorkerMirrored workers", "unsupported operand type(s) for /: 'Dataset' and 'int'"),
+}
 
 
 def _python() -> str:
@@ -107,6 +118,11 @@ def test_modern_item_trains_like_the_original_on_both_strategies(item, tmp_path)
         reasons += [f"does not learn like the original: {r}" for r in comparison.reasons]
         if not any("bitwise-identical" in c for c in checks) or not any("of the original's" in c for c in checks):
             reasons.append(f"variables or steps were not checked: {checks}")
+        known = UPSTREAM_FAILURES.get(item.name)
+        if known is not None and known[0] == label:
+            if not any(known[1] in line for line in reasons + distributed.tail):
+                failures[label] = [f"no longer fails with {known[1]!r}: remove it from UPSTREAM_FAILURES"] + reasons
+            continue
         if reasons:
             failures[label] = reasons + distributed.tail[-15:]
     assert not failures, json.dumps(failures, indent=1)
