@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -104,15 +105,29 @@ def test_modern_item_trains_like_the_original_on_both_strategies(item, tmp_path)
     warnings = [f"{w.line}: {w.message}" for w in result.warnings if w.level == "WARNING"]
     assert not warnings, warnings
     common = dict(env=run_env(), backend=TF_DISTRIBUTE, python=python, record_losses=True)
-    original = run_and_observe(original_script, 1, tmp_path / "original", TIMEOUT, single=True,
+
+    def original_run():
+        return run_and_observe(original_script, 1, tmp_path / "original", TIMEOUT, single=True,
                                log_path=tmp_path / "original.log", label="original", **common)
+
+    def distributed_run(label, np_, devices):
+        run_dir = tmp_path / label.split(",")[0].replace(" ", "-")
+        return run_and_observe(converted_script, np_, run_dir, TIMEOUT, single=devices > 1,
+                               as_file=original_script, local_devices=devices,
+                               log_path=run_dir.with_suffix(".log"), label=label, **common)
+
+    # Two cores, two processes at a time: the original beside the one-process
+    # MirroredStrategy run, then the two workers (the runs share nothing).
+    single_process = [mode for mode in MODES if mode[1] == 1]
+    with ThreadPoolExecutor(max_workers=1 + len(single_process)) as pool:
+        pending = {mode: pool.submit(distributed_run, *mode) for mode in single_process}
+        original = original_run()
+        runs = {mode: future.result() for mode, future in pending.items()}
     assert original.returncode == 0 and not original.timed_out, original.tail[-30:]
     failures = {}
-    for label, np_, devices in MODES:
-        run_dir = tmp_path / label.split(",")[0].replace(" ", "-")
-        distributed = run_and_observe(converted_script, np_, run_dir, TIMEOUT, single=devices > 1,
-                                      as_file=original_script, local_devices=devices,
-                                      log_path=run_dir.with_suffix(".log"), label=label, **common)
+    for mode in MODES:
+        label, np_, devices = mode
+        distributed = runs[mode] if mode in runs else distributed_run(*mode)
         reasons, checks, _ = check(original, distributed, np_, backend=TF_DISTRIBUTE, local_devices=devices)
         comparison = C.compare(C.curve_of(original), C.curve_of(distributed, label))
         reasons += [f"does not learn like the original: {r}" for r in comparison.reasons]

@@ -148,3 +148,30 @@ def test_a_file_opened_read_write_counts_as_written_only_if_it_changed(writes, t
     assert proc.returncode == 0, proc.stderr
     files = [os.path.relpath(f["path"], run) for f in record(tmp_path / "p")["files"]]
     assert files == (["model.keras"] if writes else [])
+
+
+_DRAWS = '''
+import json, random, sys
+import numpy as np
+import tensorflow as tf
+print(json.dumps([random.random(), float(np.random.rand()), float(tf.random.uniform(()))]))
+'''
+
+
+def test_compare_seed_gives_the_original_and_rank_0_the_same_draws(runtime_python, tmp_path):
+    """verify --compare seeds each run with TFDIST_PROBE_SEED + its rank:
+    the original (rank 0 of 1) draws what rank 0 draws, another rank does not,
+    and without the variable nothing is seeded."""
+    script = tmp_path / "draws.py"
+    script.write_text(_DRAWS)
+
+    def draws(extra_env):
+        proc, _ = probe(runtime_python, [str(script)], [], tmp_path, tmp_path / "p", extra_env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    original = draws({"TFDIST_PROBE_SEED": "7"})
+    assert draws({"TFDIST_PROBE_SEED": "7", "HOROVOD_RANK": "0", "HOROVOD_SIZE": "2"}) == original
+    other_rank = draws({"TFDIST_PROBE_SEED": "7", "HOROVOD_RANK": "1", "HOROVOD_SIZE": "2"})
+    assert all(a != b for a, b in zip(other_rank, original))
+    assert draws({}) != draws({})

@@ -144,16 +144,21 @@ class TfDistributeBackend(Backend):
         if "run_step" in bound:
             out.append((
                 f"def {{run_step}}(step, *args, **kwargs):\n"
-                f"    if hasattr(step, {q('python_function')}) and step not in getattr({{run_step}}, {q('stepped')}, ()):\n"
-                f"        {{run_step}}.stepped = getattr({{run_step}}, {q('stepped')}, ()) + (step,)\n"
-                f"        step = step.python_function\n"
-                f"    results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
+                f"    first = hasattr(step, {q('python_function')}) and step not in getattr({{run_step}}, {q('stepped')}, ())\n"
+                f"    {{run_step}}.stepped = getattr({{run_step}}, {q('stepped')}, ()) + ((step,) if first else ())\n"
+                f"    eager = {{tf}}.config.functions_run_eagerly()\n"
+                f"    {{tf}}.config.run_functions_eagerly(eager or first)\n"
+                f"    try:\n"
+                f"        results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
+                f"    finally:\n"
+                f"        {{tf}}.config.run_functions_eagerly(eager)\n"
                 f"    return {{tf}}.nest.map_structure(\n"
                 f"        lambda value: value if value is None else {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None),\n"
                 f"        results)",
                 "tf.distribute: run one training step on every replica; what it returns is averaged over them "
-                "(nothing stays nothing). A tf.function step runs its first step eagerly: the variables it creates "
-                "then (a Keras 3 optimizer's slots) cannot be created inside a traced function on several local replicas.",
+                "(nothing stays nothing). A tf.function step runs its first step eagerly (run_functions_eagerly, which "
+                "also holds for a method's bound step): the variables it creates then (a Keras 3 optimizer's slots) "
+                "cannot be created inside a traced function on several local replicas.",
             ))
         if "split_stream" in bound:
             out.append((

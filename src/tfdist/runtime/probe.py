@@ -284,6 +284,14 @@ DEFAULT_SAMPLE_ROWS = 200_000
 SAMPLE_HASH = "blake2b-8(<dtype><row shape>;<row bytes>)"
 MAX_STEPS_ENV = "TFDIST_PROBE_MAX_STEPS"
 LOSSES_ENV = "TFDIST_PROBE_LOSSES"
+#: verify --compare: seed Python's, NumPy's and TensorFlow's global generators
+#: with this value + the rank before the script runs.  The original (rank 0 of
+#: 1) and rank 0 of the converted run then start from the same initial weights
+#: (which rank 0 gives every replica), so their losses differ by the training
+#: only, not by the draw; the other ranks get other seeds, so a conversion that
+#: relies on ranks drawing alike (an unseeded shuffle before a split) stays
+#: visible.  A script that seeds itself overrides it.
+SEED_ENV = "TFDIST_PROBE_SEED"
 #: TFDIST_PROBE_LOCAL_DEVICES=N (tfdist verify --local-devices N): this
 #: process's CPU is presented as N logical devices (see _split_local_cpu).
 LOCAL_DEVICES_ENV = "TFDIST_PROBE_LOCAL_DEVICES"
@@ -479,6 +487,7 @@ class _State:
         self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
         self.tape_batches = 0
         self.record_losses = False
+        self.seed = None
         self.local_devices = 1        # TFDIST_PROBE_LOCAL_DEVICES, once applied
         self.loss_steps: list = []         # [seq, value]: tape.gradient targets / TF1 losses, in order
         self.loss_stride = 1               # keep every loss_stride-th value (thinned when long)
@@ -2036,6 +2045,11 @@ def _split_local_cpu(tf_module) -> None:
 
 
 def _install_tensorflow(module, group):
+    if STATE.seed is not None:
+        try:
+            module.random.set_seed(STATE.seed)
+        except Exception as exc:  # noqa: BLE001
+            _note_error("seed", exc)
     try:
         _split_local_cpu(module)
     except Exception as exc:  # noqa: BLE001 - recorded; verify then sees the replicas missing
@@ -2471,6 +2485,7 @@ def install() -> None:
     if values.isdigit():
         STATE.sample_values_cap = int(values)
     STATE.record_losses = os.environ.get(LOSSES_ENV, "").strip() == "1"
+    _seed_generators(os.environ.get(SEED_ENV, "").strip())
     STATE.ignore_prefixes = _compute_ignore_prefixes()
     sys.addaudithook(_audit_hook)
     _wrap_os_exit()
@@ -2479,6 +2494,22 @@ def install() -> None:
         if name in sys.modules:
             _run_hook(name, sys.modules[name])
     atexit.register(_atexit_write)
+
+
+def _seed_generators(text: str) -> None:
+    """SEED_ENV: Python's and NumPy's generators now, TensorFlow's when it is
+    imported (importing it here would come before the script's own set-up)."""
+    if not text.isdigit():
+        return
+    STATE.seed = int(text) + _rank_and_size()[0]
+    import random
+
+    random.seed(STATE.seed)    # Keras 3 draws its initializers' seeds from here
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(STATE.seed % 2**32)
 
 
 def _restore_environment():

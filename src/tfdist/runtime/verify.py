@@ -26,7 +26,8 @@ from typing import Callable, Sequence
 
 from . import compare as C
 from . import launcher
-from .probe import ADDED_PATH_ENV, GATED_KINDS, LOCAL_DEVICES_ENV, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
+from .probe import (ADDED_PATH_ENV, GATED_KINDS, LOCAL_DEVICES_ENV, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV,
+                    PROBE_DIR_ENV, SEED_ENV)
 
 HOROVOD = "horovod"
 TF_DISTRIBUTE = "tf-distribute"
@@ -215,13 +216,18 @@ def _read_records(probe_dir: Path, np: int) -> list[RankRecord]:
     return out
 
 
+#: the seed a comparison gives both runs (+ the rank): any fixed value does.
+COMPARE_SEED = 1234
+
+
 def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, timeout: float | None = DEFAULT_TIMEOUT,
                     args: Sequence[str] = (), *, single: bool | None = None, as_file: str | os.PathLike | None = None,
                     steps_cap: int | None = None, probe_dir: str | os.PathLike | None = None,
                     log_path: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                     env: dict | None = None, horovodrun: str | None = None, label: str | None = None,
                     pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
-                    python: str | None = None, record_losses: bool = False, local_devices: int = 1) -> Observation:
+                    python: str | None = None, record_losses: bool = False, local_devices: int = 1,
+                    seed: int | None = None) -> Observation:
     """Run ``script`` under the probe and collect one RankRecord per rank.
 
     ``single`` (default: np == 1) runs plain ``python`` (one process, rank 0 of
@@ -237,7 +243,10 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     entries go first on the script's PYTHONPATH (and stay visible to it, unlike
     tfdist's own entry): e.g. a directory whose sitecustomize.py installs
     stand-in modules (tests/slow/support/mnist_standin).
-    ``record_losses`` makes the probe record the training loss (verify --compare).
+    ``record_losses`` makes the probe record the training loss (verify --compare),
+    and seeds the script's generators with ``seed`` (default COMPARE_SEED) +
+    its rank, so the original and rank 0 start from the same weights (the
+    probe's SEED_ENV says why).
     ``local_devices`` > 1 presents each process's CPU as that many logical
     devices (the probe's TFDIST_PROBE_LOCAL_DEVICES).
     Raises launcher.RuntimeMissing when horovodrun is needed and not found.
@@ -274,8 +283,10 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
         run_env.pop(MAX_STEPS_ENV, None)
     if record_losses:
         run_env[LOSSES_ENV] = "1"
+        run_env[SEED_ENV] = str(COMPARE_SEED if seed is None else int(seed))
     else:
         run_env.pop(LOSSES_ENV, None)
+        run_env.pop(SEED_ENV, None)
     if local_devices > 1:
         run_env[LOCAL_DEVICES_ENV] = str(int(local_devices))
     else:
