@@ -264,6 +264,11 @@ class TfDistributeBackend(Backend):
         the gradient of the global mean."""
         return f"{loss} / {{strategy}}.num_replicas_in_sync"
 
+    def loss_mean_again(self, loss: str) -> str:
+        """A loss Keras divided by the number of replicas (for the summing
+        optimizer), multiplied back to the replica's mean for reporting."""
+        return f"{loss} * {{strategy}}.num_replicas_in_sync"
+
     def run_on_replicas(self, step: str, args: str) -> str:
         return f"{{run_step}}({step}{', ' + args if args else ''})"
 

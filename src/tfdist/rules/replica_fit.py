@@ -10,7 +10,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, gradient_tape, keras_fit, replicas, warmup
+from . import data_division, keras_fit, replica_train_step, replicas, warmup
 from .common import append_arg, find_arg, kwarg, method_name, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -39,14 +39,12 @@ def apply(ctx) -> None:
     a = ctx.a
     for call in keras_fit.model_calls(a, {"train_on_batch"}):
         raise ctx.unsupported(call, "train_on_batch loops are not converted: use model.fit, or a GradientTape loop")
-    custom = gradient_tape.training_tapes(a, keras_train_step=True)
-    if custom:
-        w = custom[0][0]
-        raise ctx.unsupported(w, ctx.say(
-            "a custom train_step computing its own gradients: under {engine} its loss must be divided by the "
-            "number of replicas where fit() runs it; not converted{alternative}"))
+    # custom train_step / test_step: each replica's loss its share of the mean
+    replica_train_step.apply(ctx)
     compiles = keras_fit.model_calls(a, {"compile"})
     for call in compiles:
+        if find_arg(call, "optimizer", 0) is None and _override_without_optimizer(a, call):
+            continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
         keras_fit._optimizer(ctx, call)
     fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
     for call in fits:
@@ -58,6 +56,20 @@ def apply(ctx) -> None:
     _csv_loggers(ctx)
     if ctx.facts.get("keras_flavor") == "keras":
         _keras3_writer_callbacks(ctx)
+
+
+def _override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
+    """compile() is a method of the model's class with no optimizer parameter
+    (its own optimizers are scaled where its train_step applies them)."""
+    methods = a.methods_called(call)
+    if not methods:
+        return False
+    for f in methods:
+        params = f.params
+        if any(p.name.value == "optimizer" for p in
+                                                 params.params + params.kwonly_params + params.posonly_params):
+            return False
+    return True
 
 
 def _same_model(a: A.Analysis, x, y) -> bool:
@@ -85,6 +97,11 @@ def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
                         a, arg.value, {A.KERAS_OPTIMIZER}):
                     if s is not None and s not in stmts:
                         stmts.append(s)
+            for other in call.args:  # optimizers an overridden compile() takes (d_optimizer=...)
+                if other is not arg and a.is_kind(other.value, A.KERAS_OPTIMIZER):
+                    for s in replicas.construction_statements(a, other.value, {A.KERAS_OPTIMIZER}):
+                        if s not in stmts:
+                            stmts.append(s)
             for keyword in COMPILE_METRIC_KEYWORDS:
                 arg = find_arg(call, keyword, None)
                 for s in _metric_statements(a, arg.value, 0) if arg is not None else []:

@@ -1,0 +1,365 @@
+"""Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
+engines that replicate variables (tf.distribute).
+
+``fit()`` runs a model's ``train_step`` on every replica; the optimizer sums
+the replicas' gradients (Keras 3: ``BaseOptimizer.apply`` and
+``apply_gradients`` -> ``TFOptimizer._all_reduce_sum_gradients``; tf-keras:
+``Optimizer.apply_gradients`` -> ``_all_reduce_sum_gradients``), so each
+replica must differentiate its share of the global mean loss, its own mean
+divided by the number of replicas -- exactly once. Keras divides some losses
+itself under a strategy (read in the installed sources, Keras 3.15 and
+tf-keras 2.21):
+
+- ``self.compute_loss(...)`` / ``self.compiled_loss(...)``: Keras 3's
+  compiled loss is made of ``Loss`` objects, whose mean reduction calls
+  ``scale_loss_for_distribution`` (losses/loss.py ``reduce_values``), and
+  the model's added losses go through ``_aggregate_additional_loss`` (also
+  scaled); ``compiled_loss`` is ``compute_loss``. tf-keras's
+  ``LossesContainer.__call__`` scales every SUM_OVER_BATCH_SIZE/AUTO loss
+  and the regularisation losses (``losses_utils.scale_loss_for_distribution``);
+  its ``compute_loss`` returns ``compiled_loss``. Already divided: the
+  gradient is right as it is, and the value the step reports is multiplied
+  back (Keras's own ``train_step`` does the same,
+  ``unscale_loss_for_distribution``).
+- a Keras 3 ``Loss`` object with a mean reduction called in the step:
+  divided (``reduce_values``); tf-keras refuses such an object under a
+  strategy outside compile() (``Loss._get_reduction`` raises), and a
+  ``tf.keras`` script runs tf-keras on TF_CONFIG workers: refused there.
+- a mean the step computes itself (``tf.reduce_mean``, ``keras.ops.mean``):
+  not divided: the gradient's target becomes ``loss / num_replicas_in_sync``.
+
+Anything else (a sum, a helper's value, an overridden ``compute_loss``, a
+mix of divided and undivided terms, gradients not applied by an optimizer)
+is refused with its line: a wrong division trains wrong silently.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Set, Tuple
+
+import libcst as cst
+
+from ..engine import analysis as A
+from ..engine import dataflow
+from ..engine.scopes import walk
+from . import gradient_tape
+from .common import method_name, receiver, find_arg, source
+
+RULE = "gradient-tape"
+STEP_METHODS = ("train_step", "test_step")
+#: the Model methods returning the compiled loss, divided by the replicas under a strategy
+SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
+#: a mean over this replica's batch: not divided by Keras
+MEAN_FUNCTIONS = {
+    "tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean", "tensorflow.keras.ops.mean",
+    "keras.backend.mean", "tensorflow.keras.backend.mean", "tf_keras.backend.mean",
+}
+APPLY_METHODS = ("apply_gradients", "apply")
+
+PLAIN, SCALED = "plain", "scaled"
+
+
+class Refusal(Exception):
+    def __init__(self, node, reason: str):
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
+
+
+def steps(a: A.Analysis) -> List[cst.FunctionDef]:
+    """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
+    out = []
+    for name in STEP_METHODS:
+        for f in a.functions.get(name, []):
+            owner = a.method_owner(f)
+            if owner is None:
+                continue
+            fact = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value))
+            if fact and A.MODEL in fact.kinds:
+                out.append(f)
+    return out
+
+
+def apply(ctx) -> None:
+    a = ctx.a
+    for step in steps(a):
+        try:
+            _convert_step(ctx, step)
+        except Refusal as r:
+            raise ctx.unsupported(r.node, ctx.say(r.reason))
+
+
+def _in(a: A.Analysis, node, step) -> bool:
+    return a.enclosing_function(node) is step
+
+
+def _optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
+    out = []
+    for c in a.calls:
+        if not _in(a, c, step) or method_name(c) not in APPLY_METHODS:
+            continue
+        r = receiver(c)
+        if a.is_kind(r, A.KERAS_OPTIMIZER) or _is_self_attribute(a, r, "optimizer"):
+            out.append(c)
+    return out
+
+
+def _is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
+    """``self.<attr>`` in a method of a Keras Model subclass (the model's
+    own attribute: ``self.optimizer`` is what compile() was given)."""
+    return (isinstance(expr, cst.Attribute) and expr.attr.value == attr and isinstance(expr.value, cst.Name)
+            and a.self_class(expr.value) is not None)
+
+
+def _convert_step(ctx, step: cst.FunctionDef) -> None:
+    a = ctx.a
+    for c in a.calls:
+        if _in(a, c, step) and method_name(c) == "minimize":
+            raise Refusal(c, "optimizer.minimize() in a custom " + step.name.value + ": it computes and applies the "
+                          "gradients of a loss tfdist cannot follow; compute them with a GradientTape and apply them")
+    applies = _optimizer_applies(a, step)
+    gradient_calls: List[Tuple[cst.With, cst.Call]] = []
+    tapes = [(w, name) for w, _item, name in gradient_tape.tapes(a) if _in(a, w, step)]
+    for w, name in tapes:
+        for g in gradient_tape.gradient_calls(a, w, name):
+            # the tape this name is bound to at the call: the last `with ... as name` before it
+            latest = max((t for t, n in tapes if n == name and a.line(t) <= a.line(g)), key=a.line)
+            if latest is w:
+                gradient_calls.append((w, g))
+    for w, g in gradient_calls:
+        names = gradient_tape.gradient_names(a, [g])
+        if not any(_mentions_any(p, names) or g in list(walk(p)) for p in applies):
+            raise Refusal(g, "gradients a custom " + step.name.value + " computes and no Keras optimizer applies "
+                          "(apply_gradients / apply): under {engine} nothing would average them over the replicas; "
+                          "not converted{alternative}")
+        _check_passed_as_they_are(a, step, g, names, applies)
+    done: Set[int] = set()
+    for w, g in gradient_calls:
+        _share_gradient(ctx, step, w, g, done)
+    # The loss Keras divided, reported by the step: the mean again.
+    for asg in a.assigns:
+        if _in(a, asg, step) and id(asg) not in done and _direct_kind(a, asg.value, step) == SCALED:
+            _report_mean(ctx, asg, step)
+    for c in a.calls:
+        if _in(a, c, step) and not isinstance(a.parent(c), cst.Assign) and _direct_kind(a, c, step) == SCALED \
+                and not any(c is t for _w, g in gradient_calls for t in walk(g)):
+            ctx.warn(c, RULE, ctx.say("{call}: Keras divides this loss by {size} under {engine}; what the step "
+                                      "reports of it is that share: multiply it by {size} where it is reported",
+                                      call=a.code(c)))
+    for p in applies:
+        if not _is_self_attribute(a, receiver(p), "optimizer"):  # compile()'s optimizer is scaled there
+            gradient_tape._scale(ctx, receiver(p))
+
+
+#: what may carry gradients from tape.gradient to the optimizer unchanged
+PASS_THROUGH = {"zip", "list", "tuple"}
+
+
+def _check_passed_as_they_are(a: A.Analysis, step, g: cst.Call, names, applies) -> None:
+    """The optimizer sums the replicas' gradients inside apply: whatever the
+    step does to them before (clipping by norm, ...) would act on one
+    replica's share instead of the mean gradient. Only names, zip(), list()
+    and tuple() may lie between tape.gradient and the optimizer."""
+    own = a.statement_of(g)
+    for asg in a.assigns:
+        if _in(a, asg, step) and a.statement_of(asg) is not own and _mentions_any(asg.value, names) \
+                and not _passes(a, asg.value, names):
+            raise Refusal(asg, _CHANGED)
+    for p in applies:
+        for arg in p.args:
+            if _mentions_any(arg.value, names) and not _passes(a, arg.value, names):
+                raise Refusal(p, _CHANGED)
+    if not isinstance(a.parent(g), cst.Assign):
+        if not any(arg.value is g for p in applies for arg in p.args):
+            raise Refusal(g, _CHANGED)
+
+
+_CHANGED = ("gradients changed between tape.gradient and the optimizer (clipped, scaled, filtered): under {engine} "
+            "the optimizer sums the replicas' gradients inside apply, so this would act on each replica's share "
+            "instead of the mean gradient; not converted{alternative}")
+
+
+def _passes(a: A.Analysis, expr, names) -> bool:
+    if not _mentions_any(expr, names):
+        return True
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Call) and a.is_name(expr, {f"builtins.{n}" for n in PASS_THROUGH}):
+        return all(arg.keyword is None and arg.star == "" and _passes(a, arg.value, names) for arg in expr.args)
+    return False
+
+
+def _mentions_any(node, names) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
+
+
+def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None:
+    a = ctx.a
+    target = find_arg(g, "target", 0)
+    if target is None:
+        raise Refusal(g, "tape.gradient without a loss: cannot tell what to divide by the number of replicas")
+    kind = _kind(a, target.value, step)
+    from .replica_tape import _free_local_name
+    if kind == PLAIN:
+        base = target.value.value if isinstance(target.value, cst.Name) else "loss"
+        name = _free_local_name(ctx, f"scaled_{base}")
+        code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
+        new = ctx.stmts(code, comment=ctx.say(
+            "{engine}: fit() runs this step on every replica and the optimizer sums their gradients: "
+            "differentiate this replica's share of the mean loss."))
+        stmt = a.statement_of(g)
+        if dataflow.is_inside(a, stmt, w.body):
+            ctx.plan.insert_before(stmt, new)
+        else:
+            ctx.plan.insert_after(w.body.body[-1], new)
+        ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
+        ctx.change(g, RULE, ctx.say("gradient of {target} / {size} (the optimizer sums the replicas' gradients)",
+                                    target=a.code(target.value)))
+        return
+    # SCALED: a name bound once, in the step, to the loss Keras divided
+    asg = _single_assignment(a, target.value, step)
+    if asg is None:
+        raise Refusal(target.value, "the loss " + a.code(target.value) + " is divided by the number of replicas by "
+                      "Keras under {engine} and reaches tape.gradient through more than one binding: cannot tell "
+                      "what the step reports; not converted{alternative}")
+    base = target.value.value
+    done.add(id(asg))
+    if not _read_elsewhere(a, asg, step, target.value):
+        ctx.change(g, RULE, ctx.say("gradient of {target} kept: Keras divides it by {size} under {engine}, as the "
+                                    "optimizer (which sums the replicas' gradients) needs", target=base))
+        return
+    name = _free_local_name(ctx, f"scaled_{base}")
+    new = ctx.stmts(f"{name} = {base}\n{base} = " + ctx.fill(ctx.backend.loss_mean_again(name)),
+                    comment=ctx.say("{engine}: Keras divided this loss by the number of replicas, as the optimizer "
+                                    "(which sums their gradients) needs; {base} is the mean again for what the step "
+                                    "reports.", base=base))
+    ctx.plan.insert_after(a.statement_of(asg), new)
+    ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
+    ctx.change(g, RULE, ctx.say("gradient of {target} as Keras divides it by {size} under {engine}; the step "
+                                "reports the mean", target=base))
+
+
+def _report_mean(ctx, asg: cst.Assign, step) -> None:
+    a = ctx.a
+    target = asg.targets[0].target if len(asg.targets) == 1 else None
+    if not isinstance(target, cst.Name):
+        raise Refusal(asg, "a loss Keras divides by the number of replicas under {engine}, assigned to "
+                      + a.code(asg.targets[0].target) + ": cannot give the step the mean back; "
+                      "not converted{alternative}")
+    base = target.value
+    if not _read_elsewhere(a, asg, step, None):
+        return
+    new = ctx.stmts(f"{base} = " + ctx.fill(ctx.backend.loss_mean_again(base)), comment=ctx.say(
+        "{engine}: Keras divided this loss by the number of replicas; the step reports the mean."))
+    ctx.plan.insert_after(a.statement_of(asg), new)
+    ctx.change(asg, RULE, ctx.say("{base}: Keras divides it by {size} under {engine}; multiplied back for what the "
+                                  "step reports", base=base))
+
+
+def _read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
+    """Is the name asg binds read in the step, other than at ``skip``?"""
+    target = asg.targets[0].target
+    for n in walk(step):
+        if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
+                and any(origin is asg for origin, _ in a.assigned_values(n)):
+            return True
+    return False
+
+
+def _single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
+    if not isinstance(expr, cst.Name):
+        return None
+    bindings = a.assigned_values(expr)
+    if len(bindings) != 1:
+        return None
+    origin, value = bindings[0]
+    if not isinstance(origin, cst.Assign) or value is None or not _in(a, origin, step):
+        return None
+    if _direct_kind(a, value, step) != SCALED:
+        return None
+    return origin
+
+
+def _direct_kind(a: A.Analysis, value, step) -> Optional[str]:
+    """SCALED when the value is itself a call Keras divides; else None."""
+    if isinstance(value, cst.Call) and _call_kind(a, value, step) == SCALED:
+        return SCALED
+    return None
+
+
+def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
+    """PLAIN (a mean Keras does not divide), SCALED (divided by Keras), or a
+    Refusal naming what cannot be decided."""
+    if depth > 8:
+        raise Refusal(expr, "a loss built too deep for tfdist to follow; not converted{alternative}")
+    if isinstance(expr, cst.Call):
+        kind = _call_kind(a, expr, step)
+        if kind is None:
+            raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot "
+                          "tell whether Keras already divides it by the number of replicas under {engine} (known: "
+                          "tf.reduce_mean / keras.ops.mean, self.compute_loss / self.compiled_loss, Keras 3 Loss "
+                          "objects); not converted{alternative}")
+        return kind
+    if isinstance(expr, cst.Name):
+        bindings = a.assigned_values(expr)
+        if not bindings or any(v is None for _, v in bindings):
+            raise Refusal(expr, "the loss " + expr.value + " of a custom " + step.name.value + " is not only bound "
+                          "by plain assignments (a parameter, +=, a loop): cannot tell whether Keras divides it by "
+                          "the number of replicas under {engine}; not converted{alternative}")
+        return _same([_kind(a, v, step, depth + 1) for _, v in bindings], expr, step)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _kind(a, expr.expression, step, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            sides = ((expr.left, expr.right), (expr.right, expr.left)) if isinstance(expr.operator, cst.Multiply) \
+                else ((expr.left, expr.right),)
+            for side, other in sides:
+                if isinstance(other, (cst.Integer, cst.Float)):
+                    return _kind(a, side, step, depth + 1)
+        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            return _same([_kind(a, expr.left, step, depth + 1), _kind(a, expr.right, step, depth + 1)], expr, step)
+    raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot tell "
+                  "whether Keras already divides it by the number of replicas under {engine}; "
+                  "not converted{alternative}")
+
+
+def _same(kinds: List[str], expr, step) -> str:
+    if len(set(kinds)) == 1:
+        return kinds[0]
+    raise Refusal(expr, "the loss of a custom " + step.name.value + " adds terms Keras divides by the number of "
+                  "replicas under {engine} (compute_loss, Loss objects) to terms it does not (a mean of its own): "
+                  "not converted{alternative}")
+
+
+def _call_kind(a: A.Analysis, call: cst.Call, step) -> Optional[str]:
+    if a.is_name(call, MEAN_FUNCTIONS):
+        for n in walk(call):
+            values = [v for _, v in a.assigned_values(n) if v is not None] if isinstance(n, cst.Name) else [n]
+            if n is not call and any(isinstance(v, cst.Call) and _call_kind(a, v, step) == SCALED for v in values):
+                raise Refusal(call, "a mean of a loss Keras already divides by the number of replicas under "
+                              "{engine}: not converted{alternative}")
+        return PLAIN
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and isinstance(func.value, cst.Name):
+        owner = a.self_class(func.value)
+        if owner is not None:
+            if any(f.name.value == func.attr.value for klass in a._lineage(owner) for f in klass.body.body
+                   if isinstance(f, cst.FunctionDef)):
+                raise Refusal(call, "self." + func.attr.value + " is overridden in this module: tfdist cannot tell "
+                              "whether its loss is divided by the number of replicas under {engine}; "
+                              "not converted{alternative}")
+            return SCALED
+    from .replica_tape import _is_keras_loss_object
+    if _is_keras_loss_object(a, func):
+        if _flavor(a) != "keras":
+            raise Refusal(call, "a Keras Loss object with a mean reduction called in a custom " + step.name.value +
+                          ": tf-keras (what a tf.keras script runs on TF_CONFIG workers) refuses it under a strategy "
+                          "outside compile(), Keras 3 divides it by the number of replicas; give it "
+                          "reduction=\"none\" and take tf.reduce_mean of it, or use self.compute_loss; "
+                          "not converted{alternative}")
+        return SCALED
+    return None
+
+
+def _flavor(a: A.Analysis) -> str:
+    from .keras_fit import flavor
+    return flavor(a)
