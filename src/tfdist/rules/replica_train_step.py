@@ -117,6 +117,12 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
             raise Refusal(c, "optimizer.minimize() in a custom " + step.name.value + ": it computes and applies the "
                           "gradients of a loss tfdist cannot follow; compute them with a GradientTape and apply them")
     applies = _optimizer_applies(a, step)
+    for p in applies:
+        for keyword in ("skip_gradients_aggregation", "experimental_aggregate_gradients"):
+            if find_arg(p, keyword, None) is not None:
+                raise Refusal(p, keyword + " given to the optimizer: tf-keras then does not sum the replicas' "
+                              "gradients (optimizer.apply_gradients -> aggregate_gradients); tfdist cannot tell "
+                              "where they are averaged under {engine}; not converted{alternative}")
     gradient_calls: List[Tuple[cst.With, cst.Call]] = []
     tapes = [(w, name) for w, _item, name in gradient_tape.tapes(a) if _in(a, w, step)]
     for w, name in tapes:

@@ -1,0 +1,132 @@
+"""Custom train_step / test_step under --backend tf-distribute: what is
+refused, with its line, because a wrong division of the loss would train
+wrong silently (converted cases: fixtures/keras/*_step*/)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfdist.api import convert_source
+
+HEAD = '''import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = tf.keras.layers.Dense(1)
+        self.loss_fn = tf.keras.losses.MeanSquaredError()
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            pred = self(x, training=True)
+'''
+TAIL = '''
+
+x = tf.random.normal([256, 4])
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+model = Net()
+model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(32), epochs=1)
+'''
+APPLY = '''
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}'''
+
+
+def _tfd(body: str, apply: str = APPLY):
+    src = HEAD + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 12) + apply + TAIL
+    return src, convert_source(src.encode(), "net.py", backend="tf-distribute")
+
+
+def _line(src: str, text: str) -> int:
+    return next(i for i, l in enumerate(src.splitlines(), 1) if text in l)
+
+
+@pytest.mark.parametrize("body,at,needle", [
+    # Keras 3 divides self.compute_loss, not the mean added to it
+    ("loss = self.compute_loss(x, y, pred) + 0.1 * tf.reduce_mean(tf.abs(pred))", "loss = self.compute_loss",
+     "adds terms Keras divides"),
+    # a sum: not a mean over the replica's batch
+    ("loss = tf.reduce_sum(tf.square(pred - y))", "tf.reduce_sum", "cannot tell whether Keras already divides"),
+    # a tf-keras Loss object called in the step: tf-keras raises under a strategy, Keras 3 divides it
+    ("loss = self.loss_fn(y, pred)", "self.loss_fn(y, pred)", "tf-keras (what a tf.keras script runs"),
+    # a mean of a value Keras already divided
+    ("loss = tf.reduce_mean(self.compute_loss(x, y, pred))", "tf.reduce_mean(self", "a mean of a loss Keras"),
+    # bound twice: += is not a plain assignment
+    ("loss = tf.reduce_mean(tf.square(pred - y))\nloss += tf.reduce_mean(tf.abs(pred))", "loss += ",
+     "not only bound by plain assignments"),
+])
+def test_undecidable_losses_are_refused_with_their_line(body, at, needle):
+    src, result = _tfd(body)
+    assert result.status == "unsupported", result.status
+    assert needle in result.error, result.error
+    if at == "loss += ":  # the refusal names the gradient's loss, whose bindings are not all plain
+        assert result.error_line == _line(src, "tape.gradient(loss")
+    else:
+        assert result.error_line == _line(src, at), (result.error_line, result.error)
+
+
+def test_gradients_clipped_before_the_optimizer_are_refused():
+    """Clipping each replica's share is not clipping the mean gradient."""
+    apply = '''
+        grads = tape.gradient(loss, self.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}'''
+    src, result = _tfd("loss = tf.reduce_mean(tf.square(pred - y))", apply)
+    assert result.status == "unsupported"
+    assert result.error_line == _line(src, "clip_by_global_norm") and "each replica's share" in result.error
+
+
+def test_gradients_no_optimizer_applies_are_refused():
+    apply = '''
+        grads = tape.gradient(loss, self.trainable_variables)
+        for v, g in zip(self.trainable_variables, grads):
+            v.assign_sub(0.1 * g)
+        return {"loss": loss}'''
+    src, result = _tfd("loss = tf.reduce_mean(tf.square(pred - y))", apply)
+    assert result.status == "unsupported"
+    assert result.error_line == _line(src, "tape.gradient(loss") and "no Keras optimizer applies" in result.error
+
+
+def test_skipped_aggregation_is_refused():
+    apply = '''
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables), skip_gradients_aggregation=True)
+        return {"loss": loss}'''
+    src, result = _tfd("loss = tf.reduce_mean(tf.square(pred - y))", apply)
+    assert result.status == "unsupported"
+    assert result.error_line == _line(src, "skip_gradients_aggregation") and "does not sum" in result.error
+
+
+def test_overridden_compute_loss_is_refused():
+    src = HEAD.replace("    def train_step", "    def compute_loss(self, x, y, y_pred, sample_weight=None):\n"
+                       "        return tf.reduce_mean(tf.square(y_pred - y))\n\n    def train_step") \
+        + " " * 12 + "loss = self.compute_loss(x, y, pred)" + APPLY + TAIL
+    result = convert_source(src.encode(), "net.py", backend="tf-distribute")
+    assert result.status == "unsupported" and "overridden" in result.error
+    assert result.error_line == _line(src, "loss = self.compute_loss")
+
+
+def test_plain_mean_is_divided_once_and_keras_loss_not_at_all():
+    """The two converted shapes side by side: the step's own mean is divided
+    by the replicas (once); self.compute_loss, divided by Keras, is not."""
+    _, own = _tfd("loss = tf.reduce_mean(tf.square(pred - y))")
+    assert own.status == "converted", own.error
+    text = own.data.decode()
+    assert text.count("/ strategy.num_replicas_in_sync") == 1
+    assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
+    _, keras = _tfd("loss = self.compute_loss(x, y, pred)")
+    assert keras.status == "converted", keras.error
+    text = keras.data.decode()
+    assert "/ strategy.num_replicas_in_sync" not in text
+    # the step returns loss: the mean again, the gradient of what Keras divided
+    assert "loss = scaled_loss * strategy.num_replicas_in_sync" in text
+    assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
