@@ -39,6 +39,10 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
                 for s in _layer_statements(a, t.call, set(), depth) + building_statements(a, t.call):
                     if s not in out:
                         out.append(s)
+                # models passed to its constructor (a GAN's generator and discriminator, built apart)
+                for arg in t.call.args if depth < 6 else ():
+                    if arg.value is not expr and a.is_kind(arg.value, A.MODEL):
+                        out += [s for s in construction_statements(a, arg.value, kinds, depth + 1) if s not in out]
     return out
 
 
