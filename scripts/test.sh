@@ -19,9 +19,22 @@ if [ "$tier" = slow ] || [ "$tier" = all ]; then
   TFDIST_TF_DISTRIBUTE_VENV=$(bash scripts/setup_runtime.sh tf-distribute | tail -n 1)
   export TFDIST_TF_DISTRIBUTE_VENV
 fi
+# Each tier is its own pytest run, timed: the README's budget (35 minutes on
+# 2 cores with a warm cache) is checked against these figures.
+run_tier() {
+  local name=$1; shift
+  local start=$SECONDS status=0
+  "$venv/bin/python" -m pytest "$@" -q -p no:cacheprovider || status=$?
+  times+=("$name: $((SECONDS - start)) s (exit $status)")
+  [ "$status" -eq 0 ] || failed=1
+}
+times=()
+failed=0
 case "$tier" in
-  fast) exec "$venv/bin/python" -m pytest tests/fast -q -p no:cacheprovider ;;
-  slow) exec "$venv/bin/python" -m pytest tests/slow -q -p no:cacheprovider --durations=15 ;;
-  all)  exec "$venv/bin/python" -m pytest tests/fast tests/slow -q -p no:cacheprovider --durations=15 ;;
+  fast) run_tier fast tests/fast ;;
+  slow) run_tier slow tests/slow --durations=15 ;;
+  all)  run_tier fast tests/fast; run_tier slow tests/slow --durations=15 ;;
   *) echo "usage: bash scripts/test.sh [fast|slow|all]" >&2; exit 2 ;;
 esac
+echo "tfdist test tiers: ${times[*]}"
+exit "$failed"
