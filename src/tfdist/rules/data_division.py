@@ -16,7 +16,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.analysis import _returns
 from ..engine.scopes import walk
-from .common import find_arg, has_star_args, method_name, source
+from .common import find_arg, has_star_args, is_optimizer_step, method_name, source
 
 RULE = "data-division"
 
@@ -420,7 +420,7 @@ def _trains(a, node, depth=0) -> bool:
     if depth > 4:
         return False
     for c in calls_in(node):
-        if method_name(c) in ("apply_gradients", "minimize", "fit", "train_on_batch"):
+        if method_name(c) in ("minimize", "fit", "train_on_batch") or is_optimizer_step(a, c):
             return True
         if isinstance(c.func, cst.Name):
             if any(_trains(a, f.body, depth + 1) for f in a._local_functions(c.func)):
