@@ -13,7 +13,11 @@ __all__ = ["convert_file", "convert_source", "FileResult", "ProjectContext"]
 
 def convert_source(source: Union[str, bytes], path: str = "<string>", backend: str = "horovod",
                    project: Optional[ProjectContext] = None) -> FileResult:
+    """Convert ``source``; when ``path`` names a file on disk, the modules
+    next to it inform the conversion as they do for convert_file."""
     data = source.encode("utf-8") if isinstance(source, str) else source
+    if project is None and os.path.isfile(path):
+        project = _sibling_project(path)
     return convert_path(path, backend, project, data=data)
 
 

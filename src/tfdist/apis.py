@@ -140,6 +140,13 @@ KERAS_SAVE_METHODS = {"save", "save_weights"}
 # Model methods that take verbose= and print progress.
 KERAS_VERBOSE_METHODS = {"evaluate", "predict"}
 KERAS_FIT_METHODS = {"fit", "fit_generator"}
+# Optimizer methods that apply gradients (one optimizer step) -> (keyword,
+# position) of what names the updated variables, and whether that argument
+# pairs them with the gradients: apply_gradients(zip(grads, vars)) (Keras 2
+# and 3, TF1), Keras 3's apply(grads, vars). ``apply`` is a common method
+# name (Dataset.apply): it counts only on a known Keras optimizer.
+OPTIMIZER_APPLY_METHODS = {"apply_gradients": ("grads_and_vars", 0, True), "apply": ("trainable_variables", 1, False)}
+GENERIC_APPLY_METHODS = {"apply"}
 # Model methods that only print.
 KERAS_PRINT_METHODS = {"summary"}
 

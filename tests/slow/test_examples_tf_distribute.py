@@ -46,6 +46,7 @@ def test_example_verifies_on_two_tf_distribute_workers(example, tmp_path):
     assert data["checks"], "verify checked nothing"
 
 
+@pytest.mark.extended   # TF 2.15 is the Horovod stack; a tf.distribute user has TF 2.16+
 @pytest.mark.parametrize("example", ON_TF_2_15)
 def test_example_verifies_on_tf_2_15_too(example, tmp_path):
     """The same conversion on the Horovod stack's TensorFlow 2.15 (this

@@ -101,6 +101,10 @@ class ProjectContext:
     is_package: bool = False  # the module is a package's __init__.py
     # absolute qualified name ("nets.Net") -> fact from the module defining it
     classes: Mapping[str, ClassFact] = field(default_factory=dict)
+    # absolute qualified name of a function another module of the project
+    # defines at its top level ("data.make_dataset") -> (that module's dotted
+    # name, its source): a rule follows a helper into it without reading files
+    functions: Mapping[str, Tuple[str, bytes]] = field(default_factory=dict)
 
     def absolute(self, qualified: str) -> str:
         if not qualified.startswith(".") or not self.module_name:

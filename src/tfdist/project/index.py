@@ -56,6 +56,7 @@ class ModuleSummary:
     bindings: Dict[str, Binding] = field(default_factory=dict)
     classes: Dict[str, List[str]] = field(default_factory=dict)  # name -> dotted bases
     stars: List[str] = field(default_factory=list)  # ``from X import *`` targets
+    functions: List[str] = field(default_factory=list)  # top-level ``def`` names
     ok: bool = True  # parsed
 
 
@@ -73,7 +74,7 @@ def summarize(path: str, data: bytes) -> ModuleSummary:
     return s
 
 
-def _collect(body, s: ModuleSummary) -> None:
+def _collect(body, s: ModuleSummary, top: bool = True) -> None:
     for node in body:
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -94,15 +95,17 @@ def _collect(body, s: ModuleSummary) -> None:
                 local = a.asname or a.name
                 sep = "." if node.module else ""
                 s.bindings[local] = Binding(local, f"{prefix}{sep}{a.name}", False)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and top:
+            s.functions.append(node.name)
         elif isinstance(node, ast.ClassDef):
             s.classes[node.name] = [d for d in (_dotted(b) for b in node.bases) if d]
             s.bindings.pop(node.name, None)
         elif isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
-            _collect(node.body, s)
+            _collect(node.body, s, False)
             for h in getattr(node, "handlers", ()):
-                _collect(h.body, s)
-            _collect(getattr(node, "orelse", ()), s)
-            _collect(getattr(node, "finalbody", ()), s)
+                _collect(h.body, s, False)
+            _collect(getattr(node, "orelse", ()), s, False)
+            _collect(getattr(node, "finalbody", ()), s, False)
 
 
 def _dotted(node) -> Optional[str]:
@@ -292,6 +295,7 @@ class ProjectIndex:
         else:
             s = None if path.endswith(".ipynb") else self.module(os.path.abspath(path))
         classes: Dict[str, ClassFact] = {}
+        functions: Dict[str, Tuple[str, bytes]] = {}
         if s is not None:
             roots = self.search_roots(path)
             ctx = ProjectContext(name, is_pkg)
@@ -309,7 +313,29 @@ class ProjectIndex:
                     f = self.fact(target, roots)
                     if f is not None:
                         classes[target] = f
-        return ProjectContext(name, is_pkg, classes)
+                functions.update(self._functions(target, mod, roots))
+        return ProjectContext(name, is_pkg, classes, functions)
+
+    def _functions(self, target: str, mod: Optional[ModuleSummary], roots: Sequence[str]) -> Dict[str, Tuple[str, bytes]]:
+        """The project functions an import binds: every top-level function of
+        an imported module (``import data``), or the one imported by name
+        (``from data import make_dataset``), with its module's source."""
+        if mod is not None:
+            module, keys = target, [f"{target}.{n}" for n in mod.functions]
+        else:
+            module, _, member = target.rpartition(".")
+            mod = self.find(module, roots)
+            keys = [target] if mod is not None and member in mod.functions else []
+        source = self._source(mod.path) if keys else None
+        return {} if source is None else {key: (module, source) for key in keys}
+
+    def _source(self, path: str) -> Optional[bytes]:
+        try:
+            with open(path, "rb") as f:
+                data = f.read(MAX_INDEX_BYTES + 1)
+        except OSError:
+            return None
+        return data if len(data) <= MAX_INDEX_BYTES else None
 
     @staticmethod
     def _exported(m: ModuleSummary) -> List[str]:

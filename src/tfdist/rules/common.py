@@ -123,6 +123,17 @@ def method_name(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
+def is_optimizer_step(a, call: cst.Call) -> bool:
+    """``opt.apply_gradients(...)``, or ``opt.apply(grads, vars)`` on what is
+    known to be a Keras optimizer (apis.OPTIMIZER_APPLY_METHODS)."""
+    from .. import apis
+    from ..engine import analysis as A
+    name = method_name(call)
+    if name not in apis.OPTIMIZER_APPLY_METHODS:
+        return False
+    return name not in apis.GENERIC_APPLY_METHODS or a.is_kind(receiver(call), A.KERAS_OPTIMIZER)
+
+
 def mentions(node: cst.CSTNode, names) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 

@@ -16,7 +16,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.analysis import _returns
 from ..engine.scopes import walk
-from .common import find_arg, has_star_args, method_name, source
+from .common import find_arg, has_star_args, is_optimizer_step, method_name, source
 
 RULE = "data-division"
 
@@ -420,7 +420,7 @@ def _trains(a, node, depth=0) -> bool:
     if depth > 4:
         return False
     for c in calls_in(node):
-        if method_name(c) in ("apply_gradients", "minimize", "fit", "train_on_batch"):
+        if method_name(c) in ("minimize", "fit", "train_on_batch") or is_optimizer_step(a, c):
             return True
         if isinstance(c.func, cst.Name):
             if any(_trains(a, f.body, depth + 1) for f in a._local_functions(c.func)):
@@ -539,39 +539,26 @@ def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
 
 
 def _external_function(ctx, call: cst.Call):
-    """(analysis of its module, FunctionDef) of a function imported from a
-    sibling module of the project, or None."""
-    import os
+    """(analysis of its module, FunctionDef) of a function imported from
+    another module of the project (the project facts the pipeline is handed
+    carry its module's source), or None."""
     from ..engine.analysis import Analysis, ProjectContext
     a = ctx.a
-    if not isinstance(call.func, (cst.Name, cst.Attribute)) or not ctx.path or not os.path.isfile(ctx.path):
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return None
-    try:
-        from ..project.index import import_root
-    except ImportError:  # pragma: no cover
-        return None
-    roots = []
-    for r in (import_root(ctx.path), os.path.dirname(os.path.abspath(ctx.path))):
-        if r not in roots:
-            roots.append(r)
     for qual in sorted(a.qualified(call.func)):
-        parts = qual.split(".")
-        if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        found = a.project.functions.get(a.project.absolute(qual))
+        if found is None:
             continue
-        module_parts, func = parts[:-1], parts[-1]
-        for root in roots:
-            for cand in (os.path.join(root, *module_parts) + ".py", os.path.join(root, *module_parts, "__init__.py")):
-                if not os.path.isfile(cand) or os.path.samefile(cand, ctx.path):
-                    continue
-                try:
-                    with open(cand, "rb") as fh:
-                        module = cst.parse_module(fh.read())
-                except (OSError, cst.ParserSyntaxError, UnicodeDecodeError):
-                    continue
-                other = Analysis(module, ProjectContext(".".join(module_parts)))
-                for stmt in module.body:
-                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
-                        return other, stmt
+        module_name, source = found
+        try:
+            module = cst.parse_module(source)
+        except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
+            continue
+        func = qual.rpartition(".")[2]
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
+                return Analysis(module, ProjectContext(module_name)), stmt
     return None
 
 

@@ -19,7 +19,7 @@ from ..engine import dataflow
 from ..engine.findings import Evidence
 from . import data_division, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import walk
-from .common import find_arg, method_name, mentions, receiver
+from .common import find_arg, is_optimizer_step, method_name, mentions, receiver
 
 PATTERN = "GradientTape"
 RULE = "gradient-tape"
@@ -59,8 +59,18 @@ def optimizer_identity(a: A.Analysis, expr) -> object:
 
 
 def apply_calls(a: A.Analysis) -> List[cst.Call]:
-    return [c for c in a.calls if method_name(c) == "apply_gradients"
-            and not a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
+    """TF2 optimizer steps: apply_gradients, or a Keras 3 optimizer's apply."""
+    return [c for c in a.calls if is_optimizer_step(a, c) and not a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
+
+
+def applied_variables(a: A.Analysis, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The expression naming the variables an optimizer step updates
+    (``vars`` in ``apply_gradients(zip(grads, vars))`` / ``apply(grads, vars)``)."""
+    keyword, position, zipped = apis.OPTIMIZER_APPLY_METHODS[method_name(call)]
+    arg = find_arg(call, keyword, position)
+    if arg is None:
+        return None
+    return _zip_vars(a, arg.value) if zipped else arg.value
 
 
 def _targets(stmt) -> Set[str]:
@@ -208,8 +218,7 @@ def _wrap_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[cst.
 def _variables_identity(a: A.Analysis, call: cst.Call, grad_calls) -> Optional[tuple]:
     """What the variables an apply_gradients call updates are bound to: the
     models (by their construction) whose variables it names."""
-    gv = find_arg(call, "grads_and_vars", 0)
-    variables = _zip_vars(a, gv.value) if gv is not None else None
+    variables = applied_variables(a, call)
     if variables is None:
         variables = _sources_of(a, call, grad_calls)
     if variables is None:
@@ -283,8 +292,7 @@ def _model_vars(a: A.Analysis, expr) -> List[str]:
 
 def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     a = ctx.a
-    gv = find_arg(call, "grads_and_vars", 0)
-    variables = _zip_vars(a, gv.value) if gv is not None else None
+    variables = applied_variables(a, call)
     if variables is None:
         variables = _sources_of(a, call, grad_calls)
     if variables is None:
@@ -298,7 +306,7 @@ def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     opt_vars = f"{opt}.variables()" if legacy else f"{opt}.variables"
     code = ctx.backend.broadcast_after_first_step(opt, _model_vars(a, variables), opt_vars)
     ctx.plan.insert_after(stmt, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial state from rank 0 once, after the first step created the optimizer's slots.")))
-    ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first apply_gradients")
+    ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first {method_name(call)}")
 
 
 def _scale(ctx, opt_expr) -> None:

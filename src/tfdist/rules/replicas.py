@@ -13,7 +13,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from .common import find_arg, method_name, source
+from .common import find_arg, is_optimizer_step, method_name, source
 
 RULE = "replica-scope"
 BATCH_RULE = "per-replica-batch"
@@ -124,7 +124,7 @@ def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseS
                     del out[before:]
             if not inner:
                 continue
-            if dataflow.reaches(a, fdef.body, _trains):
+            if dataflow.reaches(a, fdef.body, lambda node: _trains(a, node)):
                 for s in inner:
                     add(s)
             else:
@@ -167,12 +167,15 @@ def _result_dropped(a: A.Analysis, call: cst.Call) -> bool:
             and isinstance(parent.targets[0].target, cst.Name) and not a.scopes.references(parent.targets[0].target))
 
 
-TRAINING_METHODS = apis.KERAS_FIT_METHODS | {"evaluate", "predict", "apply_gradients", "minimize"}
+#: model methods that train or run the model on replicas (with the optimizer
+#: steps of common.is_optimizer_step)
+TRAINING_METHODS = apis.KERAS_FIT_METHODS | {"evaluate", "predict", "minimize"}
 
 
-def _trains(node) -> bool:
+def _trains(a: A.Analysis, node) -> bool:
     from ..engine.scopes import walk
-    return any(isinstance(n, cst.Call) and method_name(n) in TRAINING_METHODS for n in walk(node))
+    return any(isinstance(n, cst.Call) and (method_name(n) in TRAINING_METHODS or is_optimizer_step(a, n))
+               for n in walk(node))
 
 
 def _whole_loop(a: A.Analysis, stmt, chosen: List[cst.BaseStatement]):
