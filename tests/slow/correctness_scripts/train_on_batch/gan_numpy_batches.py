@@ -12,8 +12,8 @@ import tensorflow as tf
 
 LATENT = 4
 BATCH = 64
-STEPS = 300
-EVERY = 50
+STEPS = 120
+EVERY = 40
 CENTRE = np.array([2.0, -1.0, 0.5, 3.0], dtype="float32")
 
 tf.keras.utils.set_random_seed(7)
@@ -27,12 +27,12 @@ discriminator = tf.keras.Sequential([
     tf.keras.layers.Dense(16, activation="relu", input_shape=(4,)),
     tf.keras.layers.Dense(1, activation="sigmoid"),
 ])
-discriminator.compile(optimizer=tf.keras.optimizers.Adam(2e-3, 0.5), loss="binary_crossentropy")
+discriminator.compile(optimizer=tf.keras.optimizers.Adam(5e-3, 0.5), loss="binary_crossentropy")
 
 discriminator.trainable = False
 z = tf.keras.Input(shape=(LATENT,))
 combined = tf.keras.Model(z, discriminator(generator(z)))
-combined.compile(optimizer=tf.keras.optimizers.Adam(2e-3, 0.5), loss="binary_crossentropy")
+combined.compile(optimizer=tf.keras.optimizers.Adam(5e-3, 0.5), loss="binary_crossentropy")
 
 probe_noise = np.random.RandomState(1).normal(0, 1, (1000, LATENT)).astype("float32")
 before = float(np.linalg.norm(generator.predict(probe_noise, verbose=0).mean(axis=0) - CENTRE))
@@ -51,7 +51,8 @@ for step in range(STEPS):
     g_loss = combined.train_on_batch(noise, valid)
     if step % EVERY == 0:
         print(f"step {step}: D loss {d_loss:.4f}, G loss {g_loss:.4f}")
-        np.save(f"gan_samples_{step:04d}.npy", generator.predict(probe_noise[:16], verbose=0))
+        samples = generator.predict(probe_noise[:16], verbose=0)
+        np.save(f"gan_samples_{step:04d}.npy", samples)
 
 after = float(np.linalg.norm(generator.predict(probe_noise, verbose=0).mean(axis=0) - CENTRE))
 print(f"generated mean's distance from the centre: {before:.3f} -> {after:.3f}")
