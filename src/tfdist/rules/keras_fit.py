@@ -79,11 +79,13 @@ def prepare(ctx) -> None:
 
 def apply(ctx) -> None:
     a = ctx.a
-    for call in model_calls(a, {"train_on_batch"}):
-        raise ctx.unsupported(call, "train_on_batch loops are not converted yet: use model.fit, or a GradientTape loop")
     # A custom train_step computes its own gradients: the optimizer wrapper
     # would not see them (Horovod averages in compute_gradients), the tape must.
-    from . import gradient_tape
+    from . import gradient_tape, train_on_batch
+    stepped = train_on_batch.calls(a)
+    if stepped:
+        # the broadcast after a model's first train_on_batch is horovod.tensorflow's broadcast_variables
+        ctx.facts["needs_tf_api"] = True
     custom = gradient_tape.training_tapes(a, keras_train_step=True)
     if custom:
         ctx.facts["needs_tf_api"] = True
@@ -94,6 +96,8 @@ def apply(ctx) -> None:
         _optimizer(ctx, call)
     for call in model_calls(a, apis.KERAS_FIT_METHODS):
         _fit(ctx, call)
+    if stepped:
+        train_on_batch.apply_horovod(ctx, stepped)
     for method, pos in EVAL_VERBOSE_POS.items():
         for call in model_calls(a, {method}):
             _rank0_verbose(ctx, call, pos, default="1")
@@ -107,6 +111,8 @@ def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
     template = ctx.backend.wrap_optimizer("{inner}", keras=True)
     if template is None:
         return  # the engine averages gradients without a wrapper
+    # filled now, so that the setup imports the module the template names
+    template = ctx.fill(template, inner="{inner}")
     ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     ctx.change(node, "distributed-optimizer", ctx.say("{what} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", what=what))
 

@@ -37,12 +37,18 @@ KERAS3_WRITER_CALLBACKS = {
 
 def apply(ctx) -> None:
     a = ctx.a
-    for call in keras_fit.model_calls(a, {"train_on_batch"}):
-        raise ctx.unsupported(call, "train_on_batch loops are not converted: use model.fit, or a GradientTape loop")
+    from . import train_on_batch
+    stepped = train_on_batch.calls(a)
     # custom train_step / test_step: each replica's loss its share of the mean
     replica_train_step.apply(ctx)
     compiles = keras_fit.model_calls(a, {"compile"})
+    if stepped:
+        # the batch train_on_batch is given stays the global batch: its models' learning rates are kept
+        train_on_batch.apply_replicated(ctx, stepped, _scope_model)
+    kept = train_on_batch.stepped_compiles(ctx, stepped) if stepped else set()
     for call in compiles:
+        if id(call) in kept:
+            continue
         if find_arg(call, "optimizer", 0) is None and _override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
         keras_fit._optimizer(ctx, call)
@@ -78,8 +84,10 @@ def _same_model(a: A.Analysis, x, y) -> bool:
     return a.code(x) == a.code(y) and a.enclosing_function(x) is a.enclosing_function(y)
 
 
-def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
-    """Model construction, optimizer construction and compile() in the scope."""
+def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
+    """Model construction, optimizer construction and compile() in the scope
+    (or, given a ``gather`` list, those statements added to it, for one
+    scope around several models)."""
     a = ctx.a
     model = receiver(fit_call)
     stmts = replicas.construction_statements(a, model, {A.MODEL})
@@ -111,6 +119,9 @@ def _scope_model(ctx, fit_call: cst.Call, compiles) -> None:
         ctx.warn(model, replicas.RULE, ctx.say(
             "cannot find where {model} is built: build it and compile it inside `with {scope}:`",
             model=a.code(model), scope=ctx.fill(ctx.backend.replica_scope())))
+        return
+    if gather is not None:
+        gather += [s for s in stmts if s not in gather]
         return
     replicas.in_replica_scope(ctx, stmts, f"model {a.code(model)}, its optimizer and compile()")
 

@@ -27,6 +27,8 @@ from .common import method_name, receiver
 GLOBAL_STREAM = "global"  # draws from NumPy's global generator
 FIXED_ORDER = "fixed"  # no randomness seen: every rank would read the same batches
 UNKNOWN = "unknown"
+#: methods of a NumPy array returning (a view or copy of) the same rows
+NUMPY_ARRAY_METHODS = {"astype", "reshape", "copy", "squeeze", "flatten", "ravel"}
 
 
 @dataclass
@@ -109,6 +111,12 @@ def classify(a: A.Analysis, call: cst.Call, loop=None) -> Optional[Sampler]:
     or None if it is no sampler (or one tfdist cannot split safely)."""
     names = a.names(call)
     if any(n.startswith(("tensorflow.", "keras.", "numpy.")) for n in names):
+        return None
+    base = call
+    while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and isinstance(base.func.value, cst.Call) \
+            and base.func.attr.value in NUMPY_ARRAY_METHODS:
+        base = base.func.value  # np.random.normal(...).astype("float32"): the NumPy call's array
+    if base is not call and any(n.startswith("numpy.") for n in a.names(base)):
         return None
     if "builtins.next" in names:
         return Sampler(call, UNKNOWN)

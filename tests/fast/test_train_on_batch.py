@@ -1,0 +1,136 @@
+"""train_on_batch loops: what each engine refuses, with the line and the
+reason, and what it converts (the fixtures keras/train_on_batch_* hold
+the converted forms)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfdist.api import convert_source
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TFD = "tf-distribute"
+
+MODEL = '''import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(1000, 4).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+'''
+
+
+def _convert(text: str, backend: str = "horovod"):
+    return convert_source(text.encode(), "script.py", backend=backend)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_seeded_numpy_generator_object_refused_by_horovod_converted_by_tf_distribute():
+    # Horovod: every rank would draw the same rows from the seeded Generator.
+    # tf.distribute: every worker draws the same batch and keeps its own part of it.
+    text = (FIXTURES / "unsupported" / "train_on_batch_seeded_generator" / "input.py").read_text()
+    result = _convert(text)
+    assert result.status == "unsupported"
+    assert result.error_line == _line_of(text, "rng.integers")
+    assert "seeded at line 5" in result.error
+    assert _convert(text, TFD).status == "converted"
+
+
+def test_unseeded_numpy_generator_object_converts():
+    text = MODEL + '''model.compile(optimizer="sgd", loss="mse")
+rng = np.random.default_rng()
+for step in range(100):
+    idx = rng.integers(0, len(x), 32)
+    model.train_on_batch(x[idx], y[idx])
+'''
+    result = _convert(text)
+    assert result.status == "converted", result.error
+    assert "range(max(1, 100 // hvd.size()))" in result.data.decode()
+
+
+def test_tensorflow_draws_after_a_tensorflow_seed_refused_by_horovod():
+    text = '''import tensorflow as tf
+
+tf.random.set_seed(3)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+for step in range(100):
+    model.train_on_batch(tf.random.normal([16, 3]), tf.random.normal([16, 1]))
+'''
+    result = _convert(text)
+    assert result.status == "unsupported"
+    assert result.error_line == 7 and "seeded at line 3" in result.error
+    # unseeded: every rank draws its own
+    assert _convert(text.replace("tf.random.set_seed(3)\n", "")).status == "converted"
+
+
+def test_one_optimizer_shared_by_two_stepped_models_refused_by_horovod():
+    text = MODEL + '''other = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+opt = tf.keras.optimizers.Adam(1e-3)
+model.compile(optimizer=opt, loss="mse")
+other.compile(optimizer=opt, loss="mse")
+for step in range(100):
+    idx = np.random.randint(0, len(x), 32)
+    model.train_on_batch(x[idx], y[idx])
+    other.train_on_batch(x[idx], y[idx])
+'''
+    result = _convert(text)
+    assert result.status == "unsupported"
+    assert "another model stepped by train_on_batch also uses" in result.error
+    assert result.error_line in (_line_of(text, "model.compile"), _line_of(text, "other.compile"))
+    assert _convert(text, TFD).status == "converted"
+
+
+def test_model_both_fit_and_stepped_refused():
+    text = MODEL + '''model.compile(optimizer="sgd", loss="mse")
+model.fit(x, y, epochs=1)
+for step in range(100):
+    idx = np.random.randint(0, len(x), 32)
+    model.train_on_batch(x[idx], y[idx])
+'''
+    for backend in ("horovod", TFD):
+        result = _convert(text, backend)
+        assert result.status == "unsupported", backend
+        assert result.error_line == _line_of(text, "model.fit") and "both by fit()" in result.error
+
+
+def test_uncompiled_model_refused():
+    text = MODEL + '''for step in range(100):
+    model.train_on_batch(x[:32], y[:32])
+'''
+    for backend in ("horovod", TFD):
+        result = _convert(text, backend)
+        assert result.status == "unsupported", backend
+        assert result.error_line == _line_of(text, "train_on_batch") and "compiled nowhere" in result.error
+
+
+def test_keras3_refused_by_tf_distribute_with_the_measured_failure():
+    text = '''import numpy as np
+import keras
+
+x = np.random.rand(1000, 4).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+for step in range(100):
+    idx = np.random.randint(0, len(x), 32)
+    model.train_on_batch(x[idx], y[idx])
+'''
+    result = _convert(text, TFD)
+    assert result.status == "unsupported"
+    assert result.error_line == _line_of(text, "train_on_batch") and "Invalid reduction dimension" in result.error
+
+
+@pytest.mark.parametrize("case", ["train_on_batch_gan", "train_on_batch_seeded_numpy"])
+def test_tf_distribute_keeps_learning_rate_and_steps(case):
+    """The batch given to train_on_batch is the global batch under
+    tf.distribute (split between the replicas): nothing is scaled or divided."""
+    text = (FIXTURES / "keras" / case / "input.py").read_text()
+    out = _convert(text, TFD).data.decode()
+    assert "num_replicas_in_sync" not in out
+    horovod = _convert(text).data.decode()
+    assert "hvd.size()" in horovod and "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in horovod
