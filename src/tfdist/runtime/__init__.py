@@ -6,6 +6,9 @@ Modules (imported on demand; none imports TensorFlow):
   launcher  find horovodrun / write TF_CONFIG per worker, launch with streaming
             output and a hard timeout
   probe     start-up module run in every process (python -m tfdist.runtime.probe)
-  verify    run_and_observe(), check(), verify_script() and the report types
+  verify    verify_script() / sweep_script(); re-exports the verify_* parts:
+            verify_records (probe records), verify_samples, verify_observe
+            (run_and_observe), verify_checks (typed Check results),
+            verify_report (their text and JSON)
   commands  run_main() / verify_main() and their argparse parsers
 """

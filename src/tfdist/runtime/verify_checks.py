@@ -1,0 +1,585 @@
+"""The checks of `tfdist verify`, as typed results.
+
+Each check compares what the distributed run did with what a correct
+distribution of the original does, and yields a Check: a stable ``name``
+("exit-codes", "variables-identical", "steps-per-rank"...), whether it
+``passed``, what was ``measured`` and ``expected`` (JSON-able), and the
+``detail`` sentence the text report prints.  Nothing here decides how the
+results are shown: verify_report turns them into the reasons/checks text
+lines, the JSON of --json and the report table.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import compare as C
+from .verify_records import TF_DISTRIBUTE, Observation, RankRecord
+
+#: Allowed deviation of a rank's optimizer steps from reference/N: the larger
+#: of this fraction of the expectation and STEP_TOLERANCE_ABS steps.
+STEP_TOLERANCE_REL = 0.2
+STEP_TOLERANCE_ABS = 1
+
+#: The names a Check can have, in the order the checks run.
+CHECK_NAMES = (
+    "original-exit",          # the original ran to exit 0 single-process
+    "distributed-finished",   # the distributed run ended before its timeout
+    "exit-codes",             # every rank (and the launcher) exited 0
+    "strategy-spans-workers",  # tf-distribute: every worker's strategy spans all workers
+    "local-replicas",         # --local-devices: the strategy replicates over every device, copies identical
+    "world-size",             # Horovod: every rank reports the world size N
+    "variables-identical",    # final trainable variables bitwise identical across ranks
+    "steps-per-rank",         # each rank took ~1/N of the original's optimizer steps
+    "sample-pairs-intact",    # every sample a rank fed carried the labels the original fed it with
+    "work-divided",           # the ranks did not all consume the identical samples
+    "chief-writes",           # only rank 0 wrote checkpoints/summaries/models (at the user's paths)
+    "temp-files-removed",     # tf-distribute: the other workers removed their temporary saves
+    "loss-within-tolerance",  # --compare: the converted run learns like the original
+)
+
+
+@dataclass
+class Check:
+    """One thing verify established (``passed``) or found wrong."""
+    name: str
+    passed: bool
+    measured: Any = None
+    expected: Any = None
+    #: The sentence of the text report ("ok: ..." when passed, the failure
+    #: reason otherwise).  Empty for a passed check the text does not mention.
+    detail: str = ""
+    #: The name of the check whose sentence already tells this failure (the
+    #: text says it once); None: rendered on its own.
+    said_by: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class CheckResults:
+    """All checks of one distributed run against the original."""
+    checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    samples: dict | None = None        # the sample summary (sample_checks), when samples were checked
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def named(self, name: str) -> list[Check]:
+        return [c for c in self.checks if c.name == name]
+
+
+@dataclass
+class SampleResults:
+    """The sample checks (sample_checks)."""
+    checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    summary: dict | None = None
+    identical: bool = False
+
+
+def expected_steps(reference_steps: int, np: int) -> tuple[float, float]:
+    """(expected steps per rank, allowed deviation)."""
+    expected = reference_steps / np
+    return expected, max(STEP_TOLERANCE_ABS, STEP_TOLERANCE_REL * expected)
+
+
+# --------------------------------------------------------------------------
+# Text helpers shared with verify_report
+# --------------------------------------------------------------------------
+
+def _rel(path: str, root: str | None) -> str:
+    if root:
+        try:
+            rel = os.path.relpath(path, root)
+            if not rel.startswith(".."):
+                return rel
+        except ValueError:
+            pass
+    return path
+
+
+def _brief(text: str, limit: int = 160) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _short_list(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", ... (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _by_rank(values: dict) -> dict:
+    """{rank: value} with string keys, as JSON has them."""
+    return {str(k): v for k, v in sorted(values.items())}
+
+
+# --------------------------------------------------------------------------
+# The checks
+# --------------------------------------------------------------------------
+
+def run_checks(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
+               backend: str | None = None, local_devices: int = 1) -> CheckResults:
+    """Check the distributed run against the original's.  ``backend``
+    defaults to the distributed observation's.  ``local_devices``: devices
+    each process replicates over (tf-distribute, verify --local-devices): the
+    steps are then 1/(np x local_devices) of the original's, and each
+    process's copies of a variable must be identical."""
+    backend = backend or distributed.backend
+    tfd = backend == TF_DISTRIBUTE
+    out = CheckResults()
+    checks, warnings = out.checks, out.warnings
+    ref = reference.ranks[0] if reference.ranks else RankRecord.missing_rank(0, 1)
+    ranks = distributed.ranks[:np]
+    strays = distributed.ranks[np:]
+
+    # 1. exit status -------------------------------------------------------
+    checks.extend(_exit_checks(reference, ref, distributed, ranks, np, tfd))
+    if strays:
+        warnings.append(f"{len(strays)} extra probe record(s) (processes started by the script?)")
+    if tfd:
+        checks.extend(_span_checks(ranks, np))
+        if local_devices > 1:
+            checks.extend(_local_replica_checks([r for r in ranks if not r.missing and r.exit_code == 0],
+                                                np * local_devices))
+    else:
+        sizes = {r.size for r in ranks if not r.missing}
+        if sizes:
+            ok = sizes == {np}
+            checks.append(Check("world-size", ok, measured=sorted(sizes), expected=np,
+                                detail="" if ok else f"ranks report world size {sorted(sizes)}, expected {np} "
+                                                     "(did the script call hvd.init()?)"))
+
+    present = [r for r in ranks if not r.missing]
+
+    # 2. identical trainable variables ------------------------------------
+    if present:
+        checks.append(_variables_check(present))
+        counts = {r.trainable_count for r in present}
+        if not ref.missing and ref.trainable_count and counts and ref.trainable_count not in counts:
+            warnings.append(f"the original has {ref.trainable_count} trainable variables, the ranks "
+                            f"{sorted(counts)}")
+
+    # 3. optimizer steps ~ reference / N --------------------------------
+    use_planned = bool(steps_cap) and (ref.cap_applied or any(r.cap_applied for r in present))
+    if steps_cap and not use_planned:
+        warnings.append(f"--steps {steps_cap} had no effect: no Keras Model.fit loop reached the cap, "
+                        "the scripts ran to completion")
+    steps = None
+    if present and not ref.missing:
+        steps = _steps_check(ref, present, np, local_devices, use_planned, tfd)
+        checks.append(steps)
+
+    # 4. samples: pairs intact, work divided --------------------------------
+    sampled = sample_checks(ref, present, np)
+    skipped = sorted({note for r in [ref, *present] if not r.missing for note in r.samples_skipped})
+    if skipped and sampled.summary is None:
+        sampled.warnings.append("samples the probe could not attribute to a rank were not recorded: "
+                                + "; ".join(skipped))
+    elif tfd and sampled.summary is None and not sampled.warnings:
+        sampled.warnings.append("samples not checked: no run recorded the samples it trained on (the probe "
+                                "sees eager iteration only; Model.fit on a dataset iterates inside a tf.function)")
+    if sampled.identical and steps is not None and steps.measured.get("whole_dataset"):
+        # Same cause as the steps failure: said there instead of twice.
+        divided = next(c for c in sampled.checks if c.name == "work-divided")
+        steps.detail += "; the samples confirm it: " + divided.detail.split(": ", 1)[1]
+        divided.said_by = steps.name
+    checks.extend(sampled.checks)
+    warnings.extend(sampled.warnings)
+    out.samples = sampled.summary
+
+    # 5. only rank 0 writes checkpoints / summaries / models ----------------
+    if tfd:
+        checks.extend(_writer_checks_tf_distribute(present, distributed))
+    else:
+        checks.extend(_writer_checks_horovod(present, distributed))
+    warnings.extend(_file_warnings(ref, present, distributed))
+    for r in [ref, *present]:
+        for err in r.probe_errors[:3]:
+            warnings.append(f"probe ({'original' if r is ref else f'rank {r.rank}'}): {err}")
+    return out
+
+
+def _exit_checks(reference: Observation, ref: RankRecord, distributed: Observation, ranks: list[RankRecord],
+                 np: int, tfd: bool) -> list[Check]:
+    out = []
+    if reference.timed_out:
+        out.append(Check("original-exit", False, measured="timeout", expected=0,
+                         detail=f"the original script timed out single-process after {reference.duration_s:.0f}s"))
+    elif ref.missing:
+        out.append(Check("original-exit", False, measured=None, expected=0,
+                         detail=f"the original script left no probe record single-process "
+                                f"(exit {reference.returncode})"))
+    elif ref.exit_code != 0:
+        out.append(Check("original-exit", False, measured=ref.exit_code, expected=0,
+                         detail=f"the original script failed single-process (exit {ref.exit_code}"
+                                + (f": {_brief(ref.exception)}" if ref.exception else "") + ")"))
+    else:
+        out.append(Check("original-exit", True, measured=0, expected=0))
+    if distributed.timed_out:
+        out.append(Check("distributed-finished", False, measured=round(distributed.duration_s, 2),
+                         detail=f"the distributed run timed out after {distributed.duration_s:.0f}s and was killed"))
+    measured = {"ranks": _by_rank({r.rank: None if r.missing else r.exit_code for r in ranks}),
+                "launcher": distributed.returncode}
+    bad = []
+    for r in ranks:
+        if r.missing:
+            bad.append(f"rank {r.rank} left no probe record (killed or crashed hard)")
+        elif r.exit_code != 0:
+            bad.append(f"rank {r.rank} exited {r.exit_code}" + (f" ({_brief(r.exception)})" if r.exception else ""))
+    if bad:
+        out.append(Check("exit-codes", False, measured, 0, "; ".join(bad)))
+    elif distributed.returncode != 0 and not distributed.timed_out:
+        if tfd:
+            text = (f"a worker process exited {distributed.returncode} although every worker's script "
+                    "returned 0 (crash at exit?)")
+        else:
+            text = f"horovodrun exited {distributed.returncode} although every rank's script returned 0"
+        out.append(Check("exit-codes", False, measured, 0, text))
+    else:
+        out.append(Check("exit-codes", True, measured, 0, f"all {np} {'workers' if tfd else 'ranks'} exited 0"))
+    return out
+
+
+def _span_checks(ranks: list[RankRecord], np: int) -> list[Check]:
+    spans = {r.rank: r.multi_worker_size for r in ranks if not r.missing and r.exit_code == 0}
+    off = {k: v for k, v in spans.items() if v != np}
+    if off:
+        detail = ", ".join(f"rank {k}: " + ("no tf.distribute strategy" if v is None else f"{v} worker(s)")
+                           for k, v in sorted(off.items()))
+        return [Check("strategy-spans-workers", False, _by_rank(spans), np,
+                      f"the workers did not build a tf.distribute strategy spanning all {np} workers ({detail}); "
+                      "does the script create a MultiWorkerMirroredStrategy when TF_CONFIG is set?")]
+    if spans:
+        classes = sorted({s.get("class", "?") for r in ranks if not r.missing for s in r.strategies
+                          if int(s.get("num_workers") or 1) == np})
+        return [Check("strategy-spans-workers", True, _by_rank(spans), np,
+                      f"every worker built a {'/'.join(classes)} spanning the {np} workers")]
+    return []
+
+
+def _local_replica_checks(present: list[RankRecord], replicas: int) -> list[Check]:
+    """Several devices per process: the script's strategy must run on all of
+    them, and each process's per-device copies must have stayed identical."""
+    name = "local-replicas"
+    off = {r.rank: r.replicas_in_sync for r in present if r.replicas_in_sync != replicas}
+    if off:
+        return [Check(name, False, {"replicas_in_sync": _by_rank({r.rank: r.replicas_in_sync for r in present})},
+                      replicas,
+                      f"the strategy does not replicate over all {replicas} devices ("
+                      + ", ".join(f"rank {k}: {v or 'no strategy'}" for k, v in sorted(off.items()))
+                      + "); does the script build MirroredStrategy() over every local device?")]
+    differing = {r.rank: r.replica_copies.get("differing") or [] for r in present}
+    differing = {k: v for k, v in differing.items() if v}
+    checked = sum(int(r.replica_copies.get("checked") or 0) for r in present)
+    measured = {"replicas_in_sync": replicas, "variables_checked": checked, "differing": _by_rank(differing)}
+    if differing:
+        return [Check(name, False, measured, replicas,
+                      "the replicas' copies of trainable variables differ within a process (gradients not "
+                      "all-reduced across devices?): " + "; ".join(f"rank {k}: {_short_list(v)}"
+                                                                    for k, v in sorted(differing.items())))]
+    if not checked:
+        return [Check(name, False, measured, replicas,
+                      f"no trainable variable replicated over the {replicas} devices was observed "
+                      "(variables created outside strategy.scope()?)")]
+    return [Check(name, True, measured, replicas,
+                  f"the strategy runs {replicas} replicas; their copies of {checked} trainable variable(s) "
+                  "are bitwise identical")]
+
+
+def _variables_check(present: list[RankRecord]) -> Check:
+    name = "variables-identical"
+    counts = {r.trainable_count for r in present}
+    hashes = {r.trainable_sha256 for r in present}
+    measured = {"count": _by_rank({r.rank: r.trainable_count for r in present}),
+                "sha256": _by_rank({r.rank: r.trainable_sha256 for r in present})}
+    if counts == {0}:
+        return Check(name, False, measured, "identical", "no trainable variables were observed on any rank")
+    if len(counts) > 1:
+        return Check(name, False, measured, "identical", "ranks hold different numbers of trainable variables: "
+                     + ", ".join(f"rank {r.rank}: {r.trainable_count}" for r in present))
+    if len(hashes) > 1:
+        base = present[0]
+        detail = []
+        for other in present[1:]:
+            if other.trainable_sha256 == base.trainable_sha256:
+                continue
+            diff = [var for (var, d0), (_, d1) in zip(base.variable_digests, other.variable_digests) if d0 != d1]
+            detail.append(f"rank {other.rank} differs from rank {base.rank} in {len(diff)} of "
+                          f"{base.trainable_count} variables (first: {diff[0] if diff else '?'})")
+        return Check(name, False, measured, "identical",
+                     "final trainable variables differ between ranks (not bitwise identical; "
+                     "missing initial broadcast or gradient averaging?): " + "; ".join(detail))
+    return Check(name, True, measured, "identical",
+                 f"all ranks hold bitwise-identical trainable variables "
+                 f"({present[0].trainable_count} variables, sha256 {present[0].trainable_sha256[:12]})")
+
+
+def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devices: int, use_planned: bool,
+                 tfd: bool) -> Check:
+    """``measured``: {"original", "ranks", "planned", "whole_dataset"} (the
+    last: every rank off went through the whole dataset)."""
+    name = "steps-per-rank"
+    if use_planned:
+        what = "planned optimizer steps (Model.fit, before the --steps cap)"
+        ref_steps = ref.planned_steps
+        rank_steps = {r.rank: r.planned_steps for r in present}
+    else:
+        what = "optimizer steps"
+        ref_steps = ref.optimizer_steps
+        rank_steps = {r.rank: r.optimizer_steps for r in present}
+    measured = {"original": ref_steps, "ranks": _by_rank(rank_steps), "planned": use_planned,
+                "whole_dataset": False}
+    share = np * local_devices
+    if ref_steps is None or any(v is None for v in rank_steps.values()):
+        return Check(name, False, measured, None,
+                     f"cannot check the 1/{np} split of {what}: unknown for "
+                     + ("the original" if ref_steps is None else "some ranks")
+                     + " (dataset of unknown length?); rerun without --steps")
+    if not ref_steps:
+        return Check(name, False, measured, None,
+                     "the original script took no optimizer steps that tfdist could observe "
+                     "(no Keras optimizer iterations, TF1 train op or global step)")
+    expected, tol = expected_steps(ref_steps, share)
+    wanted = {"per_rank": expected, "tolerance": tol}
+    off = {r: s for r, s in rank_steps.items() if abs(s - expected) > tol}
+    per_rank = ", ".join(f"rank {r}: {s}" for r, s in sorted(rank_steps.items()))
+    if not off:
+        return Check(name, True, measured, wanted,
+                     f"each rank took ~1/{share} of the original's {ref_steps} {what} ({per_rank})")
+    hint = ""
+    if all(s >= ref_steps - tol for s in off.values()):
+        measured["whole_dataset"] = True
+        if tfd:
+            hint = (" - every rank went through the whole dataset (data not sharded: dataset not "
+                    "distributed by the strategy, or auto-sharding switched off?)")
+        else:
+            hint = " - every rank went through the whole dataset (data not sharded / steps not divided by hvd.size()?)"
+    return Check(name, False, measured, wanted,
+                 f"{what} per rank are not ~1/{share} of the original's {ref_steps} "
+                 f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
+
+
+def sample_checks(ref: RankRecord, ranks: list[RankRecord], np: int) -> SampleResults:
+    """Sample checks, when the original and the ranks recorded samples.
+
+    * sample-pairs-intact: every (sample, labels) row a rank consumed, whose
+      sample the original also fed, carries labels the original fed with it;
+    * work-divided: the ranks did not all consume the identical sequence;
+      reported: distinct samples per rank, the overlap between ranks within
+      their first epoch (the first len(original's distinct samples)/N rows of
+      each), and how much of the original's samples the ranks covered."""
+    out = SampleResults()
+    ref_stream = None if ref.missing else ref.sample_stream()
+    streams = {r.rank: r.sample_stream() for r in ranks if not r.missing}
+    if ref_stream is None and not any(streams.values()):
+        return out
+    if ref_stream is None or not streams or not all(streams.values()):
+        have = (["the original"] if ref_stream else []) + [f"rank {k}" for k, v in sorted(streams.items()) if v]
+        out.warnings.append("samples not checked: only " + (", ".join(have) or "no run")
+                            + " recorded the samples it trained on")
+        return out
+    sources = {ref_stream.source} | {st.source for st in streams.values()}
+    if len(sources) > 1:
+        out.warnings.append("samples not checked: the runs recorded different sources ("
+                            + f"original: {ref_stream.source}; "
+                            + ", ".join(f"rank {k}: {v.source}" for k, v in sorted(streams.items())) + ")")
+        return out
+
+    ref_pairs: dict[str, set] = {}
+    for sample, labels in ref_stream.rows:
+        ref_pairs.setdefault(sample, set()).add(labels)
+    ref_distinct = set(ref_pairs)
+    has_labels = any(labels for _, labels in ref_stream.rows)
+    summary = {"source": ref_stream.source, "original": {"rows": len(ref_stream.rows), "distinct": len(ref_distinct),
+                                                          "capped": ref_stream.capped}, "ranks": {}}
+
+    # pairs intact
+    broken, unknown_only, per_rank_seen = [], [], []
+    for rank, st in sorted(streams.items()):
+        seen = st.distinct() & ref_distinct
+        bad = {s for s, labels in st.rows if s in ref_pairs and labels not in ref_pairs[s]}
+        unknown = len(st.distinct() - ref_distinct)
+        summary["ranks"][rank] = {"rows": len(st.rows), "distinct": len(st.distinct()), "known": len(seen),
+                                  "unknown": unknown, "mispaired": len(bad), "capped": st.capped}
+        per_rank_seen.append(f"rank {rank}: {len(seen)}")
+        if bad:
+            broken.append(f"rank {rank} fed {len(bad)} of {len(seen)} samples with labels that are not theirs")
+        if not seen:
+            unknown_only.append(rank)
+        elif unknown:
+            out.warnings.append(f"rank {rank} fed {unknown} sample(s) the original never fed "
+                                "(random augmentation? different data?)")
+    if unknown_only:
+        out.warnings.append("samples of " + ", ".join(f"rank {r}" for r in unknown_only)
+                            + " never appeared in the original run: sample/label pairs not checked for them")
+    pairs = {"mispaired": _by_rank({k: v["mispaired"] for k, v in summary["ranks"].items()}),
+             "checked": _by_rank({k: v["known"] for k, v in summary["ranks"].items()})}
+    if broken:
+        out.checks.append(Check("sample-pairs-intact", False, pairs, 0,
+                                "sample/label pairs broken: " + "; ".join(broken)
+                                + " (the original fed those samples with other labels: were the labels "
+                                "sliced or reordered differently from the samples?)"))
+    elif has_labels and len(unknown_only) < len(streams):
+        out.checks.append(Check("sample-pairs-intact", True, pairs, 0,
+                                "sample/label pairs intact: every sample a rank fed carried the labels the "
+                                f"original fed it with ({', '.join(per_rank_seen)} samples checked)"))
+
+    # divided
+    sequences = [st.samples for _, st in sorted(streams.items())]
+    out.identical = (np > 1 and len(sequences) > 1 and bool(sequences[0])
+                     and all(seq == sequences[0] for seq in sequences[1:]))
+    window = max(1, len(ref_distinct) // max(1, np))
+    firsts = {rank: set(st.samples[:window]) for rank, st in sorted(streams.items())}
+    counts: dict[str, int] = {}
+    for first in firsts.values():
+        for sample in first:
+            counts[sample] = counts.get(sample, 0) + 1
+    overlap = sum(1 for c in counts.values() if c > 1)
+    union: set[str] = set()
+    for st in streams.values():
+        union |= st.distinct()
+    covered = len(union & ref_distinct)
+    coverage = covered / len(ref_distinct) if ref_distinct else 0.0
+    summary.update({"first_epoch_window": window, "first_epoch_overlap": overlap,
+                    "covered": covered, "coverage": round(coverage, 4)})
+    per_rank = ", ".join(f"rank {r}: {len(st.distinct())}" for r, st in sorted(streams.items()))
+    text = (f"distinct samples per rank ({per_rank}); {overlap} sample(s) shared between ranks within the first "
+            f"epoch ({window} per rank); the ranks together covered {coverage:.1%} of the original's "
+            f"{len(ref_distinct)} samples")
+    measured = {"identical_sequences": out.identical, "first_epoch_overlap": overlap, "coverage": round(coverage, 4),
+                "distinct": _by_rank({r: len(st.distinct()) for r, st in streams.items()})}
+    if out.identical:
+        out.checks.append(Check("work-divided", False, measured, "different sequences per rank",
+                                f"work not divided: every rank consumed the identical sequence of "
+                                f"{len(sequences[0])} samples (data not sharded by rank?); " + text))
+    else:
+        out.checks.append(Check("work-divided", True, measured, "different sequences per rank",
+                                f"work divided ({ref_stream.source}): " + text))
+        if np > 1 and overlap:
+            out.warnings.append(f"{overlap} sample(s) were read by more than one rank within the first epoch "
+                                "(each rank shuffles the whole dataset instead of reading its own shard?)")
+        if coverage < 0.9:
+            out.warnings.append(f"the ranks together covered only {coverage:.1%} of the original's samples")
+    if ref_stream.capped or any(st.capped for st in streams.values()):
+        out.warnings.append("sample recording was capped (TFDIST_PROBE_SAMPLE_ROWS): checks use the first rows only")
+    out.summary = summary
+    return out
+
+
+def _writer_checks_horovod(present: list[RankRecord], distributed: Observation) -> list[Check]:
+    offenders, measured = [], {}
+    for r in present:
+        if r.rank == 0:
+            continue
+        gated = r.gated_files()
+        if gated:
+            kinds = sorted({f.kind for f in gated})
+            paths = [_rel(f.path, distributed.cwd) for f in gated]
+            measured[r.rank] = paths
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + _short_list(paths))
+    if offenders:
+        return [Check("chief-writes", False, {"other_ranks": _by_rank(measured)}, "rank 0 only",
+                      "only rank 0 may write checkpoints/summaries/models; " + "; ".join(offenders))]
+    if present:
+        r0 = next((r for r in present if r.rank == 0), None)
+        n0 = len(r0.gated_files()) if r0 else 0
+        return [Check("chief-writes", True, {"rank_0": n0, "other_ranks": {}}, "rank 0 only",
+                      f"only rank 0 wrote checkpoint/summary/model files ({n0} path(s))")]
+    return []
+
+
+def _writer_checks_tf_distribute(present: list[RankRecord], distributed: Observation) -> list[Check]:
+    """The multi-worker rule: every worker may save (saving can run collective
+    operations), but only the chief (worker 0) at the user's paths; the others
+    write into temporary directories they remove.  Paths in the system's
+    temporary directory are not recorded by the probe at all; files in
+    TensorFlow's own ``workertemp_<N>`` directories (inside the user's
+    directory) are allowed when they were removed again."""
+    offenders, leftovers, temp_notes = [], [], []
+    at_user_paths, kept_paths = {}, {}
+    for r in present:
+        if r.rank == 0:
+            continue
+        gated = r.gated_files()
+        at_user = [f for f in gated if not f.multi_worker_temp]
+        kept = [f for f in gated if f.multi_worker_temp and not f.removed_temp]
+        removed = [f for f in gated if f.removed_temp]
+        if at_user:
+            kinds = sorted({f.kind for f in at_user})
+            at_user_paths[r.rank] = [_rel(f.path, distributed.cwd) for f in at_user]
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + _short_list(at_user_paths[r.rank]))
+        if kept:
+            kept_paths[r.rank] = [_rel(f.path, distributed.cwd) for f in kept]
+            leftovers.append(f"rank {r.rank} left " + _short_list(kept_paths[r.rank]))
+        if removed:
+            temp_notes.append(f"rank {r.rank}: {len(removed)}")
+    if not present:
+        return []
+    out = []
+    writers = {"other_ranks": _by_rank(at_user_paths)}
+    if offenders:
+        out.append(Check("chief-writes", False, writers, "rank 0 only",
+                         "only the chief (rank 0) may write checkpoints/summaries/models at the user's paths "
+                         "(the other workers must save into temporary directories); " + "; ".join(offenders)))
+    if leftovers:
+        out.append(Check("temp-files-removed", False, {"left": _by_rank(kept_paths)}, "removed",
+                         "multi-worker temporary files were not removed: " + "; ".join(leftovers)))
+    else:
+        out.append(Check("temp-files-removed", True, {"left": {}}, "removed"))
+    if not offenders:
+        text = ""
+        if not leftovers:
+            r0 = next((r for r in present if r.rank == 0), None)
+            n0 = len([f for f in r0.gated_files() if not f.multi_worker_temp]) if r0 else 0
+            writers["rank_0"] = n0
+            text = f"only the chief (rank 0) wrote checkpoint/summary/model files at the user's paths ({n0} path(s))"
+            if temp_notes:
+                text += ("; the other workers' saves went to multi-worker temporary directories they removed ("
+                         + ", ".join(temp_notes) + " path(s))")
+        out.insert(0, Check("chief-writes", True, writers, "rank 0 only", text))
+    return out
+
+
+def _file_warnings(ref: RankRecord, present: list[RankRecord], distributed: Observation) -> list[str]:
+    warnings = []
+    by_path: dict[str, list[int]] = {}
+    for r in present:
+        for f in r.files:
+            if not f.gated:
+                by_path.setdefault(f.path, []).append(r.rank)
+    shared = [p for p, rs in by_path.items() if len(rs) > 1]
+    if shared:
+        warnings.append("several ranks wrote the same file(s): "
+                        + _short_list([_rel(p, distributed.cwd) for p in shared]))
+    if not ref.missing:
+        ref_kinds = {f.kind for f in ref.gated_files()}
+        r0 = next((r for r in present if r.rank == 0), None)
+        if r0 is not None:
+            lost = ref_kinds - {f.kind for f in r0.gated_files()}
+            if lost:
+                warnings.append(f"the original wrote {'/'.join(sorted(lost))} files but rank 0 of the "
+                                "distributed run did not")
+    return warnings
+
+
+def loss_checks(comparison: C.Comparison) -> list[Check]:
+    """verify --compare: the converted run's loss against the original's, one
+    failed check per reason the comparison gives."""
+    measured = {"final": comparison.converted.final, "original_final": comparison.original.final,
+                "ratio": comparison.ratio, "curve_gap": comparison.curve_gap}
+    expected = {"rel_tolerance": comparison.rel_tolerance, "abs_tolerance": comparison.abs_tolerance}
+    if not comparison.passed:
+        return [Check("loss-within-tolerance", False, measured, expected, f"does not learn like the original: {r}")
+                for r in comparison.reasons]
+    return [Check("loss-within-tolerance", True, measured, expected,
+                  f"learns like the original: final loss {C._num(comparison.converted.final)} vs "
+                  f"{C._num(comparison.original.final)} (ratio {C._num(comparison.ratio, '.3f')}), within "
+                  f"max({comparison.rel_tolerance:g} x original, {comparison.abs_tolerance:g})")]
