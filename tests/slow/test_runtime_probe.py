@@ -103,7 +103,8 @@ def test_exit_status_and_script_view(mode, code, exception, tmp_path):
     assert rec["rank"] == 0 and rec["size"] == 1
     if mode == "raise":
         assert "ValueError: boom from the script" in proc.stderr
-        assert "probe.py" not in proc.stderr      # the traceback shows the script, not the probe
+        # the traceback shows the script, not the probe (a package: tfdist/runtime/probe/*.py)
+        assert os.path.join("tfdist", "runtime", "probe") not in proc.stderr
     seen = json.loads((tmp_path / "run" / "started.json").read_text())
     assert seen["file"] == str(SCRIPTS / "exits.py")
     assert seen["argv"] == [str(SCRIPTS / "exits.py"), mode]

@@ -1,0 +1,234 @@
+"""Keras 2 / tf-keras: optimizers, Model.save*, Model.__call__ and Model.fit
+(``keras-fit`` samples, the step cap and the loss callback)."""
+from __future__ import annotations
+
+import os
+
+from .files import _make_file_wrapper
+from .patch import _patch
+from .samples import _as_array_struct, _record_batch, _slice_struct, _step_counter
+from .state import MAX_LOSS_POINTS, STATE, _busy, _note_error
+from .tables import KERAS_MODEL_CLASS, KERAS_OPTIMIZER_BASES, KERAS_SAVE_METHODS
+from .tape import _make_model_call_wrapper
+
+
+def _multi_worker_model(model) -> bool:
+    """The model trains under a tf.distribute strategy spanning several
+    processes (its fit shards NumPy inputs itself)."""
+    strategy = getattr(model, "distribute_strategy", None) if model is not None else None
+    workers = getattr(getattr(strategy, "extended", None), "_num_workers", None)
+    return isinstance(workers, int) and workers > 1
+
+
+def _record_fit(bound) -> None:
+    args = bound.arguments
+    x, y = args.get("x"), args.get("y")
+    if x is None or _as_array_struct(x) is None:
+        return
+    if _multi_worker_model(args.get("self")):
+        # MultiWorkerMirroredStrategy gives each worker its shard of the
+        # arrays inside fit (auto-sharding): the rows fit is handed are not
+        # the rows this worker trains on, so they are not recorded.
+        note = "keras-fit: Model.fit on NumPy inputs under a multi-worker strategy (sharded inside fit)"
+        if note not in STATE.sample_skipped:
+            STATE.sample_skipped.append(note)
+        return
+    items = [x] + ([y] if y is not None and _as_array_struct(y) is not None else [])
+    epochs = int(args.get("epochs", 1) or 1) - int(args.get("initial_epoch", 0) or 0)
+    split = float(args.get("validation_split", 0.0) or 0.0)
+    if split:
+        import math
+
+        n = len(_as_array_struct(x))
+        cut = int(math.floor(n * (1.0 - split)))
+        items = [_slice_struct(v, cut) for v in items]
+    STATE.fit_samples_calls += 1
+    _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, steps_before=_step_counter(),
+                  epochs=max(0, epochs), validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
+                  batch_size=args.get("batch_size"))
+
+
+def _install_keras_optimizer(module, group):
+    cls_name = KERAS_OPTIMIZER_BASES[group]
+
+    def make(orig):
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            try:
+                if id(self) not in STATE.keras_optimizer_ids:
+                    with STATE.lock:
+                        STATE.keras_optimizer_ids.add(id(self))
+                        STATE.keras_optimizers.append(self)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("keras_optimizer_init", exc)
+        return __init__
+
+    _patch(module.__name__, cls_name + ".__init__", make)
+
+
+def _install_keras_model(module, group):
+    for method, spec in KERAS_SAVE_METHODS:
+        _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
+               _make_file_wrapper(f"Model.{method}", spec, "model"))
+    _install_fit(module)
+    _patch(module.__name__, KERAS_MODEL_CLASS + ".__call__", _make_model_call_wrapper)
+
+
+def _step_cap_callback(model_module_name):
+    """Build (once) a Keras callback class that stops ``fit`` gracefully after
+    TFDIST_PROBE_MAX_STEPS optimizer steps.  Built lazily at the first fit so
+    that the probe never imports Keras modules during Keras' own import."""
+    cached = _CAP_CLASSES.get(model_module_name)
+    if cached is not None:
+        return cached
+    callback_base = _callback_base(model_module_name)
+
+    class _StepCap(callback_base):
+        _supports_tf_logs = True
+
+        def __init__(self, initial_epoch):
+            super().__init__()
+            self._initial_epoch = initial_epoch or 0
+            self._per_call = 1
+
+        def on_train_begin(self, logs=None):
+            try:
+                params = self.params or {}
+                steps, epochs = params.get("steps"), params.get("epochs")
+                if steps is None or epochs is None:
+                    STATE.planned_unknown = True
+                else:
+                    STATE.planned_steps += int(steps) * max(0, int(epochs) - int(self._initial_epoch))
+                spe = getattr(self.model, "_steps_per_execution", None)
+                if spe is None:
+                    spe = getattr(self.model, "steps_per_execution", None)   # Keras 3: an int
+                if spe is not None:
+                    self._per_call = max(1, int(spe.numpy()) if hasattr(spe, "numpy") else int(spe))
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_cap_begin", exc)
+
+        def on_train_batch_end(self, batch, logs=None):
+            STATE.cap_done += self._per_call
+            if STATE.cap_done >= STATE.max_steps:
+                STATE.cap_applied = True
+                self.model.stop_training = True
+
+    _CAP_CLASSES[model_module_name] = _StepCap
+    return _StepCap
+
+
+_CAP_CLASSES: dict = {}
+_LOSS_CLASSES: dict = {}
+
+
+def _callback_base(model_module_name):
+    import importlib  # noqa: PLC0415
+
+    if model_module_name.endswith(".callbacks"):
+        callbacks_name = model_module_name          # given directly (Keras 3)
+    else:
+        callbacks_name = model_module_name.rsplit(".engine", 1)[0] + ".callbacks"
+    return importlib.import_module(callbacks_name).Callback
+
+
+def _plain_logs(logs) -> dict:
+    out = {}
+    for key, value in (logs or {}).items():
+        try:
+            out[str(key)] = float(value.numpy() if hasattr(value, "numpy") else value)
+        except Exception:  # noqa: BLE001
+            continue
+    return out
+
+
+def _loss_callback(model_module_name):
+    """A Keras callback class recording fit's logs (TFDIST_PROBE_LOSSES)."""
+    cached = _LOSS_CLASSES.get(model_module_name)
+    if cached is not None:
+        return cached
+
+    class _LossRecorder(_callback_base(model_module_name)):
+        def __init__(self, call):
+            super().__init__()
+            self._call = call
+            self._epoch = 0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._epoch = int(epoch)
+
+        def on_train_batch_end(self, batch, logs=None):
+            try:
+                with STATE.lock:
+                    STATE.loss_batches.append([self._call, self._epoch, int(batch), _plain_logs(logs)])
+                    if len(STATE.loss_batches) >= MAX_LOSS_POINTS:
+                        STATE.loss_batches = STATE.loss_batches[::2]
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_loss_batch", exc)
+
+        def on_epoch_end(self, epoch, logs=None):
+            try:
+                STATE.loss_epochs.append([self._call, int(epoch), _plain_logs(logs)])
+            except Exception as exc:  # noqa: BLE001
+                _note_error("fit_loss_epoch", exc)
+
+    _LOSS_CLASSES[model_module_name] = _LossRecorder
+    return _LossRecorder
+
+
+def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str | None = None):
+    """Wrap Model.fit: record the NumPy samples it is given (keras-fit source)
+    and, with TFDIST_PROBE_MAX_STEPS, add the step-cap callback."""
+    import inspect
+
+    module_name = module.__name__
+    cap_key = callbacks_module or module_name
+
+    def make(orig):
+        try:
+            sig = inspect.signature(orig)
+        except Exception:  # noqa: BLE001
+            sig = None
+
+        def fit(*args, **kwargs):
+            bound = None
+            if STATE.pid == os.getpid() and not _busy():
+                try:
+                    if sig is None:
+                        raise RuntimeError("Model.fit has no signature")
+                    bound = sig.bind(*args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_bind", exc)
+            if bound is not None:
+                try:
+                    _record_fit(bound)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_samples", exc)
+            if bound is not None and STATE.record_losses:
+                try:
+                    cbs = bound.arguments.get("callbacks")
+                    cbs = list(cbs) if cbs else []
+                    cbs.append(_loss_callback(cap_key)(STATE.fit_loss_calls))
+                    STATE.fit_loss_calls += 1
+                    bound.arguments["callbacks"] = cbs
+                    args, kwargs = bound.args, bound.kwargs
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_losses", exc)
+            if bound is not None and STATE.max_steps is not None:
+                try:
+                    cap_cls = _step_cap_callback(cap_key)
+                    cbs = bound.arguments.get("callbacks")
+                    cbs = list(cbs) if cbs else []
+                    cbs.append(cap_cls(bound.arguments.get("initial_epoch", 0)))
+                    bound.arguments["callbacks"] = cbs
+                    STATE.fit_calls += 1
+                    args, kwargs = bound.args, bound.kwargs
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_cap", exc)
+            STATE.keras_fit_depth += 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                STATE.keras_fit_depth -= 1
+        return fit
+
+    _patch(module_name, cls_name + ".fit", make)
