@@ -97,7 +97,13 @@ def check_distributed(example: Path, tmp: Path, original, distributed, np: int):
         assert writers == set()
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+#: in the slow tier; the other examples' shapes are in the correctness suites,
+#: and the examples run in the extended tier
+CORE_EXAMPLES = {"keras_sequential.py", "tape_tf_function.py", "tf1_session.py"}
+
+
+@pytest.mark.parametrize("example", [pytest.param(e, marks=[] if e.name in CORE_EXAMPLES else [pytest.mark.extended])
+                                     for e in EXAMPLES], ids=lambda p: p.stem)
 def test_converted_example_trains_on_two_ranks(example, tmp_path):
     original, distributed = run_pair(example, tmp_path, 2)
     check_distributed(example, tmp_path, original, distributed, 2)

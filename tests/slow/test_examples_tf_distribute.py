@@ -36,6 +36,7 @@ def _tfdist(*args, cwd, timeout=900, venv=None):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.extended   # the examples' shapes run in the correctness and modern suites; convert-then-run below stays
 @pytest.mark.parametrize("example", TF2_EXAMPLES)
 def test_example_verifies_on_two_tf_distribute_workers(example, tmp_path):
     p = _tfdist("verify", "--backend", "tf-distribute", "-np", "2", "--json", str(ROOT / "examples" / example),

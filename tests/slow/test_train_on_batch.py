@@ -51,6 +51,7 @@ def _results(text: str):
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.extended   # measures what TensorFlow does (the fact the conversion rests on), not the conversion
 def test_tf_distribute_train_on_batch_splits_the_batch_it_is_given():
     python = _tfd_python()
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3")

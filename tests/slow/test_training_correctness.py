@@ -163,7 +163,12 @@ def cases():
             # 3 ranks on the budget's 2 cores are oversubscribed and slow; the
             # N-dependent shares they check are checked at N=2 here and at
             # N=3 by test_examples_horovod's uneven-data run: the extended tier.
-            marks = [pytest.mark.extended] if np_ > 2 else []
+            # The TF2 scripts also run, converted for tf.distribute, in the slow
+            # tier (test_training_correctness_tf_distribute.py); on Horovod (the
+            # TF <= 2.15 engine) they run in the extended tier. TF1 scripts,
+            # which only Horovod converts, stay in the slow tier.
+            tf2 = not script.name.startswith(("tf1_", "monitored_"))
+            marks = [pytest.mark.extended] if np_ > 2 or tf2 else []
             out.append(pytest.param(script, np_, id=f"{script.stem}-np{np_}", marks=marks))
     return out
 

@@ -83,8 +83,11 @@ def test_broken_conversions_fail_the_comparison(runtime_python, tmp_path, bug, r
 
 
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize("example, losses_per_step", [("tape_tf_function.py", 1), ("tf1_session.py", 1),
-                                                      ("tf1_monitored_session.py", 1), ("tape_gan.py", 2)])
+@pytest.mark.parametrize("example, losses_per_step", [
+    ("tape_tf_function.py", 1),
+    pytest.param("tf1_session.py", 1, marks=pytest.mark.extended),
+    pytest.param("tf1_monitored_session.py", 1, marks=pytest.mark.extended),
+    ("tape_gan.py", 2)])
 def test_step_loops_record_their_loss_and_pass(runtime_python, tmp_path, example, losses_per_step):
     """tape.gradient targets (eager and inside tf.function, one series per
     tape) and the loss a TF1 train op minimises, for every optimizer step."""
@@ -103,6 +106,7 @@ def test_step_loops_record_their_loss_and_pass(runtime_python, tmp_path, example
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.extended   # four policy runs; the policies' comparison is also unit-tested (test_compare.py)
 def test_sweep_names_the_policy_that_tracks_best_and_plots_it(runtime_python, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "curves.png"
