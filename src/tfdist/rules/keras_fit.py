@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling, samplers, warmup
+from . import data_division, keras_inputs, lr_scaling, samplers, warmup
 from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -289,9 +289,9 @@ def _fit(ctx, call: cst.Call) -> None:
     if x is None:
         ctx.warn(call, data_division.RULE, "fit() without input data: divide the input across ranks by hand")
     else:
-        flow = data_division.shard_image_flow(ctx, x.value, "training data")
+        flow = keras_inputs.shard_image_flow(ctx, x.value, "training data")
         if flow == "sliced":
-            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
         elif flow == "streams":
             if steps is None:
                 _add_steps(ctx, call, x.value, "steps_per_epoch")
@@ -299,9 +299,9 @@ def _fit(ctx, call: cst.Call) -> None:
             if not data_division.shard_dataset(ctx, x.value, "training data") and not (
                     steps is not None and data_division.shard_repeated(ctx, x.value, "training data")):
                 ctx.warn(x.value, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
-            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
         elif y is None and a.is_kind(x.value, A.SEQUENCE):
-            data_division.wrap_sequence(ctx, call, x.value, "training data")
+            keras_inputs.wrap_sequence(ctx, call, x.value, "training data")
         elif y is not None:
             values = [x.value, y.value]
             sw = find_arg(call, "sample_weight", FIT_POS["sample_weight"])
@@ -309,7 +309,7 @@ def _fit(ctx, call: cst.Call) -> None:
                 values.append(sw.value)
             data_division.shard_arrays(ctx, values, "training data")
         elif data_division.shard_dataset(ctx, x.value, "training data"):
-            per_rank["steps_per_epoch"] = data_division.data_names(a, x.value)
+            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
         elif steps is not None and data_division.shard_repeated(ctx, x.value, "training data"):
             pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
         elif steps is not None and samplers.random_generator(a, x.value) is not None:
@@ -325,25 +325,25 @@ def _fit(ctx, call: cst.Call) -> None:
             ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is: divide the input across ranks by hand")
     if val is not None:
         v = val.value
-        flow = data_division.shard_image_flow(ctx, v, "validation data")
+        flow = keras_inputs.shard_image_flow(ctx, v, "validation data")
         if flow == "sliced":
-            per_rank["validation_steps"] = data_division.data_names(a, v)
+            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif flow == "streams":
             if find_arg(call, "validation_steps", FIT_POS["validation_steps"]) is None:
                 _add_steps(ctx, call, v, "validation_steps")
         elif a.is_kind(v, A.DATASET):
             data_division.shard_dataset(ctx, v, "validation data")
-            per_rank["validation_steps"] = data_division.data_names(a, v)
+            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif isinstance(v, cst.Tuple) and all(isinstance(e.value, (cst.Name, cst.Attribute)) for e in v.elements):
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
         elif a.is_kind(v, A.SEQUENCE):
-            data_division.wrap_sequence(ctx, call, v, "validation data")
+            keras_inputs.wrap_sequence(ctx, call, v, "validation data")
         elif data_division.shard_dataset(ctx, v, "validation data"):
-            per_rank["validation_steps"] = data_division.data_names(a, v)
+            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
     for key in ("steps_per_epoch", "validation_steps"):
         arg = find_arg(call, key, FIT_POS[key])
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
-            if key in per_rank and data_division.counts_sharded_data(ctx, arg.value, per_rank[key]):
+            if key in per_rank and keras_inputs.counts_sharded_data(ctx, arg.value, per_rank[key]):
                 continue  # counted on the sharded data: already per rank
             data_division.divide(ctx, arg.value, key)
 

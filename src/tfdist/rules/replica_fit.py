@@ -10,7 +10,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, keras_fit, replica_train_step, replicas, warmup
+from . import data_division, keras_fit, keras_inputs, replica_train_step, replicas, warmup
 from .common import append_arg, find_arg, kwarg, method_name, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -176,7 +176,7 @@ def _fit(ctx, call: cst.Call) -> None:
         ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
     elif a.is_kind(x.value, A.DATASET):
         _dataset(ctx, x.value, "training data")
-        per_step["steps_per_epoch"] = data_division.data_names(a, x.value)
+        per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
     elif y is not None:
         _arrays(ctx, call)
     else:
@@ -185,11 +185,11 @@ def _fit(ctx, call: cst.Call) -> None:
             "dataset (batched by the per-replica batch x {size})", what=a.code(x.value)))
     if val is not None and a.is_kind(val.value, A.DATASET):
         _dataset(ctx, val.value, "validation data")
-        per_step["validation_steps"] = data_division.data_names(a, val.value)
+        per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
     for key in ("steps_per_epoch", "validation_steps"):
         arg = find_arg(call, key, keras_fit.FIT_POS[key])
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
-            if key in per_step and data_division.counts_sharded_data(ctx, arg.value, per_step[key]):
+            if key in per_step and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
             data_division.divide(ctx, arg.value, key)
 

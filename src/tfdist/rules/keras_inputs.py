@@ -1,0 +1,175 @@
+"""Dividing the work for Keras inputs that are not tf.data: an
+ImageDataGenerator flow (arrays sliced by rank, or one shuffled stream per
+rank with the steps divided), a keras.utils.Sequence (read through a
+rank-strided wrapper), and the step counts fit() is given for them.
+
+Part of the data-division rule: it shares that rule's id and its
+per-conversion state (what is already divided), so the two never divide a
+source twice.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from ..engine.scopes import walk
+from .common import find_arg, method_name, source
+from .data_division import RULE, _sharded, _state, _wrapped, shard_arrays
+
+
+def _constructed(a, expr, table) -> Optional[cst.Call]:
+    """The call building expr (through names bound once) when it is in table."""
+    for _ in range(8):
+        if isinstance(expr, cst.Call):
+            return expr if a.is_name(expr, table) else None
+        if isinstance(expr, cst.Name):
+            bound = a.assigned_values(expr)
+            if len(bound) != 1 or bound[0][1] is None:
+                return None
+            expr = bound[0][1]
+            continue
+        return None
+    return None
+
+
+def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
+    """('array' | 'files', flow call) when expr is an ImageDataGenerator flow."""
+    call = expr
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+            return None, None
+        call = bound[0][1]
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return None, None
+    if _constructed(a, call.func.value, apis.KERAS_IMAGE_DATA_GENERATORS) is None:
+        return None, None
+    m = call.func.attr.value
+    if m in apis.IMAGE_GENERATOR_ARRAY_FLOWS:
+        return "array", call
+    if m in apis.IMAGE_GENERATOR_FILE_FLOWS:
+        return "files", call
+    return None, None
+
+
+def shard_image_flow(ctx, expr, what: str) -> Optional[str]:
+    """Divide an ImageDataGenerator flow. Returns 'sliced' (arrays sliced by
+    rank: disjoint shares), 'streams' (one shuffled stream per rank: the
+    caller must divide the steps) or None (not a flow)."""
+    a = ctx.a
+    kind, call = image_flow(a, expr)
+    if kind is None:
+        return None
+    if call in _sharded(ctx):
+        return "sliced" if kind == "array" else "streams"
+    _sharded(ctx).add(call)
+    if kind == "array":
+        pos = apis.IMAGE_GENERATOR_ARRAY_FLOWS[call.func.attr.value]
+        values = [arg.value for key in ("x", "y", "sample_weight")
+                  for arg in [find_arg(call, key, pos[key])] if arg is not None
+                  and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")]
+        if values and all(isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)) for v in values):
+            shard_arrays(ctx, values, what)
+            return "sliced"
+        # Arrays built inline: one random stream per rank, the steps divided.
+        kind = "files"
+    seed = find_arg(call, "seed")
+    if seed is not None:
+        new = ctx.expr(ctx.backend.seed_per_rank(source(ctx.module, seed.value)))
+        ctx.plan.replace(seed.value, lambda old, new=new: new)
+        ctx.change(seed.value, RULE, f"{what}: a different shuffle seed per rank (the same seed would give every rank the same batches)")
+    return "streams"
+
+
+def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
+    """A keras.utils.Sequence given to fit(): rank r reads its batches r,
+    r + size, ... through a wrapper class written once into the module."""
+    a = ctx.a
+    if expr in _wrapped(ctx):
+        return True
+    _wrapped(ctx).add(expr)
+    name = _state(ctx).get("rank_sequence_class")
+    if name is None:
+        keras_base = "{keras}.utils.Sequence" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras.utils.Sequence"
+        name = ctx.imports.free_name("RankShardedSequence")
+        _state(ctx)["rank_sequence_class"] = name
+        anchor = _module_statement(a, fit_call)
+        classes = [c for c in a.classdefs if A.SEQUENCE in a.classes.get(
+            next(iter(a.qualified(c.name)), c.name.value), A.ClassFact("", set(), [])).kinds]
+        top = [c for c in classes if a.parent(c) is a.module]
+        body = ctx.stmts(ctx.backend.rank_strided_sequence(name, keras_base),
+                         comment=ctx.say("{engine}: every rank reads a disjoint, equal share of a Sequence's batches."))
+        blank = [cst.EmptyLine(), cst.EmptyLine()]
+        body[0] = body[0].with_changes(leading_lines=[*blank, *body[0].leading_lines])
+        if top:
+            ctx.plan.insert_after(top[-1], body)
+        else:
+            ctx.plan.insert_before(anchor, body)
+    ctx.plan.replace(expr, lambda upd: ctx.expr(f"{name}({{inner}})", inner=ctx.module.code_for_node(upd)))
+    ctx.change(expr, RULE, f"{what}: {a.code(expr)} read through {name}: rank r gets batches r, r + size, ... (disjoint, len // size per rank)")
+    for c in a.classdefs:
+        fact = a.classes.get(next(iter(a.qualified(c.name)), c.name.value))
+        if fact and A.SEQUENCE in fact.kinds and any(t.name == fact.name for t in a.types(expr)):
+            if any(isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end" for s in c.body.body):
+                ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches: the ranks' shares are disjoint only if it orders them identically on every rank (seed its random generator with the same value on every rank)")
+    return True
+
+
+def _module_statement(a, node):
+    stmt = a.statement_of(node)
+    while stmt is not None and a.parent(stmt) is not a.module:
+        stmt = a.statement_of(a.parent(stmt))
+    return stmt
+
+
+def counts_sharded_data(ctx, steps, data_names) -> bool:
+    """steps counts (len / cardinality) a dataset or flow already sharded
+    upstream of one of data_names: it is per rank already."""
+    a = ctx.a
+    seen = set()
+    todo = [steps]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for n in walk(node):
+            if isinstance(n, cst.Call):
+                target = None
+                if a.is_name(n, apis.COUNT_FUNCTIONS) or (isinstance(n.func, cst.Name) and n.func.value == "len"):
+                    target = n.args[0].value if n.args else None
+                elif method_name(n) in apis.COUNT_METHODS:
+                    target = n.func.value
+                if isinstance(target, cst.Name) and target.value in data_names:
+                    return True
+            elif isinstance(n, cst.Name) and n is not node:
+                bound = a.assigned_values(n)
+                if len(bound) == 1 and bound[0][1] is not None:
+                    todo.append(bound[0][1])
+        if isinstance(node, cst.Name):
+            bound = a.assigned_values(node)
+            if len(bound) == 1 and bound[0][1] is not None:
+                todo.append(bound[0][1])
+    return False
+
+
+def data_names(a, expr) -> set:
+    """Names the data given to fit() is reached through (x itself, and the
+    names of the dataset chain down to its source)."""
+    out = set()
+    seen = set()
+    todo = [expr]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, cst.Name):
+            out.add(e.value)
+            todo += [v for _, v in a.assigned_values(e) if v is not None]
+        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in apis.DATASET_METHODS:
+            todo.append(e.func.value)
+    return out
