@@ -141,7 +141,7 @@ def group_keys(messages_by_rule: Dict[str, List[str]]) -> Dict[Tuple[str, str], 
 
 
 # ------------------------------------------------------------ converting
-def _tasks(roots: List[Tuple[str, str]]) -> Tuple[List[Tuple[str, FileTask]], Dict[str, int], List[dict]]:
+def _tasks(roots: List[Tuple[str, str]], backend: str = "horovod") -> Tuple[List[Tuple[str, FileTask]], Dict[str, int], List[dict]]:
     """Phase 1 of a tree conversion (walk, TF test, project index), for all roots.
 
     The tasks come with the root (repository) each file belongs to."""
@@ -182,15 +182,15 @@ def _tasks(roots: List[Tuple[str, str]]) -> Tuple[List[Tuple[str, FileTask]], Di
                 project = index.context_for(ab, I.notebook_summary(ab))
         except Exception:  # as the CLI does: a broken module never stops this file
             project = None
-        tasks.append((disp, FileTask(backend="horovod", diff=False, inplace=False, backup=False, path=e.path,
+        tasks.append((disp, FileTask(backend=backend, diff=False, inplace=False, backup=False, path=e.path,
                                      abspath=e.abspath, kind=e.kind, project=project, tree=True,
                                      symlink=e.symlink, broken=e.broken, mirror=False)))
     return tasks, dict(seen), skipped
 
 
-def convert_all(roots: List[Tuple[str, str]], jobs: int) -> Tuple[List[dict], Dict[str, int], float]:
+def convert_all(roots: List[Tuple[str, str]], jobs: int, backend: str = "horovod") -> Tuple[List[dict], Dict[str, int], float]:
     t0 = time.perf_counter()
-    tasks, seen, files = _tasks(roots)
+    tasks, seen, files = _tasks(roots, backend)
     if jobs <= 1:
         def answers() -> Iterator[Tuple[FileAnswer, float]]:
             for _, t in tasks:
@@ -386,6 +386,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", metavar="OUT", help="write the summary and the full per-file data as JSON")
     p.add_argument("--examples", type=int, default=1, metavar="K", help="examples listed per group (default 1)")
     p.add_argument("--top", type=int, default=0, metavar="N", help="list only the N largest warning groups (default all)")
+    p.add_argument("--backend", choices=("horovod", "tf-distribute"), default="horovod",
+                   help="the engine the files are converted for (default horovod)")
     p.add_argument("--jobs", "-j", type=int, default=1, help="worker processes (default 1: in this process)")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore", SyntaxWarning)  # the converted code is compiled; its own warnings are noise here
@@ -395,7 +397,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             p.error(f"{t}: not a directory")
         disp = t.rstrip("/")
         roots.append((disp, os.path.abspath(t)))
-    files, seen, seconds = convert_all(roots, args.jobs)
+    files, seen, seconds = convert_all(roots, args.jobs, args.backend)
     lines, summary = report(files, seen, seconds, args.examples, args.top)
     print("\n".join(lines))
     if args.json:

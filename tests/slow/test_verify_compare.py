@@ -84,7 +84,8 @@ def test_broken_conversions_fail_the_comparison(runtime_python, tmp_path, bug, r
 
 @pytest.mark.timeout(480)
 @pytest.mark.parametrize("example, losses_per_step", [
-    ("tape_tf_function.py", 1),
+    # one series per step: tape_gan's two series cover the one-series case as well
+    pytest.param("tape_tf_function.py", 1, marks=pytest.mark.extended),
     pytest.param("tf1_session.py", 1, marks=pytest.mark.extended),
     pytest.param("tf1_monitored_session.py", 1, marks=pytest.mark.extended),
     ("tape_gan.py", 2)])
@@ -151,6 +152,7 @@ def test_tf_distribute_workers_compare_with_the_loss_multiplied_back(tmp_path):
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.extended   # the modern suite's keras3_import_keras_fit.py runs this shape on 2 workers in the slow tier
 def test_keras3_fit_on_tf_distribute_workers_learns_like_the_original(tmp_path):
     """Keras 3 (import keras) fit as 2 TF_CONFIG workers on TF 2.21, through
     the strategy.reduce wrapper the conversion adds (keras-team/keras#20585):

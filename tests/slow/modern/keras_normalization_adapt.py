@@ -22,11 +22,11 @@ def build_and_compile_model(norm):
         layers.Dense(32, activation="relu"),
         layers.Dense(1),
     ])
-    model.compile(loss="mean_absolute_error", optimizer=tf.keras.optimizers.Adam(0.01))
+    model.compile(loss="mean_absolute_error", optimizer=tf.keras.optimizers.Adam(0.001))
     return model
 
 
 dnn_model = build_and_compile_model(normalizer)
-history = dnn_model.fit(train_features, train_labels, validation_split=0.2, verbose=0, epochs=4)
+history = dnn_model.fit(train_features, train_labels, validation_split=0.2, verbose=0, epochs=16)
 test_results = {"dnn_model": dnn_model.evaluate(train_features[:100], train_labels[:100], verbose=0)}
 print(test_results)

@@ -12,8 +12,8 @@ import tensorflow as tf
 
 LATENT = 4
 BATCH = 64
-STEPS = 120
-EVERY = 40
+STEPS = 60
+EVERY = 20
 CENTRE = np.array([2.0, -1.0, 0.5, 3.0], dtype="float32")
 
 tf.keras.utils.set_random_seed(7)
