@@ -104,7 +104,11 @@ def test_run_writes_one_tf_config_per_worker_and_prefixes_output(tfd_venv, tmp_p
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("script", [FIT, TAPE], ids=["keras-fit", "tape"])
+@pytest.mark.parametrize("script", [
+    FIT,
+    # a tape script under `tfdist run` also runs in test_examples_tf_distribute's convert-then-run
+    # and test_verify_passes_tape_script_and_checks_samples (identical variables) in the slow tier
+    pytest.param(TAPE, marks=pytest.mark.extended)], ids=["keras-fit", "tape"])
 def test_run_trains_on_two_workers_with_identical_variables(tfd_venv, tmp_path, script):
     dump = tmp_path / "dump"
     dump.mkdir()
@@ -240,6 +244,7 @@ def test_run_rejects_horovod_only_options(tfd_venv, tmp_path):
 # --------------------------------------------------------------------------
 
 @pytest.mark.timeout(300)
+@pytest.mark.extended   # the modern suite's fit items pass the same checks on 2 workers in the slow tier
 def test_verify_passes_keras_fit_script(tfd_venv, tmp_path):
     report = verify_json(tfd_venv, FIT, [], tmp_path)
     assert report["result"] == "PASS", report["reasons"]
