@@ -21,6 +21,7 @@ By hand (the README's "Past one machine" example on this machine)::
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -122,6 +123,9 @@ class SlurmCluster:
             "JobAcctGatherType=jobacct_gather/none",
             "ReturnToService=2",
             "MinJobAge=600",
+            # job ids of their own: clusters started side by side (one per pytest
+            # worker) never give two jobs the same id, and so the same ports
+            f"FirstJobId={random.randrange(1000, 60000)}",
             "KillWait=5",
             "InactiveLimit=0",
             f"NodeName={node} CPUs={cpus} State=UNKNOWN",
