@@ -11,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,43 @@ def test_run_under_srun_starts_this_tasks_worker_only(tmp_path):
     fails.write_text("raise SystemExit(7)\n")
     proc = _run_cli(["run", "--backend", "tf-distribute", "--slurm", str(fails)], _step_env(1, 1), tmp_path)
     assert proc.returncode == 7 and "worker 1 exited 7" in proc.stderr
+
+
+def test_sigterm_takes_the_worker_down(tmp_path):
+    """scancel / srun --kill-on-bad-exit send SIGTERM to `tfdist run`; its
+    worker runs in a session of its own and must not outlive it."""
+    script = tmp_path / "sleeps.py"
+    pid_file = tmp_path / "worker.pid"
+    script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env.update(_step_env(0, 0), PYTHONPATH=SRC)
+    proc = subprocess.Popen([sys.executable, "-m", "tfdist.runtime.commands", "run", "--backend", "tf-distribute",
+                             str(script)], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        for _ in range(300):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143 and "terminated (SIGTERM)" in err, err
+    for _ in range(50):
+        if not _alive(worker):
+            break
+        time.sleep(0.1)
+    assert not _alive(worker), "the worker outlived tfdist run"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def test_run_slurm_refuses_what_the_job_decides(tmp_path):

@@ -150,6 +150,24 @@ def _fails(cluster, runtime_python, tmp_path, backend: str):
     report = proc.stderr.split("task 1 failed", 1)[1]
     assert "ValueError: task 1 cannot read its shard: data/shard-1.tfrecord is missing" in report, detail
     assert "task 0 done" not in proc.stdout + proc.stderr     # the other task was stopped, not left waiting
+    deadline = time.monotonic() + 15
+    while _running(script) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _running(script), "task 0's process outlived the job"
+
+
+def _running(script: Path) -> list[int]:
+    """Processes whose command line names ``script``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if str(script).encode() in fh.read():
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
 
 
 @pytest.mark.timeout(200)

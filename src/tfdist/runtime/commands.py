@@ -343,10 +343,38 @@ def _err(prog: str, message: str) -> None:
     sys.stderr.flush()
 
 
+class Terminated(BaseException):
+    """SIGTERM (scancel, a Slurm time limit, srun ending a step whose other
+    task failed): the launcher's cleanup kills the job's processes, which run
+    in sessions of their own and would otherwise outlive tfdist."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def run_main(argv: Optional[List[str]] = None) -> int:
     parser = build_run_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     prog = parser.prog
+    import signal
+    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    try:
+        return _run(prog, args)
+    except Terminated:
+        _err(prog, "terminated (SIGTERM); the job's processes were killed")
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(prog: str, args) -> int:
     if not os.path.isfile(args.script):
         _err(prog, f"no such script: {args.script}")
         return EXIT_BAD_INPUT
