@@ -20,6 +20,10 @@ tier=${1:-all}
 if [ "$tier" = slow ] || [ "$tier" = all ] || [ "$tier" = extended ]; then
   TFDIST_TF_DISTRIBUTE_VENV=$(bash scripts/setup_runtime.sh tf-distribute | tail -n 1)
   export TFDIST_TF_DISTRIBUTE_VENV
+  # Slurm and munge for the one-node clusters tests/slow/test_slurm_jobs.py
+  # starts (and stops) itself; without root or apt-get those tests are skipped
+  # with the reason.
+  bash scripts/setup_slurm.sh
 fi
 # Each tier is its own pytest run, timed: the README's budget (35 minutes on
 # 2 cores with a warm cache) is checked against these figures. Two pytest

@@ -1,8 +1,8 @@
-"""Command line: ``tfdist convert | analyze | run | verify``.
+"""Command line: ``tfdist convert | analyze | run | verify | job``.
 
 Exit codes (also in the README):
   0  converted, or nothing to do (unchanged / already distributed)
-  1  --check / --diff: some file would change; verify: FAIL; run: a rank failed
+  1  --check / --diff: some file would change; verify: FAIL; run: a rank failed; job: the job failed
   2  not convertible (explained, with line numbers); nothing written
   3  bad input: missing, unreadable or unparsable file; nothing written
 """
@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also say whether this engine converts the script, or why not")
     sub.add_parser("run", help="launch a (converted) script on N processes with horovodrun", add_help=False)
     sub.add_parser("verify", help="convert, run on N processes, and check the ranks trained correctly", add_help=False)
+    sub.add_parser("job", help="run a converted script on Slurm (sbatch) or Kubernetes (Kubeflow TrainJob)",
+                   add_help=False)
     return p
 
 
@@ -116,6 +118,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv and argv[0] in ("run", "verify"):
         from .runtime import commands
         return (commands.run_main if argv[0] == "run" else commands.verify_main)(argv[1:])
+    if argv and argv[0] == "job":
+        from .runtime import job_commands
+        return job_commands.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "convert":

@@ -36,6 +36,20 @@ where the name in -H is not this machine's own.  tfdist does not log in to
 other hosts.  If one worker exits non-zero, tfdist kills the others on this
 machine (they would wait forever for it) and exits with its status.
 
+Inside a Slurm job (--slurm, or no -np while SLURM_JOB_ID is set) the job
+says where every process goes.  tf-distribute: run under srun, one tfdist
+run per task (`srun --distribution=block tfdist run --backend tf-distribute
+train.py`); each task starts ONE worker whose TF_CONFIG lists all the
+step's tasks (worker index SLURM_PROCID, ports chosen from the job id so
+jobs sharing a node do not collide).  horovod: run ONCE in the batch script
+(not under srun); tfdist starts horovodrun with -np SLURM_NTASKS and -H the
+allocation's nodes.  `tfdist job slurm` writes such a batch script.
+
+--record DIR runs every process under verify's probe and leaves what each
+rank did in DIR/rank-<R>.json (optimizer steps, a hash of the final trainable
+variables, the files it wrote), to check a cluster run as verify checks one
+on this machine.
+
 If the whole job is still running after --timeout seconds, tfdist kills it
 (every rank and their children) and exits 124."""
 
@@ -178,12 +192,22 @@ def _positive_int(text: str) -> int:
 def build_run_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="tfdist run", description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                usage="tfdist run [--backend {horovod,tf-distribute}] -np N [-H HOSTS] [--gloo | --mpi] "
-                      "[--this-host HOST] [--port PORT] [--timeout SECONDS] [--python PYTHON] SCRIPT [ARGS...]")
+                usage="tfdist run [--backend {horovod,tf-distribute}] (-np N [-H HOSTS] | --slurm) [--gloo | --mpi] "
+                      "[--this-host HOST] [--port PORT] [--timeout SECONDS] [--python PYTHON] [--record DIR] "
+                      "SCRIPT [ARGS...]")
     p.add_argument("--backend", choices=BACKENDS, default="horovod",
                    help="horovod: launch with horovodrun (default); tf-distribute: start N TF_CONFIG workers")
-    p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, required=True, metavar="N",
-                   help="number of processes (ranks)")
+    p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, metavar="N",
+                   help="number of processes (ranks); required outside a Slurm job")
+    p.add_argument("--slurm", action="store_true",
+                   help="take the processes from the Slurm job this runs in (the default when -np is not "
+                        "given and SLURM_JOB_ID is set; see above)")
+    p.add_argument("--jobset", action="store_true",
+                   help="tf-distribute in a pod of the Kubeflow Trainer v2 job `tfdist job kubernetes` writes: "
+                        "this pod is worker JOB_COMPLETION_INDEX of -np N, worker i at "
+                        "<JOBSET_NAME>-node-0-<i>.<JOBSET_NAME>:--port (default 2222)")
+    p.add_argument("--record", metavar="DIR",
+                   help="run every process under verify's probe; each rank's record goes to DIR/rank-<R>.json")
     p.add_argument("-H", "--hosts", metavar="HOSTS",
                    help='hosts and slots, e.g. "host1:4,host2:4" (default: localhost:N); tf-distribute starts '
                         "only this machine's workers (see above)")
@@ -319,15 +343,61 @@ def _err(prog: str, message: str) -> None:
     sys.stderr.flush()
 
 
+class Terminated(BaseException):
+    """SIGTERM (scancel, a Slurm time limit, srun ending a step whose other
+    task failed): the launcher's cleanup kills the job's processes, which run
+    in sessions of their own and would otherwise outlive tfdist."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def run_main(argv: Optional[List[str]] = None) -> int:
     parser = build_run_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     prog = parser.prog
+    import signal
+    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    try:
+        return _run(prog, args)
+    except Terminated:
+        _err(prog, "terminated (SIGTERM); the job's processes were killed")
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(prog: str, args) -> int:
     if not os.path.isfile(args.script):
         _err(prog, f"no such script: {args.script}")
         return EXIT_BAD_INPUT
+    from . import slurm
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    args.slurm = args.slurm or (args.np is None and slurm.in_job(env))
+    if args.np is None and not args.slurm:
+        _err(prog, "-np N is required (outside a Slurm job; inside one, --slurm takes the job's tasks)")
+        return EXIT_BAD_INPUT
+    if args.jobset and (args.slurm or args.backend != "tf-distribute" or args.np is None or args.hosts):
+        _err(prog, "--jobset goes with --backend tf-distribute and -np N, without --slurm or -H")
+        return EXIT_BAD_INPUT
+    if args.slurm:
+        for option, value in (("-H", args.hosts), ("--this-host", args.this_host), ("--port", args.port)):
+            if value is not None:
+                _err(prog, f"{option} is not for --slurm: the Slurm job says where the processes run")
+                return EXIT_BAD_INPUT
+    args.script_command = [args.script, *args.args]
+    if args.record:
+        args.script_command, env = _recorded(args.record, args.script_command, env)
     if args.backend == "tf-distribute":
-        return _run_tf_distribute(prog, args)
+        return _run_tf_distribute(prog, args, env)
     for option, value in (("--this-host", args.this_host), ("--port", args.port)):
         if value is not None:
             _err(prog, f"{option} is for --backend tf-distribute")
@@ -337,10 +407,25 @@ def run_main(argv: Optional[List[str]] = None) -> int:
         _err(prog, str(launcher.RuntimeMissing()))
         return EXIT_BAD_INPUT
     python = args.python or launcher.python_for(horovodrun)
-    command = launcher.horovodrun_command(args.np, [python, args.script, *args.args], horovodrun=horovodrun,
-                                          hosts=args.hosts, mpi=args.mpi)
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    hosts, np = args.hosts, args.np
+    if args.slurm:
+        if slurm.in_step(env) and env.get("SLURM_NTASKS", "1") != "1":
+            _err(prog, f"under srun with {env['SLURM_NTASKS']} tasks every task would start its own horovodrun: "
+                       "run `tfdist run --backend horovod --slurm` once, in the batch script (not under srun)")
+            return EXIT_BAD_INPUT
+        try:
+            slurm_np, hosts = slurm.horovod_hosts(env)
+        except slurm.SlurmError as exc:
+            _err(prog, str(exc))
+            return EXIT_BAD_INPUT
+        if np is not None and np != slurm_np:
+            _err(prog, f"-np {np} but the Slurm job has {slurm_np} tasks")
+            return EXIT_BAD_INPUT
+        np = slurm_np
+        sys.stderr.write(f"{prog}: Slurm job {env.get('SLURM_JOB_ID')}: horovodrun -np {np} -H {hosts}\n")
+        sys.stderr.flush()
+    command = launcher.horovodrun_command(np, [python, *args.script_command], horovodrun=horovodrun,
+                                          hosts=hosts, mpi=args.mpi)
     try:
         result = launcher.execute(command, timeout=args.timeout or None, env=env,
                                   sink=launcher.stream_to(sys.stdout))
@@ -360,19 +445,45 @@ def run_main(argv: Optional[List[str]] = None) -> int:
     return result.returncode
 
 
-def _run_tf_distribute(prog: str, args) -> int:
+def _recorded(directory: str, script_command: List[str], env: dict) -> tuple[List[str], dict]:
+    """The script run under verify's probe, recording into ``directory``."""
+    from .probe import ADDED_PATH_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
+    directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    src = launcher.tfdist_pythonpath()
+    original = env.get("PYTHONPATH", "")
+    env = launcher.with_pythonpath(env, [src])
+    env[ADDED_PATH_ENV], env[ORIG_PYTHONPATH_ENV], env[PROBE_DIR_ENV] = src, original, directory
+    return ["-m", "tfdist.runtime.probe", os.path.abspath(script_command[0]), *script_command[1:]], env
+
+
+def _run_tf_distribute(prog: str, args, env: dict) -> int:
     if args.mpi:
         _err(prog, "--mpi is for --backend horovod")
         return EXIT_BAD_INPUT
     try:
-        workers = launcher.tf_distribute_workers(args.np, args.hosts, this_host=args.this_host,
-                                                 base_port=args.port)
+        if args.slurm:
+            from . import slurm
+            try:
+                workers = slurm.step_workers(env)
+            except slurm.SlurmError as exc:
+                raise launcher.HostsError(str(exc)) from exc
+            if args.np is not None and args.np != len(workers):
+                raise launcher.HostsError(f"-np {args.np} but the Slurm step has {len(workers)} tasks")
+        elif args.jobset:
+            from .kubernetes import jobset_workers
+            workers = jobset_workers(args.np, env, args.port)
+        else:
+            workers = launcher.tf_distribute_workers(args.np, args.hosts, this_host=args.this_host,
+                                                     base_port=args.port)
     except launcher.HostsError as exc:
         _err(prog, str(exc))
         return EXIT_BAD_INPUT
     local = [w for w in workers if w.local]
     remote = [w for w in workers if not w.local]
-    if remote:
+    if remote and (args.slurm or args.jobset):
+        pass
+    elif remote:
         hosts = sorted({w.host for w in remote}, key=[w.host for w in workers].index)
         here = local[0].host
         sys.stderr.write(f"{prog}: starting workers {', '.join(str(w.rank) for w in local)} of {args.np} here "
@@ -380,10 +491,9 @@ def _run_tf_distribute(prog: str, args) -> int:
                          "--this-host HOST (tfdist does not log in to other hosts)\n")
         sys.stderr.flush()
     python = args.python or sys.executable
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    env = launcher.single_process_env(env) if (args.slurm or args.jobset) else env
     try:
-        result = launcher.execute_workers(workers, [python, args.script, *args.args], timeout=args.timeout or None,
+        result = launcher.execute_workers(workers, [python, *args.script_command], timeout=args.timeout or None,
                                           env=env, sink=launcher.stream_to(sys.stdout))
     except KeyboardInterrupt:
         _err(prog, "interrupted; the workers were killed")

@@ -1,0 +1,257 @@
+"""``tfdist job slurm`` and ``tfdist job kubernetes`` (dispatched from tfdist.cli):
+past one machine, on the schedulers clusters already have."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+from typing import List, Optional
+
+from . import kubernetes, launcher, slurm
+from .commands import BACKENDS, EXIT_BAD_INPUT, EXIT_OK, _Parser, _err, _write_atomic
+
+JOB_DESCRIPTION = """\
+Run a converted script on a cluster scheduler:
+
+  tfdist job slurm train_dist.py --nodes 2 --tasks-per-node 4 --submit --wait
+  tfdist job kubernetes train_dist.py --workers 4 --image my/image:tag
+
+The engine is read from the script (a Horovod or a tf.distribute conversion);
+--backend says it when the script does not show it."""
+
+SLURM_DESCRIPTION = """\
+Write a commented sbatch script that runs SCRIPT (a converted script) on
+NODES x TASKS-PER-NODE processes, and with --submit submit it (sbatch);
+--wait then follows the job, streams its output, and reports its result
+(exit status: the job's; a failed task's error is shown).
+
+tf-distribute: `srun --distribution=block tfdist run --backend tf-distribute
+--slurm SCRIPT`: one MultiWorkerMirroredStrategy worker per task, each with a
+TF_CONFIG built from SLURM_PROCID, SLURM_NTASKS and the step's nodes (ports
+from the job id, so jobs sharing a node do not collide); srun
+--kill-on-bad-exit ends the job when a task fails.
+horovod: one `tfdist run --backend horovod --slurm SCRIPT` in the batch
+script: horovodrun -np SLURM_NTASKS -H <the allocation's nodes> (Gloo; ranks
+on other nodes are started over ssh).
+
+The job runs in the environment of --python (default: the interpreter running
+tfdist; its virtual environment is activated), or after --setup lines (e.g.
+"module load tensorflow"); when that interpreter would not import this same
+tfdist (a checkout on PYTHONPATH), the script puts it on the job's PYTHONPATH."""
+
+KUBE_DESCRIPTION = """\
+Write the Kubernetes manifest that runs SCRIPT (a converted script, at
+--workdir inside --image) on --workers pods:
+
+  Kubeflow Trainer v2 (default, --api v2): a TrainJob and the TrainingRuntime it
+    runs on (trainer.kubeflow.org/v1alpha1). tf-distribute: one
+    MultiWorkerMirroredStrategy worker per pod (tfdist run --jobset writes its
+    TF_CONFIG; the image needs tfdist). horovod: the MPI policy (mpirun from a
+    launcher pod; Horovod built with MPI in the image).
+  Training Operator v1 (--api v1): a TFJob (tf-distribute; the operator writes
+    TF_CONFIG) or an MPIJob (horovod) of kubeflow.org/v1.
+
+The manifest's header says what the cluster and the image must have.
+Nothing is applied: `kubectl apply -f FILE` does that."""
+
+EPILOG = """Options may come before or after SCRIPT; the script's own arguments go after --
+  (tfdist job slurm train.py --nodes 2 -- --epochs 10).
+
+exit status: 0 written (and, with --wait, the job succeeded); the job's own
+  non-zero status when it failed; 3 bad options (nothing written)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tfdist job", description=JOB_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="scheduler", metavar="SCHEDULER", parser_class=_Parser)
+    s = sub.add_parser("slurm", help="write (and submit) an sbatch script", description=SLURM_DESCRIPTION,
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--backend", choices=BACKENDS, help="the engine (default: read from the script)")
+    s.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes (default: 1)")
+    s.add_argument("--tasks-per-node", type=int, default=1, metavar="K",
+                   help="training processes per node (default: 1; one per GPU)")
+    s.add_argument("--gpus-per-task", type=int, default=0, metavar="G", help="GPUs per process (default: 0, CPU)")
+    s.add_argument("--cpus-per-task", type=int, metavar="C", help="CPUs per process")
+    s.add_argument("--time", metavar="TIME", help="time limit (Slurm's forms: 30, 2:00:00, 1-12, ...)")
+    s.add_argument("--partition", metavar="NAME")
+    s.add_argument("--account", metavar="NAME")
+    s.add_argument("--job-name", metavar="NAME", help="default: the script's name")
+    s.add_argument("--sbatch-option", action="append", default=[], metavar="OPT",
+                   help="another #SBATCH line, e.g. --sbatch-option=--mem=16G (repeatable)")
+    s.add_argument("--python", metavar="PYTHON",
+                   help="interpreter of the job (default: the one running tfdist, its venv activated)")
+    s.add_argument("--setup", action="append", default=[], metavar="LINE",
+                   help="a shell line run before training instead of activating --python's venv, e.g. "
+                        "\"module load tensorflow\" (repeatable)")
+    s.add_argument("--workdir", metavar="DIR", help="the job's working directory (default: the current one)")
+    s.add_argument("--log", metavar="FILE", help="the job's output file (default: WORKDIR/NAME-%%j.out)")
+    s.add_argument("--record", metavar="DIR",
+                   help="run every process under verify's probe: DIR/rank-<R>.json says what each did")
+    s.add_argument("--timeout", type=float, default=0.0, metavar="S",
+                   help="tfdist run --timeout inside the job (default: none; see also --time)")
+    s.add_argument("-o", "--output", metavar="FILE", help="the sbatch script (default: NAME.sbatch; - for stdout)")
+    s.add_argument("--submit", action="store_true", help="submit it with sbatch")
+    s.add_argument("--wait", action="store_true", help="with --submit: wait for the job and report its result")
+    s.add_argument("--wait-timeout", type=float, default=0.0, metavar="S",
+                   help="with --wait: cancel the job after S seconds (default: no limit)")
+    s.add_argument("script", metavar="SCRIPT", help="the converted training script")
+    k = sub.add_parser("kubernetes", help="write a Kubeflow TrainJob (or v1 TFJob / MPIJob) manifest",
+                       description=KUBE_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    k.add_argument("--backend", choices=BACKENDS, help="the engine (default: read from the script)")
+    k.add_argument("--workers", type=int, required=True, metavar="N", help="worker pods")
+    k.add_argument("--image", metavar="IMAGE", help="container image with TensorFlow and the script (required)")
+    k.add_argument("--api", choices=("v2", "v1"), default="v2",
+                   help="v2: Kubeflow Trainer TrainJob (default); v1: Training Operator TFJob / MPIJob")
+    k.add_argument("--name", metavar="NAME", help="the job's name (default: from the script's)")
+    k.add_argument("--namespace", metavar="NS")
+    k.add_argument("--procs-per-worker", type=int, default=1, metavar="P",
+                   help="horovod: MPI processes per pod (one per GPU; default 1)")
+    k.add_argument("--gpus-per-worker", type=int, default=0, metavar="G",
+                   help="GPUs per process (horovod) or per pod (tf-distribute); default 0")
+    k.add_argument("--cpu", metavar="Q", help="CPU limit per pod, e.g. 4")
+    k.add_argument("--memory", metavar="Q", help="memory limit per pod, e.g. 16Gi")
+    k.add_argument("--workdir", default="/workspace", metavar="DIR",
+                   help="where the script is inside the image (default: /workspace)")
+    k.add_argument("-o", "--output", metavar="FILE",
+                   help="the manifest (default: NAME-trainjob.yaml, NAME-tfjob.yaml or NAME-mpijob.yaml; - for stdout)")
+    k.add_argument("script", metavar="SCRIPT", help="the converted training script")
+    return p
+
+
+_HOROVOD = re.compile(r"^\s*(import horovod|from horovod)", re.M)
+_TF_DISTRIBUTE = re.compile(r"MultiWorkerMirroredStrategy|MirroredStrategy|tf\.distribute\.")
+
+
+def detect_backend(text: str) -> str | None:
+    """The engine a converted script was written for, from its source."""
+    if _HOROVOD.search(text):
+        return "horovod"
+    if _TF_DISTRIBUTE.search(text):
+        return "tf-distribute"
+    return None
+
+
+def _backend(prog: str, args) -> str | None:
+    try:
+        with open(args.script, encoding="utf-8", errors="replace") as fh:
+            found = detect_backend(fh.read())
+    except OSError as exc:
+        _err(prog, f"cannot read {args.script}: {exc.strerror or exc}")
+        return None
+    if args.backend and found and args.backend != found:
+        _err(prog, f"{args.script} is a {found} script (it {'imports horovod' if found == 'horovod' else 'builds a tf.distribute strategy'}), "
+                   f"not --backend {args.backend}: convert it with --backend {args.backend}, or drop --backend")
+        return None
+    if not (args.backend or found):
+        _err(prog, f"{args.script} uses neither Horovod nor tf.distribute: give a converted script "
+                   "(tfdist convert --backend ...), or say the engine with --backend")
+        return None
+    return args.backend or found
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    tail: List[str] = []
+    if "--" in argv:      # the script's own arguments
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1:]
+    args = parser.parse_args(argv)
+    args.args = tail
+    if args.scheduler is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    prog = f"tfdist job {args.scheduler}"
+    if not os.path.isfile(args.script):
+        _err(prog, f"no such script: {args.script}")
+        return EXIT_BAD_INPUT
+    backend = _backend(prog, args)
+    if backend is None:
+        return EXIT_BAD_INPUT
+    return (slurm_main if args.scheduler == "slurm" else kubernetes_main)(prog, args, backend)
+
+
+def slurm_main(prog: str, args, backend: str) -> int:
+    python = args.python or sys.executable
+    spec = slurm.JobSpec(script=args.script, backend=backend, nodes=args.nodes, tasks_per_node=args.tasks_per_node,
+                         gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task, time=args.time,
+                         partition=args.partition, account=args.account, job_name=args.job_name, python=python,
+                         setup=args.setup, workdir=args.workdir, output=os.path.abspath(args.log) if args.log else None,
+                         record=os.path.abspath(args.record) if args.record else None, timeout=args.timeout,
+                         args=list(args.args), sbatch_extra=args.sbatch_option)
+    problems = spec.problems()
+    if args.wait and not args.submit:
+        problems.append("--wait goes with --submit")
+    if args.submit and args.output == "-":
+        problems.append("--submit needs the script in a file: -o FILE, not -o -")
+    if args.python and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        problems.append(f"--python {python}: not an executable file")
+    if args.workdir and not os.path.isdir(args.workdir):
+        problems.append(f"--workdir {args.workdir}: no such directory")
+    if args.timeout < 0 or args.wait_timeout < 0:
+        problems.append("--timeout / --wait-timeout: seconds >= 0")
+    if args.submit and shutil.which("sbatch") is None:
+        problems.append("--submit: sbatch not found (is this a Slurm login node?); write the script without "
+                        "--submit and submit it where Slurm is")
+    if problems:
+        for problem in problems:
+            _err(prog, problem)
+        sys.stderr.write(f"{prog}: nothing written\n")
+        return EXIT_BAD_INPUT
+    spec.pythonpath = slurm.tfdist_pythonpath_for(python)
+    text = slurm.sbatch_script(spec)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = os.path.abspath(args.output or f"{spec.name}.sbatch")
+    _write_atomic(path, text)
+    os.chmod(path, 0o755)
+    sys.stderr.write(f"{prog}: wrote {path} ({spec.ntasks} {backend} process(es) on {spec.nodes} node(s))\n")
+    if not args.submit:
+        sys.stderr.write(f"{prog}: submit it with: sbatch {path}\n")
+        return EXIT_OK
+    try:
+        job_id = slurm.submit(path)
+    except slurm.SlurmError as exc:
+        _err(prog, str(exc))
+        return 1
+    print(f"Submitted Slurm job {job_id}", flush=True)
+    if not args.wait:
+        return EXIT_OK
+    try:
+        result = slurm.wait(job_id, sink=launcher.stream_to(sys.stdout), timeout=args.wait_timeout or None)
+    except (slurm.SlurmError, TimeoutError) as exc:
+        _err(prog, str(exc))
+        return 1
+    except KeyboardInterrupt:
+        _err(prog, f"stopped waiting; job {job_id} keeps running (scancel {job_id} ends it)")
+        return launcher.EXIT_INTERRUPTED
+    report = slurm.describe(result)
+    (sys.stdout if result.returncode == 0 else sys.stderr).write(f"{prog}: {report}\n")
+    return result.returncode
+
+
+def kubernetes_main(prog: str, args, backend: str) -> int:
+    spec = kubernetes.KubeSpec(script=args.script, image=args.image, workers=args.workers, backend=backend,
+                               api=args.api, name=args.name, namespace=args.namespace,
+                               procs_per_worker=args.procs_per_worker, gpus_per_worker=args.gpus_per_worker,
+                               cpu=args.cpu, memory=args.memory, workdir=args.workdir, args=list(args.args))
+    problems = spec.problems()
+    if problems:
+        for problem in problems:
+            _err(prog, problem)
+        sys.stderr.write(f"{prog}: nothing written\n")
+        return EXIT_BAD_INPUT
+    docs = kubernetes.manifests(spec)
+    text = kubernetes.to_yaml(docs, kubernetes.requirements(spec))
+    if args.output == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    kind = docs[-1]["kind"].lower()
+    path = os.path.abspath(args.output or f"{spec.job_name}-{kind}.yaml")
+    _write_atomic(path, text)
+    sys.stderr.write(f"{prog}: wrote {path} ({' + '.join(d['kind'] for d in docs)}, {docs[-1]['apiVersion']}; "
+                     f"{spec.workers} worker(s)); apply it with: kubectl apply -f {path}\n")
+    return EXIT_OK
