@@ -89,13 +89,46 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     return True
 
 
+def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The arrays a fit() argument is made of: the value itself, or -- for a
+    model with several inputs or outputs -- every array of a literal tuple,
+    list or dict of them (nested), in order; None when one is not an array
+    named or indexed (a call, a comprehension, a ``**`` entry...)."""
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        return [value]
+    if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
+        items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+        if len(items) != len(value.elements):
+            return None
+    elif isinstance(value, cst.Dict) and value.elements:
+        if any(not isinstance(e, cst.DictElement) for e in value.elements):
+            return None
+        items = [e.value for e in value.elements]
+    else:
+        return None
+    out: List[cst.BaseExpression] = []
+    for item in items:
+        leaves = array_leaves(item)
+        if leaves is None:
+            return None
+        out += leaves
+    return out
+
+
 def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
-    """Slice in-memory arrays (NumPy, lists, tensors) given to fit()."""
+    """Slice in-memory arrays (NumPy, lists, tensors) given to fit(). A
+    tuple, list or dict of arrays (several inputs or outputs) is sliced
+    array by array with the same rows on each: every array of one fit()
+    holds the same samples in the same order, so the same strided rows keep
+    the inputs and labels of a sample together."""
+    leaves: List[cst.BaseExpression] = []
     for v in values:
-        if not isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)):
+        found = array_leaves(v)
+        if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
-    for v in values:
+        leaves += found
+    for v in leaves:
         new = ctx.expr(ctx.backend.shard_array(source(ctx.module, v)))
         ctx.plan.replace(v, lambda old, new=new: new)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
@@ -141,14 +174,14 @@ def share_seed(ctx, src: cst.Call) -> None:
     if name is None or (src, "seed") in _sharded(ctx):
         return
     _sharded(ctx).add((src, "seed"))
-    switch, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
+    switch, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
     shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
     if shuffle is not None and _literal_false(shuffle.value) or shuffle is None and not by_default:
         return
-    if find_arg(src, "seed", seed_pos) is not None or has_star_args(src) or any(
+    if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or any(
             arg.keyword is None for arg in src.args[3:]):
         return  # the user's seed is the same on every rank
-    _add_kwarg(ctx, src, "seed", SHARED_SEED)
+    _add_kwarg(ctx, src, seed_key, SHARED_SEED)
     ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
 
 
@@ -250,6 +283,8 @@ def _tuple_source_element(a, value, path: List[int]):
             return "dataset", value
         if shape == "list" and len(rest) == 1:
             return "dataset", value
+        if shape == "list" and not rest:
+            return "list", value  # the list of splits, indexed later (splits[1])
         if shape == "dict" and not rest:
             return "dict", value
         return None, None
@@ -292,6 +327,15 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             return _shard_unresolved(ctx, f.value, what, seen)
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
+        src = split_source(a, expr)
+        if src is not None:  # splits[1] of tfds.load(split=[...])
+            if expr not in _sharded(ctx):
+                _sharded(ctx).add(expr)
+                _prepare_source(ctx, src)
+                _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
+                ctx.change(expr, RULE, f"{what}: split {a.code(expr)} of {a.code(src.func)}(split=[...]) sharded by "
+                                       f"rank, equal share per rank")
+            return True
         if _dict_of_splits(ctx, expr.value):
             if expr not in _sharded(ctx):
                 _sharded(ctx).add(expr)
@@ -318,6 +362,97 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
                 found = True
         return found
     return False
+
+
+def _integer_index(sub: cst.Subscript) -> Optional[int]:
+    """n of ``value[n]`` (a literal integer, not negative), else None."""
+    if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+        return None
+    index = sub.slice[0].slice.value
+    return int(index.value) if isinstance(index, cst.Integer) else None
+
+
+def _list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the list of datasets it returns for
+    ``split=[...]`` (directly, through a name bound once, or unpacked from
+    ``splits, info = tfds.load(..., with_info=True)``)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if a.is_name(expr, apis.TFDS_LOAD) and _tfds_shape(expr) == ("list", False) else None
+    if not isinstance(expr, cst.Name):
+        return None
+    bound = a.assigned_values(expr)
+    if len(bound) != 1:
+        return None
+    origin, value = bound[0]
+    if value is not None:
+        return _list_of_splits(a, value, depth + 1)
+    unpack = _unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is not None:
+        kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+        if kind == "list":
+            return src
+    return None
+
+
+def unpacked_source(a, origin) -> Optional[cst.Call]:
+    """The source call when the name bound at origin is unpacked as one
+    dataset from a source returning several (``train, val =
+    image_dataset_from_directory(..., subset="both")``, ``(train, test),
+    info = tfds.load(split=[...], with_info=True)``)."""
+    unpack = _unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is None:
+        return None
+    kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+    return src if kind == "dataset" else None
+
+
+def split_source(a, expr) -> Optional[cst.Call]:
+    """The source call when expr is one dataset taken by position from the
+    list of splits a source returns (``splits[1]`` of ``tfds.load(split=[...])``)."""
+    if isinstance(expr, cst.Subscript) and _integer_index(expr) is not None:
+        return _list_of_splits(a, expr.value)
+    return None
+
+
+def dataset_sources(a, expr, seen=None) -> List[cst.Call]:
+    """The sources a dataset is built from (as ``Analysis.dataset_sources``),
+    also through names unpacked from, and splits indexed in, a source that
+    returns several datasets."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return [expr]
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return dataset_sources(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            return [s for fdef in a._local_functions(f) for r in _returns(fdef) for s in dataset_sources(a, r, seen)]
+        return []
+    if isinstance(expr, cst.Subscript):
+        src = split_source(a, expr)
+        return [src] if src is not None else []
+    if isinstance(expr, cst.Name):
+        out: List[cst.Call] = []
+        for origin, value in a.assigned_values(expr):
+            if value is not None:
+                out += dataset_sources(a, value, seen)
+            elif isinstance(origin, cst.Param):
+                for _call, arg in a.argument_values(origin):
+                    out += dataset_sources(a, arg, seen)
+            else:
+                src = unpacked_source(a, origin)
+                if src is not None:
+                    out.append(src)
+                else:
+                    for element in a.tuple_element_values(origin):
+                        out += dataset_sources(a, element, seen)
+        return [s for i, s in enumerate(out) if s not in out[:i]]
+    return []
 
 
 def _dict_of_splits(ctx, expr) -> bool:
@@ -514,8 +649,34 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
     return True
 
 
+def _passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """The arguments of this call of a helper that builds no dataset of its
+    own -- every source its returned dataset is made of is handed to it by
+    its callers (``prepare(tfds.load("mnist", split="train"))``) -- which
+    carry datasets; None when the helper has sources of its own."""
+    fdefs = a._local_functions(call.func) if isinstance(call.func, cst.Name) else []
+    if len(fdefs) != 1:
+        return None
+    fdef = fdefs[0]
+    params = list(fdef.params.params)
+    passed = []  # the argument expressions of every call site, for the parameters
+    for param in params:
+        passed += [arg for _c, arg in a.argument_values(param)]
+    sources = [s for r in _returns(fdef) for s in a.dataset_sources(r)]
+    if not sources or not all(any(s is p or p in a.ancestors(s) for p in passed) for s in sources):
+        return None
+    here = [arg for param in params for c, arg in a.argument_values(param) if c is call]
+    out = [arg for arg in here if a.dataset_sources(arg) or dataset_sources(a, arg)]
+    return out or None
+
+
 def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     a = ctx.a
+    passed = _passed_datasets(a, call)
+    if passed is not None:
+        # the helper only transforms the dataset it is given: shard that
+        # dataset where it is passed, before any shuffle or batch of the helper
+        return all([shard_dataset(ctx, arg, what) for arg in passed])
     methods = _chain_methods(a, call)
     return _shard_call_site(ctx, call, call.func.value, _size_known(a, call),
                             any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
@@ -531,11 +692,50 @@ def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
     rets = _returns(fdef)
     if not any(other.dataset_sources(r) for r in rets):
         return False
+    arrays = external_array_arguments(other, fdef, call)
+    if arrays:
+        # the helper slices arrays it is handed: slice them where they are
+        # handed to it, before any shuffle of the helper (disjoint shares)
+        return shard_arrays(ctx, arrays, f"{what} ({ctx.a.code(call.func)}() of another module makes its dataset of them)")
     known = all(_size_known(other, r) for r in rets)
     methods = [m for r in rets for m in _chain_methods(other, r)]
     name = ctx.a.code(call.func)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
                             "shuffle" in methods, what, "it is defined in another module")
+
+
+def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """For a helper of another module whose every dataset source is
+    ``from_tensor_slices`` of its own parameters (arrays it is handed, not
+    rebound in it): the arrays this call hands it, in source order; None
+    otherwise. Sliced alike, they keep their rows paired."""
+    from .common import find_arg
+    sources = [s for r in _returns(fdef) for s in other.dataset_sources(r)]
+    if not sources or not all(other.is_name(s, {"tensorflow.data.Dataset.from_tensor_slices"}) for s in sources):
+        return None
+    params = list(fdef.params.params)
+    if isinstance(fdef.params.star_arg, cst.Param) or has_star_args(call):
+        return None
+    out: List[cst.BaseExpression] = []
+    for src in sources:
+        if not src.args or src.args[0].keyword is not None and src.args[0].keyword.value != "tensors":
+            return None
+        leaves = array_leaves(src.args[0].value)
+        if not leaves:
+            return None
+        for leaf in leaves:
+            if not isinstance(leaf, cst.Name):
+                return None
+            bound = other.assigned_values(leaf)
+            if len(bound) != 1 or not isinstance(bound[0][0], cst.Param) or bound[0][0] not in params:
+                return None
+            param = bound[0][0]
+            arg = find_arg(call, param.name.value, params.index(param))
+            if arg is None:
+                return None
+            if arg.value not in out:
+                out.append(arg.value)
+    return out
 
 
 def _external_function(ctx, call: cst.Call):
