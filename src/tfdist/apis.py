@@ -393,6 +393,9 @@ KERAS_DIRECTORY_DATASETS = {
     "keras.preprocessing.image_dataset_from_directory",
     "keras.preprocessing.text_dataset_from_directory",
 }
+# Attributes the directory readers set on the dataset object they return
+# (lost on any dataset made from it: ds.apply(...).class_names fails).
+KERAS_DIRECTORY_DATASET_ATTRIBUTES = {"class_names", "file_paths"}
 # Keras array readers: a BATCHED dataset of known size made from arrays in
 # memory (windows of a series), shuffled with ``seed`` when shuffle=True.
 KERAS_ARRAY_DATASETS = {

@@ -74,11 +74,15 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _tfds_fixed_file_order(ctx, src)
         share_seed(ctx, src)
         later = _later_point(ctx, dataset, src)
+        why = "is also used whole elsewhere"
+        if later is None:
+            later = _after_attribute_reads(ctx, dataset, src)
+            why = "has attributes read elsewhere (class_names) that a dataset made from it does not have"
         if later is not None:
             # The source's own dataset is used elsewhere too (a
             # TextVectorization.adapt, ...): every rank must see all of it there.
             _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}"))
-            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) is also used whole elsewhere), equal share per rank")
+            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
             continue
         if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
@@ -210,6 +214,51 @@ def _later_point(ctx, dataset, src: cst.Call):
     return value
 
 
+def _after_attribute_reads(ctx, dataset, src: cst.Call):
+    """For a directory reader whose own attributes are read
+    (``train_ds.class_names``: a dataset made from it has none, so it cannot
+    be sharded where it is built): the point of the flow to training where
+    it can, the last before any shuffle -- the receiver of the shuffle
+    nearest the reader, else the dataset given to training itself -- when
+    the data's size is still known there. Straight-line rebindings
+    (``train_ds = train_ds.cache().shuffle(1000)``) are followed to the one
+    reaching each use."""
+    a = ctx.a
+    if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
+        return None
+    assign = a.parent(src)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    if not any(isinstance(n, cst.Name) and n.value == name and isinstance(a.parent(n), cst.Attribute)
+               and a.parent(n).value is n and a.parent(n).attr.value in apis.KERAS_DIRECTORY_DATASET_ATTRIBUTES
+               and any(v is src for _, v in a.assigned_values(n)) for n in walk(a.module)):
+        return None
+    path = _flow_path(a, dataset, src, 0)
+    if path is None:
+        return None
+    shuffles = [c for c in path if method_name(c) in apis.RANDOM_DATASET_METHODS]
+    point = shuffles[-1].func.value if shuffles else dataset
+    return point if _size_known(a, point) else None
+
+
+def _flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
+    """The dataset method calls from expr down to the source call target,
+    following each name to the one binding that reaches it."""
+    if expr is target:
+        return []
+    if depth > 20:
+        return None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in apis.DATASET_METHODS:
+        rest = _flow_path(a, expr.func.value, target, depth + 1)
+        return None if rest is None else [expr] + rest
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        value = bound[0][1] if len(bound) == 1 else _reaching_value(a, expr)
+        return None if value is None else _flow_path(a, value, target, depth + 1)
+    return None
+
+
 # --- tensorflow_datasets.load ------------------------------------------------
 def _tfds_shape(call: cst.Call) -> Tuple[str, bool]:
     """('single' | 'list' | 'dict', with_info) of what tfds.load returns."""
@@ -327,7 +376,7 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             return _shard_unresolved(ctx, f.value, what, seen)
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
-        src = split_source(a, expr)
+        src = _list_of_splits(a, expr.value) if _integer_index(expr) is not None else None
         if src is not None:  # splits[1] of tfds.load(split=[...])
             if expr not in _sharded(ctx):
                 _sharded(ctx).add(expr)
@@ -413,6 +462,24 @@ def split_source(a, expr) -> Optional[cst.Call]:
     list of splits a source returns (``splits[1]`` of ``tfds.load(split=[...])``)."""
     if isinstance(expr, cst.Subscript) and _integer_index(expr) is not None:
         return _list_of_splits(a, expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _dict_of_splits_source(a, expr.value)
+    return None
+
+
+def _dict_of_splits_source(a, expr) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the dict of splits it returns (split=None)."""
+    if not isinstance(expr, cst.Name):
+        return None
+    for origin, value in a.assigned_values(expr):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and _tfds_shape(value) == ("dict", False):
+            return value
+        if value is None and isinstance(origin, cst.Name):
+            unpack = _unpacked(a, origin)
+            if unpack is not None:
+                kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+                if kind == "dict":
+                    return src
     return None
 
 
