@@ -483,10 +483,11 @@ def _dict_of_splits_source(a, expr) -> Optional[cst.Call]:
     return None
 
 
-def dataset_sources(a, expr, seen=None) -> List[cst.Call]:
+def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst.Call]:
     """The sources a dataset is built from (as ``Analysis.dataset_sources``),
     also through names unpacked from, and splits indexed in, a source that
-    returns several datasets."""
+    returns several datasets. ``through_params=False``: not the sources a
+    function's callers hand it (those it builds itself only)."""
     seen = seen if seen is not None else set()
     if id(expr) in seen:
         return []
@@ -496,9 +497,10 @@ def dataset_sources(a, expr, seen=None) -> List[cst.Call]:
             return [expr]
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
-            return dataset_sources(a, f.value, seen)
+            return dataset_sources(a, f.value, seen, through_params)
         if isinstance(f, cst.Name):
-            return [s for fdef in a._local_functions(f) for r in _returns(fdef) for s in dataset_sources(a, r, seen)]
+            return [s for fdef in a._local_functions(f) for r in _returns(fdef)
+                    for s in dataset_sources(a, r, seen, through_params)]
         return []
     if isinstance(expr, cst.Subscript):
         src = split_source(a, expr)
@@ -507,9 +509,9 @@ def dataset_sources(a, expr, seen=None) -> List[cst.Call]:
         out: List[cst.Call] = []
         for origin, value in a.assigned_values(expr):
             if value is not None:
-                out += dataset_sources(a, value, seen)
+                out += dataset_sources(a, value, seen, through_params)
             elif isinstance(origin, cst.Param):
-                for _call, arg in a.argument_values(origin):
+                for _call, arg in a.argument_values(origin) if through_params else ():
                     out += dataset_sources(a, arg, seen)
             else:
                 src = unpacked_source(a, origin)
@@ -517,7 +519,7 @@ def dataset_sources(a, expr, seen=None) -> List[cst.Call]:
                     out.append(src)
                 else:
                     for element in a.tuple_element_values(origin):
-                        out += dataset_sources(a, element, seen)
+                        out += dataset_sources(a, element, seen, through_params)
         return [s for i, s in enumerate(out) if s not in out[:i]]
     return []
 
@@ -726,14 +728,15 @@ def _passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
         return None
     fdef = fdefs[0]
     params = list(fdef.params.params)
-    passed = []  # the argument expressions of every call site, for the parameters
-    for param in params:
-        passed += [arg for _c, arg in a.argument_values(param)]
-    sources = [s for r in _returns(fdef) for s in a.dataset_sources(r)]
-    if not sources or not all(any(s is p or p in a.ancestors(s) for p in passed) for s in sources):
+    rets = _returns(fdef)
+    if not rets or any(dataset_sources(a, r, through_params=False) for r in rets) or not any(
+            a.dataset_sources(r) for r in rets):
         return None
     here = [arg for param in params for c, arg in a.argument_values(param) if c is call]
     out = [arg for arg in here if a.dataset_sources(arg) or dataset_sources(a, arg)]
+    # a name bound more than once (``ds = helper(ds)``) is not followed here
+    if any(isinstance(arg, cst.Name) and len(a.assigned_values(arg)) != 1 for arg in out):
+        return None
     return out or None
 
 
