@@ -262,6 +262,10 @@ NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.conca
 # Array methods that keep the rows of an array (a fed ``x[idx].reshape(b, n)``
 # still feeds rows of ``x``).
 ROW_PRESERVING_METHODS = {"reshape", "astype", "copy"}
+# Of those, the ones that keep the rows whatever their arguments (a fit()
+# argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
+# ``reshape`` may merge rows).
+ROW_KEEPING_CONVERSIONS = {"astype", "copy"}
 # Built-ins of Python 2 that a script may use without importing them.
 PYTHON2_RANGE = "xrange"
 

@@ -100,6 +100,9 @@ def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]
     named or indexed (a call, a comprehension, a ``**`` entry...)."""
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return [value]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
+        return array_leaves(value.func.value)  # x.astype(np.float32): the rows of x, sliced before converting
     if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
         items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
         if len(items) != len(value.elements):
@@ -319,6 +322,9 @@ def _unpacked(a, name_node: cst.Name):
 def _tuple_source_element(a, value, path: List[int]):
     """What the element at ``path`` of a tuple-returning source is:
     'dataset', 'dict' (of datasets, by split) or None (info, unknown)."""
+    if isinstance(value, cst.Name):  # (train, val, test) = splits, splits = tfds.load(split=[...])
+        src = _list_of_splits(a, value)
+        return ("dataset", src) if src is not None and len(path) == 1 else (None, None)
     if not isinstance(value, cst.Call):
         return None, None
     if a.is_name(value, apis.TFDS_LOAD):
@@ -409,6 +415,9 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
                 _prepare_source(ctx, src)
                 _shard_after(ctx, assign, origin.value, src, what)
                 found = True
+            elif isinstance(assign.value, cst.Tuple):  # train, test = splits["train"], splits["test"]
+                for element in a.tuple_element_values(origin):
+                    found |= _shard_unresolved(ctx, element, what, seen)
         return found
     return False
 
