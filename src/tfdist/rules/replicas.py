@@ -366,6 +366,14 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
                 if src is not None:
                     out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
                     continue
+                elements = a.tuple_element_values(origin)  # train, val = make_datasets(): its returned tuple
+                if elements:
+                    for element in elements:
+                        inner = batch_calls(a, element, seen, methods)
+                        if inner is None:
+                            return None
+                        out += [c for c in inner if c not in out]
+                    continue
             if v is None and isinstance(origin, cst.Param):  # passed in: where every caller built it
                 passed = a.argument_values(origin)
                 if not passed:
