@@ -749,13 +749,32 @@ def _passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     return out or None
 
 
+def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
+    """Shard a dataset handed to a helper: a name is sharded at the call
+    itself (its other uses -- an ``adapt``, a look at a few elements -- keep
+    the whole dataset) when its size is known there and nothing shuffles it
+    on the way; anything else at its sources."""
+    a = ctx.a
+    if not isinstance(arg, cst.Name) or not _size_known(a, arg) or "shuffle" in _chain_methods(a, arg):
+        return shard_dataset(ctx, arg, what)
+    if arg in _sharded(ctx):
+        return True
+    _sharded(ctx).add(arg)
+    for src in a.dataset_sources(arg):
+        _prepare_source(ctx, src)
+    _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}"))
+    ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
+                          f"{a.code(a.parent(a.parent(arg)).func)}(), equal share per rank")
+    return True
+
+
 def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     a = ctx.a
     passed = _passed_datasets(a, call)
     if passed is not None:
         # the helper only transforms the dataset it is given: shard that
         # dataset where it is passed, before any shuffle or batch of the helper
-        return all([shard_dataset(ctx, arg, what) for arg in passed])
+        return all([_shard_passed(ctx, arg, what) for arg in passed])
     methods = _chain_methods(a, call)
     return _shard_call_site(ctx, call, call.func.value, _size_known(a, call),
                             any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
