@@ -262,6 +262,10 @@ NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.conca
 # Array methods that keep the rows of an array (a fed ``x[idx].reshape(b, n)``
 # still feeds rows of ``x``).
 ROW_PRESERVING_METHODS = {"reshape", "astype", "copy"}
+# Of those, the ones that keep the rows whatever their arguments (a fit()
+# argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
+# ``reshape`` may merge rows).
+ROW_KEEPING_CONVERSIONS = {"astype", "copy"}
 # Built-ins of Python 2 that a script may use without importing them.
 PYTHON2_RANGE = "xrange"
 
@@ -393,6 +397,9 @@ KERAS_DIRECTORY_DATASETS = {
     "keras.preprocessing.image_dataset_from_directory",
     "keras.preprocessing.text_dataset_from_directory",
 }
+# Attributes the directory readers set on the dataset object they return
+# (lost on any dataset made from it: ds.apply(...).class_names fails).
+KERAS_DIRECTORY_DATASET_ATTRIBUTES = {"class_names", "file_paths"}
 # Keras array readers: a BATCHED dataset of known size made from arrays in
 # memory (windows of a series), shuffled with ``seed`` when shuffle=True.
 KERAS_ARRAY_DATASETS = {
@@ -412,14 +419,18 @@ BATCHING_SOURCES = {
     "keras.utils.audio_dataset_from_directory": ("batch_size", 4, 32),
     "keras.utils.timeseries_dataset_from_array": ("batch_size", 5, 128),
     "keras.preprocessing.timeseries_dataset_from_array": ("batch_size", 5, 128),
+    # make_csv_dataset(file_pattern, batch_size, ...): required, no default
+    "tensorflow.data.experimental.make_csv_dataset": ("batch_size", 1, None),
 }
-# Sources shuffled with a ``seed=`` argument that defaults to a random seed
-# per process: the ranks must share one, or their shards overlap.
-# name -> (keyword of the shuffle switch, positional index of seed or None,
-#          whether it shuffles when the switch is not given)
-SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", None, True) for n in KERAS_DIRECTORY_DATASETS}
-SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", None, False) for n in KERAS_ARRAY_DATASETS})
-SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", 2, True)
+# Sources shuffled with a seed argument that defaults to a random seed per
+# process: the ranks must share one, or their shards overlap.
+# name -> (keyword of the shuffle switch, keyword of the seed, positional
+#          index of the seed or None, whether it shuffles when the switch is not given)
+SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", "seed", None, True) for n in KERAS_DIRECTORY_DATASETS}
+SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", "seed", None, False) for n in KERAS_ARRAY_DATASETS})
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", "seed", 2, True)
+# make_csv_dataset shuffles its files and records (shuffle=True by default) with shuffle_seed
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.experimental.make_csv_dataset"] = ("shuffle", "shuffle_seed", None, True)
 # Dataset methods turning a dataset of file names into one of records: a
 # list_files pipeline is sharded by record right after them.
 RECORD_READING_METHODS = {"interleave", "flat_map"}

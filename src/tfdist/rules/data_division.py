@@ -74,11 +74,15 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _tfds_fixed_file_order(ctx, src)
         share_seed(ctx, src)
         later = _later_point(ctx, dataset, src)
+        why = "is also used whole elsewhere"
+        if later is None:
+            later = _after_attribute_reads(ctx, dataset, src)
+            why = "has attributes read elsewhere (class_names) that a dataset made from it does not have"
         if later is not None:
             # The source's own dataset is used elsewhere too (a
             # TextVectorization.adapt, ...): every rank must see all of it there.
             _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}"))
-            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) is also used whole elsewhere), equal share per rank")
+            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
             continue
         if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
@@ -89,13 +93,49 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     return True
 
 
+def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The arrays a fit() argument is made of: the value itself, or -- for a
+    model with several inputs or outputs -- every array of a literal tuple,
+    list or dict of them (nested), in order; None when one is not an array
+    named or indexed (a call, a comprehension, a ``**`` entry...)."""
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        return [value]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
+        return array_leaves(value.func.value)  # x.astype(np.float32): the rows of x, sliced before converting
+    if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
+        items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+        if len(items) != len(value.elements):
+            return None
+    elif isinstance(value, cst.Dict) and value.elements:
+        if any(not isinstance(e, cst.DictElement) for e in value.elements):
+            return None
+        items = [e.value for e in value.elements]
+    else:
+        return None
+    out: List[cst.BaseExpression] = []
+    for item in items:
+        leaves = array_leaves(item)
+        if leaves is None:
+            return None
+        out += leaves
+    return out
+
+
 def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
-    """Slice in-memory arrays (NumPy, lists, tensors) given to fit()."""
+    """Slice in-memory arrays (NumPy, lists, tensors) given to fit(). A
+    tuple, list or dict of arrays (several inputs or outputs) is sliced
+    array by array with the same rows on each: every array of one fit()
+    holds the same samples in the same order, so the same strided rows keep
+    the inputs and labels of a sample together."""
+    leaves: List[cst.BaseExpression] = []
     for v in values:
-        if not isinstance(v, (cst.Name, cst.Attribute, cst.Subscript)):
+        found = array_leaves(v)
+        if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
-    for v in values:
+        leaves += found
+    for v in leaves:
         new = ctx.expr(ctx.backend.shard_array(source(ctx.module, v)))
         ctx.plan.replace(v, lambda old, new=new: new)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
@@ -141,14 +181,14 @@ def share_seed(ctx, src: cst.Call) -> None:
     if name is None or (src, "seed") in _sharded(ctx):
         return
     _sharded(ctx).add((src, "seed"))
-    switch, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
+    switch, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
     shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
     if shuffle is not None and _literal_false(shuffle.value) or shuffle is None and not by_default:
         return
-    if find_arg(src, "seed", seed_pos) is not None or has_star_args(src) or any(
+    if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or any(
             arg.keyword is None for arg in src.args[3:]):
         return  # the user's seed is the same on every rank
-    _add_kwarg(ctx, src, "seed", SHARED_SEED)
+    _add_kwarg(ctx, src, seed_key, SHARED_SEED)
     ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
 
 
@@ -175,6 +215,51 @@ def _later_point(ctx, dataset, src: cst.Call):
     if path is None or not _size_known(a, value) or any(method_name(c) == "shuffle" for c in path):
         return None
     return value
+
+
+def _after_attribute_reads(ctx, dataset, src: cst.Call):
+    """For a directory reader whose own attributes are read
+    (``train_ds.class_names``: a dataset made from it has none, so it cannot
+    be sharded where it is built): the point of the flow to training where
+    it can, the last before any shuffle -- the receiver of the shuffle
+    nearest the reader, else the dataset given to training itself -- when
+    the data's size is still known there. Straight-line rebindings
+    (``train_ds = train_ds.cache().shuffle(1000)``) are followed to the one
+    reaching each use."""
+    a = ctx.a
+    if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
+        return None
+    assign = a.parent(src)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    name = assign.targets[0].target.value
+    if not any(isinstance(n, cst.Name) and n.value == name and isinstance(a.parent(n), cst.Attribute)
+               and a.parent(n).value is n and a.parent(n).attr.value in apis.KERAS_DIRECTORY_DATASET_ATTRIBUTES
+               and any(v is src for _, v in a.assigned_values(n)) for n in walk(a.module)):
+        return None
+    path = _flow_path(a, dataset, src, 0)
+    if path is None:
+        return None
+    shuffles = [c for c in path if method_name(c) in apis.RANDOM_DATASET_METHODS]
+    point = shuffles[-1].func.value if shuffles else dataset
+    return point if _size_known(a, point) else None
+
+
+def _flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
+    """The dataset method calls from expr down to the source call target,
+    following each name to the one binding that reaches it."""
+    if expr is target:
+        return []
+    if depth > 20:
+        return None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in apis.DATASET_METHODS:
+        rest = _flow_path(a, expr.func.value, target, depth + 1)
+        return None if rest is None else [expr] + rest
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        value = bound[0][1] if len(bound) == 1 else _reaching_value(a, expr)
+        return None if value is None else _flow_path(a, value, target, depth + 1)
+    return None
 
 
 # --- tensorflow_datasets.load ------------------------------------------------
@@ -237,6 +322,9 @@ def _unpacked(a, name_node: cst.Name):
 def _tuple_source_element(a, value, path: List[int]):
     """What the element at ``path`` of a tuple-returning source is:
     'dataset', 'dict' (of datasets, by split) or None (info, unknown)."""
+    if isinstance(value, cst.Name):  # (train, val, test) = splits, splits = tfds.load(split=[...])
+        src = _list_of_splits(a, value)
+        return ("dataset", src) if src is not None and len(path) == 1 else (None, None)
     if not isinstance(value, cst.Call):
         return None, None
     if a.is_name(value, apis.TFDS_LOAD):
@@ -250,6 +338,8 @@ def _tuple_source_element(a, value, path: List[int]):
             return "dataset", value
         if shape == "list" and len(rest) == 1:
             return "dataset", value
+        if shape == "list" and not rest:
+            return "list", value  # the list of splits, indexed later (splits[1])
         if shape == "dict" and not rest:
             return "dict", value
         return None, None
@@ -292,6 +382,15 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             return _shard_unresolved(ctx, f.value, what, seen)
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
+        src = _list_of_splits(a, expr.value) if _integer_index(expr) is not None else None
+        if src is not None:  # splits[1] of tfds.load(split=[...])
+            if expr not in _sharded(ctx):
+                _sharded(ctx).add(expr)
+                _prepare_source(ctx, src)
+                _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
+                ctx.change(expr, RULE, f"{what}: split {a.code(expr)} of {a.code(src.func)}(split=[...]) sharded by "
+                                       f"rank, equal share per rank")
+            return True
         if _dict_of_splits(ctx, expr.value):
             if expr not in _sharded(ctx):
                 _sharded(ctx).add(expr)
@@ -316,8 +415,122 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
                 _prepare_source(ctx, src)
                 _shard_after(ctx, assign, origin.value, src, what)
                 found = True
+            elif isinstance(assign.value, cst.Tuple):  # train, test = splits["train"], splits["test"]
+                for element in a.tuple_element_values(origin):
+                    found |= _shard_unresolved(ctx, element, what, seen)
         return found
     return False
+
+
+def _integer_index(sub: cst.Subscript) -> Optional[int]:
+    """n of ``value[n]`` (a literal integer, not negative), else None."""
+    if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+        return None
+    index = sub.slice[0].slice.value
+    return int(index.value) if isinstance(index, cst.Integer) else None
+
+
+def _list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the list of datasets it returns for
+    ``split=[...]`` (directly, through a name bound once, or unpacked from
+    ``splits, info = tfds.load(..., with_info=True)``)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if a.is_name(expr, apis.TFDS_LOAD) and _tfds_shape(expr) == ("list", False) else None
+    if not isinstance(expr, cst.Name):
+        return None
+    bound = a.assigned_values(expr)
+    if len(bound) != 1:
+        return None
+    origin, value = bound[0]
+    if value is not None:
+        return _list_of_splits(a, value, depth + 1)
+    unpack = _unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is not None:
+        kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+        if kind == "list":
+            return src
+    return None
+
+
+def unpacked_source(a, origin) -> Optional[cst.Call]:
+    """The source call when the name bound at origin is unpacked as one
+    dataset from a source returning several (``train, val =
+    image_dataset_from_directory(..., subset="both")``, ``(train, test),
+    info = tfds.load(split=[...], with_info=True)``)."""
+    unpack = _unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is None:
+        return None
+    kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+    return src if kind == "dataset" else None
+
+
+def split_source(a, expr) -> Optional[cst.Call]:
+    """The source call when expr is one dataset taken by position from the
+    list of splits a source returns (``splits[1]`` of ``tfds.load(split=[...])``)."""
+    if isinstance(expr, cst.Subscript) and _integer_index(expr) is not None:
+        return _list_of_splits(a, expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _dict_of_splits_source(a, expr.value)
+    return None
+
+
+def _dict_of_splits_source(a, expr) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the dict of splits it returns (split=None)."""
+    if not isinstance(expr, cst.Name):
+        return None
+    for origin, value in a.assigned_values(expr):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and _tfds_shape(value) == ("dict", False):
+            return value
+        if value is None and isinstance(origin, cst.Name):
+            unpack = _unpacked(a, origin)
+            if unpack is not None:
+                kind, src = _tuple_source_element(a, unpack[0].value, unpack[1])
+                if kind == "dict":
+                    return src
+    return None
+
+
+def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst.Call]:
+    """The sources a dataset is built from (as ``Analysis.dataset_sources``),
+    also through names unpacked from, and splits indexed in, a source that
+    returns several datasets. ``through_params=False``: not the sources a
+    function's callers hand it (those it builds itself only)."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return [expr]
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return dataset_sources(a, f.value, seen, through_params)
+        if isinstance(f, cst.Name):
+            return [s for fdef in a._local_functions(f) for r in _returns(fdef)
+                    for s in dataset_sources(a, r, seen, through_params)]
+        return []
+    if isinstance(expr, cst.Subscript):
+        src = split_source(a, expr)
+        return [src] if src is not None else []
+    if isinstance(expr, cst.Name):
+        out: List[cst.Call] = []
+        for origin, value in a.assigned_values(expr):
+            if value is not None:
+                out += dataset_sources(a, value, seen, through_params)
+            elif isinstance(origin, cst.Param):
+                for _call, arg in a.argument_values(origin) if through_params else ():
+                    out += dataset_sources(a, arg, seen)
+            else:
+                src = unpacked_source(a, origin)
+                if src is not None:
+                    out.append(src)
+                else:
+                    for element in a.tuple_element_values(origin):
+                        out += dataset_sources(a, element, seen, through_params)
+        return [s for i, s in enumerate(out) if s not in out[:i]]
+    return []
 
 
 def _dict_of_splits(ctx, expr) -> bool:
@@ -514,8 +727,54 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
     return True
 
 
+def _passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """The arguments of this call of a helper that builds no dataset of its
+    own -- every source its returned dataset is made of is handed to it by
+    its callers (``prepare(tfds.load("mnist", split="train"))``) -- which
+    carry datasets; None when the helper has sources of its own."""
+    fdefs = a._local_functions(call.func) if isinstance(call.func, cst.Name) else []
+    if len(fdefs) != 1:
+        return None
+    fdef = fdefs[0]
+    params = list(fdef.params.params)
+    rets = _returns(fdef)
+    if not rets or any(dataset_sources(a, r, through_params=False) for r in rets) or not any(
+            a.dataset_sources(r) for r in rets):
+        return None
+    here = [arg for param in params for c, arg in a.argument_values(param) if c is call]
+    out = [arg for arg in here if a.dataset_sources(arg) or dataset_sources(a, arg)]
+    # a name bound more than once (``ds = helper(ds)``) is not followed here
+    if any(isinstance(arg, cst.Name) and len(a.assigned_values(arg)) != 1 for arg in out):
+        return None
+    return out or None
+
+
+def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
+    """Shard a dataset handed to a helper: a name is sharded at the call
+    itself (its other uses -- an ``adapt``, a look at a few elements -- keep
+    the whole dataset) when its size is known there and nothing shuffles it
+    on the way; anything else at its sources."""
+    a = ctx.a
+    if not isinstance(arg, cst.Name) or not _size_known(a, arg) or "shuffle" in _chain_methods(a, arg):
+        return shard_dataset(ctx, arg, what)
+    if arg in _sharded(ctx):
+        return True
+    _sharded(ctx).add(arg)
+    for src in a.dataset_sources(arg):
+        _prepare_source(ctx, src)
+    _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}"))
+    ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
+                          f"{a.code(a.parent(a.parent(arg)).func)}(), equal share per rank")
+    return True
+
+
 def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     a = ctx.a
+    passed = _passed_datasets(a, call)
+    if passed is not None:
+        # the helper only transforms the dataset it is given: shard that
+        # dataset where it is passed, before any shuffle or batch of the helper
+        return all([_shard_passed(ctx, arg, what) for arg in passed])
     methods = _chain_methods(a, call)
     return _shard_call_site(ctx, call, call.func.value, _size_known(a, call),
                             any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
@@ -531,11 +790,50 @@ def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
     rets = _returns(fdef)
     if not any(other.dataset_sources(r) for r in rets):
         return False
+    arrays = external_array_arguments(other, fdef, call)
+    if arrays:
+        # the helper slices arrays it is handed: slice them where they are
+        # handed to it, before any shuffle of the helper (disjoint shares)
+        return shard_arrays(ctx, arrays, f"{what} ({ctx.a.code(call.func)}() of another module makes its dataset of them)")
     known = all(_size_known(other, r) for r in rets)
     methods = [m for r in rets for m in _chain_methods(other, r)]
     name = ctx.a.code(call.func)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
                             "shuffle" in methods, what, "it is defined in another module")
+
+
+def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """For a helper of another module whose every dataset source is
+    ``from_tensor_slices`` of its own parameters (arrays it is handed, not
+    rebound in it): the arrays this call hands it, in source order; None
+    otherwise. Sliced alike, they keep their rows paired."""
+    from .common import find_arg
+    sources = [s for r in _returns(fdef) for s in other.dataset_sources(r)]
+    if not sources or not all(other.is_name(s, {"tensorflow.data.Dataset.from_tensor_slices"}) for s in sources):
+        return None
+    params = list(fdef.params.params)
+    if isinstance(fdef.params.star_arg, cst.Param) or has_star_args(call):
+        return None
+    out: List[cst.BaseExpression] = []
+    for src in sources:
+        if not src.args or src.args[0].keyword is not None and src.args[0].keyword.value != "tensors":
+            return None
+        leaves = array_leaves(src.args[0].value)
+        if not leaves:
+            return None
+        for leaf in leaves:
+            if not isinstance(leaf, cst.Name):
+                return None
+            bound = other.assigned_values(leaf)
+            if len(bound) != 1 or not isinstance(bound[0][0], cst.Param) or bound[0][0] not in params:
+                return None
+            param = bound[0][0]
+            arg = find_arg(call, param.name.value, params.index(param))
+            if arg is None:
+                return None
+            if arg.value not in out:
+                out.append(arg.value)
+    return out
 
 
 def _external_function(ctx, call: cst.Call):

@@ -174,18 +174,22 @@ def _fit(ctx, call: cst.Call) -> None:
     per_step = {}  # step-count keyword -> names of datasets batched per replica
     if x is None:
         ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
-    elif a.is_kind(x.value, A.DATASET):
+    elif a.is_kind(x.value, A.DATASET) or y is None and data_division.dataset_sources(a, x.value):
         _dataset(ctx, x.value, "training data")
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
+    elif y is None and replicas.external_helper_call(ctx, x.value) is not None:
+        replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")
     elif y is not None:
         _arrays(ctx, call)
     else:
         ctx.warn(x.value, data_division.RULE, ctx.say(
             "{engine} splits only tf.data datasets and arrays between workers: turn {what} into a tf.data "
             "dataset (batched by the per-replica batch x {size})", what=a.code(x.value)))
-    if val is not None and a.is_kind(val.value, A.DATASET):
+    if val is not None and (a.is_kind(val.value, A.DATASET) or data_division.dataset_sources(a, val.value)):
         _dataset(ctx, val.value, "validation data")
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
+    elif val is not None and replicas.external_helper_call(ctx, val.value) is not None:
+        replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
         arg = find_arg(call, key, keras_fit.FIT_POS[key])
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):

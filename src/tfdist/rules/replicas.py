@@ -350,12 +350,30 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
                     out += inner
             return out
         return None
+    if isinstance(expr, cst.Subscript):  # splits[1] of tfds.load(split=[...])
+        from .data_division import split_source
+        src = split_source(a, expr)
+        return batch_calls(a, src, seen, methods) if src is not None else None
     if isinstance(expr, cst.Name):
         out = []
         values = a.assigned_values(expr)
         if not values:
             return None
         for origin, v in values:
+            if v is None and not isinstance(origin, cst.Param):
+                from .data_division import unpacked_source
+                src = unpacked_source(a, origin)  # train, val = reader(..., subset="both")
+                if src is not None:
+                    out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
+                    continue
+                elements = a.tuple_element_values(origin)  # train, val = make_datasets(): its returned tuple
+                if elements:
+                    for element in elements:
+                        inner = batch_calls(a, element, seen, methods)
+                        if inner is None:
+                            return None
+                        out += [c for c in inner if c not in out]
+                    continue
             if v is None and isinstance(origin, cst.Param):  # passed in: where every caller built it
                 passed = a.argument_values(origin)
                 if not passed:
@@ -410,7 +428,8 @@ def dataset_batches_per_replica(ctx, dataset, what: str) -> bool:
             keyword, position, default = apis.BATCHING_SOURCES[reader]
             arg = find_arg(call, keyword, position)
             if arg is None:
-                _batch_reader_default(ctx, call, keyword, default, what)
+                if default is not None:
+                    _batch_reader_default(ctx, call, keyword, default, what)
                 continue
             if isinstance(arg.value, cst.Name) and arg.value.value == "None":
                 continue  # unbatched: batched further down the flow
@@ -443,7 +462,8 @@ def split_by_engine(ctx, dataset, what: str) -> None:
     sample keeps every element of the pipeline and takes each worker's
     share at its end, so every shuffle on the way must be seeded alike."""
     a = ctx.a
-    sources = a.dataset_sources(dataset)
+    from .data_division import dataset_sources
+    sources = dataset_sources(a, dataset)
     if not sources:
         ctx.warn(dataset, SPLIT_RULE, ctx.say(
             "{what}: cannot find where this dataset is built: make sure {engine} can split it between workers "
@@ -493,3 +513,102 @@ def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
         "{what} run by every worker (saving may run collective operations); the chief writes to "
         "{path}, the other workers to a temporary directory", what=what, path=ctx.a.code(arg.value)))
     return True
+
+
+# ------------------------------------------------------------ helpers of other modules
+def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
+    """The call of a function of another project module that builds this
+    dataset (``train_ds = make_dataset(x, y)``, followed through a name
+    bound once), when that function returns a tf.data dataset."""
+    from .data_division import _external_function
+    a = ctx.a
+    expr = dataset
+    for _ in range(4):
+        if isinstance(expr, cst.Name):
+            bound = a.assigned_values(expr)
+            if len(bound) != 1 or bound[0][1] is None:
+                return None
+            expr = bound[0][1]
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+                expr.func.attr.value in apis.DATASET_METHODS:
+            expr = expr.func.value
+        else:
+            break
+    if not isinstance(expr, cst.Call):
+        return None
+    found = _external_function(ctx, expr)
+    if found is None:
+        return None
+    other, fdef = found
+    return expr if any(other.dataset_sources(r) for r in A._returns(fdef)) else None
+
+
+def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
+    """A dataset a helper of another module builds (that module is not
+    edited): its batch kept per replica through the argument that sets it
+    at this call, its data in memory split by sample (the option set on the
+    dataset the helper returns holds for its whole pipeline); what cannot
+    be done from here is reported with the edit to make in the helper."""
+    from .common import append_arg, kwarg
+    from .data_division import SHARED_SEED, _external_function
+    a = ctx.a
+    other, fdef = _external_function(ctx, call)
+    helper = a.code(call.func)
+    rets = A._returns(fdef)
+    params = list(fdef.params.params)
+    batches = [c for r in rets for c in batch_calls(other, r) or []]
+    if not batches:
+        ctx.warn(call, BATCH_RULE, ctx.say(
+            "{what}: cannot find where {helper}() batches its dataset: the batch there is the global batch under "
+            "{engine}; multiply it by {size} to keep the per-replica batch", what=what, helper=helper))
+    for b in batches:
+        reader = other.is_name(b, apis.BATCHING_SOURCES)
+        keyword, position = (apis.BATCHING_SOURCES[reader][:2] if reader is not None else ("batch_size", 0))
+        arg = find_arg(b, keyword, position)
+        param = None
+        if arg is not None and isinstance(arg.value, cst.Name):
+            bound = other.assigned_values(arg.value)
+            if len(bound) == 1 and isinstance(bound[0][0], cst.Param) and bound[0][0] in params:
+                param = bound[0][0]
+        given = find_arg(call, param.name.value, params.index(param)) if param is not None else None
+        if given is not None and not any(x.star for x in call.args):
+            keep_batch_per_replica(ctx, given.value, what)
+        elif param is not None and param.default is not None and not any(x.star for x in call.args) \
+                and call not in _batched(ctx):
+            _batched(ctx).add(call)
+            new = ctx.expr(ctx.backend.per_replica_batch(source(other.module, param.default, False)))
+            name = param.name.value
+            ctx.plan.replace(call, lambda c, new=new, name=name: append_arg(c, kwarg(name, new)))
+            ctx.change(call, BATCH_RULE, ctx.say(
+                "{what}: {helper}()'s default batch {batch} kept per replica (the global batch is {batch} x {size})",
+                what=what, helper=helper, batch=other.code(param.default)))
+        elif param is None:
+            ctx.warn(call, BATCH_RULE, ctx.say(
+                "{what}: {helper}() batches by {batch} ({module}, line {line}): that is the global batch under "
+                "{engine}; multiply it by {size} there to keep the per-replica batch", what=what, helper=helper,
+                batch=other.code(b), line=str(other.line(b)), module=_module_file(other)))
+    sources = [s for r in rets for s in other.dataset_sources(r)]
+    done = ctx.state(__name__ + ".split")
+    if call not in done:
+        done.add(call)
+        if sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources):
+            new_template = ctx.backend.shard_dataset("{inner}")
+            ctx.plan.replace(call, lambda upd: ctx.expr(new_template, inner=ctx.module.code_for_node(upd)))
+            ctx.change(call, SPLIT_RULE, ctx.say("{what}: the data in memory {helper}() makes a dataset of is split "
+                                                 "between workers by sample", what=what, helper=helper))
+        else:
+            ctx.change(call, SPLIT_RULE, ctx.say("{what}: {engine} splits the dataset {helper}() returns between "
+                                                 "workers (by file where it can)", what=what, helper=helper))
+        for r in rets:
+            for shuffle in batch_calls(other, r, methods=("shuffle",)) or []:
+                if find_arg(shuffle, "seed", 1) is None:
+                    ctx.warn(call, SPLIT_RULE, ctx.say(
+                        "{what}: {helper}() shuffles without a seed ({module}, line {line}): the workers' "
+                        "shares overlap unless every worker shuffles alike: give it seed={seed}",
+                        what=what, helper=helper, line=str(other.line(shuffle)), seed=SHARED_SEED,
+                        module=_module_file(other)))
+
+
+def _module_file(other: A.Analysis) -> str:
+    name = other.project.module_name
+    return (name.replace(".", "/") + ".py") if name else "another module"
