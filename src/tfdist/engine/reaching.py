@@ -82,13 +82,14 @@ class Reaching:
     def bindings(self, use: cst.Name) -> Optional[List[Binding]]:
         """The bindings of a use (a loaded Name) that can reach it, source
         order; None when this is not decided here (see the module doc)."""
-        found = self.scopes.lookup(use)
-        if len(found) <= 1 or use not in self.scopes.access_index:
-            return None
         scope = self.scopes.scope_of.get(use)
-        if scope is None or scope.kind not in ("module", "function") or any(b.scope is not scope for b in found):
+        if scope is None or use not in self.scopes.access_index or scope.kind not in ("module", "function"):
+            return None
+        if use.value in scope.global_decls or use.value in scope.nonlocal_decls:
             return None
         every = scope.bindings.get(use.value, [])
+        if len(every) <= 1:
+            return None
         frame = self._frame(use)
         for b in every:
             if b.node is None or isinstance(b.node, cst.Name) and isinstance(self.parents.get(b.node), cst.NamedExpr):
