@@ -52,6 +52,9 @@ class Reaching:
         self.scopes = scopes
         self.parents = scopes.parents
         self._ancestors: Dict[int, Set[int]] = {}
+        self._cache: Dict[cst.Name, Optional[List[Binding]]] = {}
+        self._frames: Dict[int, Optional[cst.CSTNode]] = {}
+        self._index: Dict[int, Dict[int, int]] = {}
 
     def _ancestor_ids(self, node: cst.CSTNode) -> Set[int]:
         found = self._ancestors.get(id(node))
@@ -69,6 +72,12 @@ class Reaching:
 
     def _frame(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The function, lambda, class or module whose code runs node."""
+        key = id(node)
+        if key not in self._frames:
+            self._frames[key] = self._find_frame(node)
+        return self._frames[key]
+
+    def _find_frame(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         p = self.parents.get(node)
         while p is not None:
             if isinstance(p, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
@@ -82,6 +91,11 @@ class Reaching:
     def bindings(self, use: cst.Name) -> Optional[List[Binding]]:
         """The bindings of a use (a loaded Name) that can reach it, source
         order; None when this is not decided here (see the module doc)."""
+        if use not in self._cache:
+            self._cache[use] = self._bindings(use)
+        return self._cache[use]
+
+    def _bindings(self, use: cst.Name) -> Optional[List[Binding]]:
         scope = self.scopes.scope_of.get(use)
         if scope is None or use not in self.scopes.access_index or scope.kind not in ("module", "function"):
             return None
@@ -94,11 +108,7 @@ class Reaching:
         for b in every:
             if b.node is None or isinstance(b.node, cst.Name) and isinstance(self.parents.get(b.node), cst.NamedExpr):
                 return None
-            owner = self._frame(b.node) if not isinstance(b.node, cst.Param) else self.parents.get(self.parents.get(b.node))
-            if isinstance(b.node, cst.Param):  # Param -> Parameters -> FunctionDef/Lambda
-                if owner is not frame:
-                    return None
-            elif owner is not frame:
+            if self._frame(b.node) is not frame:  # a parameter's frame is its function
                 return None  # bound by another function (global / nonlocal)
         try:
             out = self._walk(use, every)
@@ -118,7 +128,10 @@ class Reaching:
             if parent is None:
                 return out
             if isinstance(parent, (cst.Module, cst.IndentedBlock, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                index = next(i for i, c in enumerate(parent.body) if c is node)
+                positions = self._index.get(id(parent))
+                if positions is None:
+                    positions = self._index[id(parent)] = {id(c): i for i, c in enumerate(parent.body)}
+                index = positions[id(node)]
                 if self._back(list(parent.body)[:index], every, out):
                     return out
             elif isinstance(parent, _UNDECIDED_OWNERS):
