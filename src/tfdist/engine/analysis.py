@@ -17,6 +17,7 @@ import libcst as cst
 from .. import apis
 from . import positions
 from .names import canonical
+from .reaching import Reaching
 from .scopes import ModuleScopes, iter_children
 
 # Kinds of objects tfdist tracks.
@@ -124,6 +125,7 @@ class Analysis:
         self.module = module
         self.project = project or ProjectContext()
         self.scopes = ModuleScopes(module)  # parents, scopes, bindings: one walk
+        self.reaching = Reaching(self.scopes)  # which of them reach a use
         self._parents = self.scopes.parents
         self._pos, self.text = positions.compute(module)  # the text is module.code
         by_type = self.scopes.by_type
@@ -267,14 +269,17 @@ class Analysis:
         return None
 
     # -------------------------------------------------------- type inference
-    def assigned_values(self, name: cst.Name) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
+    def assigned_values(self, name: cst.Name, reaching: bool = True) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
         """(assigning statement or node, assigned value) for each binding of name.
 
         value is None when the binding is not a plain ``name = value`` (a
-        parameter, a loop target, an import...).
+        parameter, a loop target, an import...). For a use, only the
+        bindings that reach it (:mod:`.reaching`: the last one run before
+        it in straight-line code, cell order being execution order) unless
+        ``reaching`` is False (every earlier binding in its scope).
         """
         out = []
-        for ref in self.scopes.lookup(name):
+        for ref in self.bindings_of(name) if reaching else self.scopes.lookup(name):
             node = ref.node
             if not isinstance(node, cst.Name):
                 out.append((node, None))
@@ -299,6 +304,11 @@ class Analysis:
             out.append((node, None))
         out.sort(key=lambda t: self.line(t[0]) if t[0] is not None else 0)
         return out
+
+    def bindings_of(self, name: cst.Name):
+        """The scope walk's bindings of name, narrowed for a use to those that reach it."""
+        reached = self.reaching.bindings(name)
+        return reached if reached is not None else self.scopes.lookup(name)
 
     def types(self, expr: Optional[cst.BaseExpression], _depth: int = 0) -> Set[Type]:
         if expr is None or _depth > 12:

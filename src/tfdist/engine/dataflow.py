@@ -27,7 +27,7 @@ def all_binding_statements(a: Analysis, name: cst.Name) -> Optional[List[cst.Bas
     """Every statement binding name (plain or tuple assignments), source
     order; None when a binding is anything else."""
     out = []
-    for origin, _ in a.assigned_values(name):
+    for origin, _ in a.assigned_values(name, reaching=False):
         node = origin
         while node is not None and not isinstance(node, cst.BaseSmallStatement):
             if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):

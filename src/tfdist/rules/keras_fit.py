@@ -402,7 +402,7 @@ def _callbacks(ctx, call: cst.Call) -> None:
         bound = a.assigned_values(value)
         if len(bound) == 1 and isinstance(bound[0][1], cst.List):
             _callback_list(ctx, bound[0][1], extra)
-            _guard_appends(ctx, value)
+            _guard_appends(ctx, value, bound[0][0])
             return
     single = _single_callback(a, value)
     if single is not None:
@@ -525,12 +525,15 @@ def _callback_list(ctx, node: cst.List, extra=()) -> None:
         ctx.change(e.value, "rank0-io", f"{a.code(e.value.func) if isinstance(e.value, cst.Call) else a.code(e.value)} runs on rank 0 only")
 
 
-def _guard_appends(ctx, name: cst.Name) -> None:
-    """``callbacks.append(ModelCheckpoint(...))`` runs on rank 0 only."""
+def _guard_appends(ctx, name: cst.Name, origin: cst.CSTNode) -> None:
+    """``callbacks.append(ModelCheckpoint(...))`` runs on rank 0 only, where
+    the list it appends to is the one bound at origin (not another binding
+    of the same name)."""
     a = ctx.a
     for call in a.calls:
         if method_name(call) in ("append", "extend", "insert") and isinstance(receiver(call), cst.Name) \
-                and receiver(call).value == name.value and call.args and _is_rank0_callback(a, call.args[-1].value):
+                and receiver(call).value == name.value and call.args and _is_rank0_callback(a, call.args[-1].value) \
+                and any(o is origin for o, _ in a.assigned_values(receiver(call))):
             stmt = a.statement_of(call)
             if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
                 if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):

@@ -272,7 +272,8 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
     # ``x = x.reshape(...)`` after the draw: the same batch, reshaped; and
     # only the bindings in this loop reach its feed (another training loop
     # may draw into the same name)
-    bound = [(o, v) for o, v in bound if not _reshapes_itself(a, value.value, v) and dataflow.is_inside(a, o, loop)]
+    bound = _through_reshapes(a, value.value, bound)
+    bound = [(o, v) for o, v in bound if dataflow.is_inside(a, o, loop)]
     if not bound:
         return None
     out = []
@@ -297,6 +298,20 @@ def _keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:
     body[0] = body[0].with_changes(trailing_whitespace=old.trailing_whitespace)
     return loop.with_changes(leading_lines=[*old.leading_lines, *loop.leading_lines],
                              body=loop.body.with_changes(body=body))
+
+
+def _through_reshapes(a: A.Analysis, name: str, bound, depth: int = 0):
+    """The bindings of a batch, a reshaped batch (``x = np.reshape(x, ...)``)
+    followed back to the batch it reshapes (the binding reaching its use)."""
+    out = []
+    for o, v in bound:
+        if not _reshapes_itself(a, name, v):
+            out.append((o, v))
+        elif depth < 8:
+            for inner in dataflow.names_in(v):
+                if inner.value == name:
+                    out += [b for b in _through_reshapes(a, name, a.assigned_values(inner), depth + 1) if b not in out]
+    return out
 
 
 def _reshapes_itself(a: A.Analysis, name: str, value) -> bool:
