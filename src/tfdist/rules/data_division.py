@@ -203,8 +203,10 @@ def _later_point(ctx, dataset, src: cst.Call):
     if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
         return None
     name = assign.targets[0].target.value
+    # reads of the name only: a later rebinding's target is not a use of the reader
     uses = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
-            and n is not assign.targets[0].target and any(v is src for _, v in a.assigned_values(n))]
+            and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
+            and any(v is src for _, v in a.assigned_values(n))]
     if len(uses) <= 1 or not isinstance(dataset, cst.Name):
         return None
     bound = a.assigned_values(dataset)
