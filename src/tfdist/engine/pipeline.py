@@ -16,6 +16,7 @@ Rules are objects or modules with, all optional but ``apply``:
 """
 from __future__ import annotations
 
+import ast
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
@@ -117,7 +118,7 @@ class Pipeline:
             return _refuse(result, e.line, e.message)
         code = new_module.code
         try:  # safety net: never hand out code that Python would not accept
-            compile(code, path, "exec", dont_inherit=True)
+            _accepted_as_the_input_was(code, src.module.code, path)
         except SyntaxError as e:  # pragma: no cover - a bug in a rule
             return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
         result.code = code
@@ -250,6 +251,22 @@ def _distribution_markers(a: Analysis) -> List[str]:
 
 def _uses_tensorflow(a: Analysis) -> bool:
     return any("tensorflow" in a.code(node) or "keras" in a.code(node) for node in a.imports)
+
+
+def _accepted_as_the_input_was(code: str, original: str, path: str) -> None:
+    """Raise SyntaxError if Python would not accept the converted code.
+
+    Compiled as a whole when the input compiles as a whole. A notebook's
+    cells joined into one module may not (a ``from __future__`` import or a
+    top-level ``await`` in a later cell is valid in its cell, as IPython runs
+    it, but not in one file): then the converted code is held to what the
+    input met, the grammar (``ast.parse``)."""
+    try:
+        compile(original, path, "exec", dont_inherit=True)
+    except SyntaxError:
+        ast.parse(code, path)
+        return
+    compile(code, path, "exec", dont_inherit=True)
 
 
 def _refuse(result: F.FileResult, line: Optional[int], message: str) -> F.FileResult:
