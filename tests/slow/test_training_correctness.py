@@ -541,6 +541,7 @@ def test_mnist_standin_api_and_next_batch_semantics():
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.extended   # the slow tier's tf1_mnist_next_batch_range runs the stand-in under the probe on 2 ranks
 def test_mnist_standin_runs_under_probe_and_horovodrun(tmp_path):
     """A tiny TF1 next_batch script imports the stand-in exactly as TF1
     tutorials do, single-process and converted on 2 ranks under the probe.
