@@ -192,17 +192,25 @@ def share_seed(ctx, src: cst.Call) -> None:
     ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
 
 
-def _later_point(ctx, dataset, src: cst.Call):
-    """For a batched reader of known size (directory readers) bound to a name
-    that other code also uses: the value bound to the training dataset's
-    name, when sharding there is equivalent (known size, no shuffle between)."""
-    a = ctx.a
+def _directory_reader_name(a, src: cst.Call) -> Optional[str]:
+    """The one name a directory reader (``image_dataset_from_directory``...)
+    is bound to (``train_ds = reader(...)``), else None."""
     if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
         return None
     assign = a.parent(src)
     if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
         return None
-    name = assign.targets[0].target.value
+    return assign.targets[0].target.value
+
+
+def _later_point(ctx, dataset, src: cst.Call):
+    """For a batched reader of known size (directory readers) bound to a name
+    that other code also uses: the value bound to the training dataset's
+    name, when sharding there is equivalent (known size, no shuffle between)."""
+    a = ctx.a
+    name = _directory_reader_name(a, src)
+    if name is None:
+        return None
     # reads of the name only: a later rebinding's target is not a use of the reader
     uses = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
             and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
@@ -229,12 +237,9 @@ def _after_attribute_reads(ctx, dataset, src: cst.Call):
     (``train_ds = train_ds.cache().shuffle(1000)``) are followed to the one
     reaching each use."""
     a = ctx.a
-    if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
+    name = _directory_reader_name(a, src)
+    if name is None:
         return None
-    assign = a.parent(src)
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
-        return None
-    name = assign.targets[0].target.value
     if not any(isinstance(n, cst.Name) and n.value == name and isinstance(a.parent(n), cst.Attribute)
                and a.parent(n).value is n and a.parent(n).attr.value in apis.KERAS_DIRECTORY_DATASET_ATTRIBUTES
                and any(v is src for _, v in a.assigned_values(n)) for n in walk(a.module)):

@@ -63,8 +63,14 @@ def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
 
 
 def _replace_api_aliases(orig, wrapper) -> None:
+    replace_aliases(orig, wrapper, lambda name: name == API_ALIAS_ROOT or name.startswith(API_ALIAS_PREFIX))
+
+
+def replace_aliases(orig, wrapper, module_accepted) -> None:
+    """In every imported module whose name ``module_accepted``, every name
+    bound to ``orig`` (an API module re-exporting it) is rebound to ``wrapper``."""
     for name, mod in list(sys.modules.items()):
-        if mod is None or not (name == API_ALIAS_ROOT or name.startswith(API_ALIAS_PREFIX)):
+        if mod is None or not module_accepted(name):
             continue
         try:
             namespace = vars(mod)

@@ -7,7 +7,7 @@ import sys
 import threading
 
 from .losses import _record_gradient_target
-from .patch import _patch
+from .patch import _patch, replace_aliases
 from .samples import _as_array_struct, _is_plain_list, _record_batch, _step_counter
 from .state import STATE, _busy, _note_error
 from .tables import (KERAS_ALIAS_PREFIXES, KERAS_ALIAS_ROOTS, KERAS_LOSS_CLASS, KERAS_LOSS_FUNCTION_PARAMS,
@@ -209,16 +209,4 @@ def _install_keras_losses(module, group):
 
 def _replace_keras_aliases(orig, wrapper) -> None:
     """Keras API modules already imported that re-export ``orig``."""
-    for name, mod in list(sys.modules.items()):
-        if mod is None or not (name in KERAS_ALIAS_ROOTS or name.startswith(KERAS_ALIAS_PREFIXES)):
-            continue
-        try:
-            namespace = vars(mod)
-        except TypeError:
-            continue
-        for key, value in list(namespace.items()):
-            if value is orig:
-                try:
-                    setattr(mod, key, wrapper)
-                except Exception:  # noqa: BLE001
-                    pass
+    replace_aliases(orig, wrapper, lambda name: name in KERAS_ALIAS_ROOTS or name.startswith(KERAS_ALIAS_PREFIXES))
