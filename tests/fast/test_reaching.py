@@ -269,3 +269,20 @@ def test_every_binding_is_kept_where_rules_ask_for_all():
     use = _use(a, 3, "x")
     assert [a.line(o) for o, _ in a.assigned_values(use)] == [2]
     assert [a.line(o) for o, _ in a.assigned_values(use, reaching=False)] == [1, 2]
+
+
+def test_a_with_as_binding_hides_the_earlier_one():
+    # Two tapes named alike in one step (a GAN's discriminator, then its
+    # generator): the second block's ``as tape`` always runs, so a use after
+    # it sees only that tape.
+    src = """\
+    def step():
+        with tf.GradientTape() as tape:
+            d = 1
+        g1 = tape.gradient(d, [])
+        with tf.GradientTape() as tape:
+            g = 2
+        g2 = tape.gradient(g, [])
+    """
+    assert reach(src, 4, "tape") == [2]
+    assert reach(src, 7, "tape") == [5]

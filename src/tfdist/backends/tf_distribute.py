@@ -57,7 +57,7 @@ class TfDistributeBackend(Backend):
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce",
-                "split_stream")
+                "split_stream", "local_values")
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -93,7 +93,7 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream"):
+        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream", "local_values"):
             return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
                                       "shard_by_data": "shard_by_sample", "split_stream": "replica_batches",
                                       "keras3_reduce": "reduce_for_keras3"}.get(key, key))
@@ -152,13 +152,27 @@ class TfDistributeBackend(Backend):
                 f"        results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
                 f"    finally:\n"
                 f"        {{tf}}.config.run_functions_eagerly(eager)\n"
+                f"    def gather(value):\n"
+                f"        if value is None:\n"
+                f"            return value\n"
+                f"        parts = {{strategy}}.experimental_local_results(value)\n"
+                f"        if len(getattr(parts[0], {q('shape')}, ())) == 0:\n"
+                f"            return {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None)\n"
+                f"        return {{tf}}.concat(parts, axis=0)\n"
+                f"    return {{tf}}.nest.map_structure(gather, results)",
+                "tf.distribute: run one training step on every replica; a scalar it returns (a loss) is averaged over "
+                "them, any other value (predictions, generated images) is this worker's replicas' rows, as its batch "
+                "is; nothing stays nothing. A tf.function step runs its first step eagerly (run_functions_eagerly, "
+                "which also holds for a method's bound step): the variables it creates then (a Keras 3 optimizer's "
+                "slots) cannot be created inside a traced function on several local replicas.",
+            ))
+        if "local_values" in bound:
+            out.append((
+                f"def {{local_values}}(value):\n"
                 f"    return {{tf}}.nest.map_structure(\n"
-                f"        lambda value: value if value is None else {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None),\n"
-                f"        results)",
-                "tf.distribute: run one training step on every replica; what it returns is averaged over them "
-                "(nothing stays nothing). A tf.function step runs its first step eagerly (run_functions_eagerly, which "
-                "also holds for a method's bound step): the variables it creates then (a Keras 3 optimizer's slots) "
-                "cannot be created inside a traced function on several local replicas.",
+                f"        lambda v: {{tf}}.concat({{strategy}}.experimental_local_results(v), axis=0), value)",
+                "tf.distribute: this worker's part of a distributed batch (its replicas' rows, in order), for code "
+                "outside the replica step that reads the batch.",
             ))
         if "split_stream" in bound:
             out.append((
@@ -271,6 +285,10 @@ class TfDistributeBackend(Backend):
 
     def run_on_replicas(self, step: str, args: str) -> str:
         return f"{{run_step}}({step}{', ' + args if args else ''})"
+
+    def local_values(self, value: str) -> str:
+        """This worker's rows of a distributed batch, as plain tensors."""
+        return f"{{local_values}}({value})"
 
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"

@@ -182,6 +182,8 @@ class Reaching:
                 if self._back(body, every, out):
                     return True
                 out += [b for b in inside if b not in out]
+                if any(self._inside(b, item) for b in inside for item in stmt.items):
+                    return True  # ``with ... as name`` binds it before the body runs, always
             else:  # if / for / while / try / match, and anything else: may have run
                 out += [b for b in inside if b not in out]
         return False

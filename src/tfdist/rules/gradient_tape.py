@@ -41,9 +41,21 @@ def _scope(a: A.Analysis, node) -> Optional[cst.FunctionDef]:
 
 
 def gradient_calls(a: A.Analysis, w: cst.With, tape: str) -> List[cst.Call]:
+    """The ``tape.gradient`` calls of the tape this with-block binds: those
+    its binding reaches (two blocks ``with tf.GradientTape() as tape`` in
+    one step, a GAN's discriminator and generator, each own the calls
+    after them, up to the next)."""
     scope = _scope(a, w)
     return [c for c in a.calls if method_name(c) == "gradient" and isinstance(receiver(c), cst.Name)
-            and receiver(c).value == tape and _scope(a, c) is scope and a.line(c) >= a.line(w)]
+            and receiver(c).value == tape and _scope(a, c) is scope and a.line(c) >= a.line(w)
+            and _tape_reaches(a, w, receiver(c))]
+
+
+def _tape_reaches(a: A.Analysis, w: cst.With, use: cst.Name) -> bool:
+    """Does the tape bound by ``w`` reach this use of its name? A binding
+    made by another with-block's ``as`` that certainly runs later hides it."""
+    items = {id(item.asname.name) for item in w.items if item.asname is not None}
+    return any(id(b.node) in items for b in a.bindings_of(use))
 
 
 def optimizer_identity(a: A.Analysis, expr) -> object:
@@ -358,6 +370,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
             ctx.warn(loop.iter, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
         if take is not None and take.args:
             data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
+        step_loops.divide_enumerated_cap(ctx, loop)
     candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
                   if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)]
     # Only the innermost loop is the step loop; one around it (directly or

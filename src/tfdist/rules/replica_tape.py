@@ -250,8 +250,11 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     a = ctx.a
     body = list(loop.body.body)
     tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
-    batch = feed.names if feed is not None else _batch_names(loop)
-    cut = {id(s) for s in feed.statements} if feed is not None else set()
+    if feed is not None:
+        batch, cut = feed.names, {id(s) for s in feed.statements}
+    else:
+        batch, reads = _distributed_batch(a, loop)
+        cut = {id(s) for s in reads}  # next(iterator) runs outside the replicas
     training = [i for i, stmt in enumerate(body) if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
     # From the first statement working on the batch to the last training one.
     marks = training + [i for i, stmt in enumerate(body) if training and i < max(training) and id(stmt) not in cut
@@ -298,29 +301,75 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
                        comment=ctx.say("{engine}: one training step, run on every replica."))[0]
     call = ctx.stmts(call_text)[0]
     returns = ctx.stmts("return " + ", ".join(results))[0] if results else None
+    # The batch, read again after the step (a loss or an accuracy printed
+    # every few steps), holds distributed values no code outside the
+    # replicas can use: from there on the names hold this worker's rows.
+    order = _ordered_names(body, batch)
+    later = [n for n in order if n in batch and any(
+        isinstance(x, cst.Name) and x.value == n for stmt in body[last + 1:] for x in walk(stmt))]
+    localise = []
+    if later:
+        names = ", ".join(later)
+        value = later[0] if len(later) == 1 else f"({names})"
+        localise = ctx.stmts(f"{names} = " + ctx.fill(ctx.backend.local_values(value)))
 
-    def build(inner, leading, define=define, call=call, returns=returns):
+    def build(inner, leading, define=define, call=call, returns=returns, localise=localise):
         statements = inner + ([returns] if returns is not None else [])
         return [define.with_changes(body=cst.IndentedBlock(body=statements),
-                                    leading_lines=[*leading, *define.leading_lines]), call]
+                                    leading_lines=[*leading, *define.leading_lines]), call, *localise]
 
     ctx.plan.regroup(span, build)
     ctx.change(span[0], RULE, ctx.say("the inline training step (lines {start}-{end}) made a function {name}({params}) "
                                       "run on every replica, its results averaged",
                                       start=str(a.line(span[0])), end=str(a.end_line(span[-1])), name=name,
                                       params=", ".join(params)), through=span[-1])
+    if later:
+        ctx.change(span[-1], RULE, ctx.say(
+            "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
+            names=", ".join(later)))
 
 
 def _batch_used_outside(a: A.Analysis, loop, calls, feed=None) -> bool:
     """Does the loop body use what the loop binds (the batch) other than as
     arguments of its step calls (``noise = tf.random.normal([real.shape[0], 6])``)?"""
-    batch = feed.names if feed is not None else _batch_names(loop)
+    batch, reads = (feed.names, feed.statements) if feed is not None else _distributed_batch(a, loop)
     if not batch:
         return False
     in_calls = {id(n) for c in calls for arg in c.args for n in walk(arg)}
-    if feed is not None:
-        in_calls |= {id(n) for s in feed.statements for n in walk(s)}
+    in_calls |= {id(n) for s in reads for n in walk(s)}
     return any(isinstance(n, cst.Name) and n.value in batch and id(n) not in in_calls for n in walk(loop.body))
+
+
+def _distributed_batch(a: A.Analysis, loop):
+    """The names holding the distributed batch in a step loop: what the loop
+    binds from the dataset it iterates, and what it binds from ``next(it)``
+    of a dataset's iterator (with those statements: they run outside the
+    replicas). A ``range`` loop's counter is no batch."""
+    names: Set[str] = set()
+    if isinstance(loop, cst.For) and gradient_tape._loop_dataset(a, loop.iter)[0] is not None:
+        names |= _batch_names(loop)
+    reads = []
+    iterators = {id(call) for call, _ in _iterators_read(a, loop)}
+    for stmt in loop.body.body:
+        for n in walk(stmt):
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) \
+                    and n.value.func.value == "next" and n.value.args and isinstance(n.value.args[0].value, cst.Name) \
+                    and any(id(v) in iterators for _, v in a.assigned_values(n.value.args[0].value)):
+                for t in n.targets:
+                    names |= set(_target_names(t.target))
+                if stmt not in reads:
+                    reads.append(stmt)
+    return names, reads
+
+
+def _ordered_names(body, names: Set[str]) -> List[str]:
+    """names in the order the loop body first mentions them."""
+    out: List[str] = []
+    for stmt in body:
+        for n in walk(stmt):
+            if isinstance(n, cst.Name) and n.value in names and n.value not in out:
+                out.append(n.value)
+    return out
 
 
 def _batch_names(loop) -> Set[str]:
@@ -402,6 +451,7 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
             ctx.change(target, data_division.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
             if take is not None and take.args:
                 data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
+            step_loops.divide_enumerated_cap(ctx, loop)
             return
     iterators = _iterators_read(a, loop)
     if iterators:

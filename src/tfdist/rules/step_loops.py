@@ -130,6 +130,27 @@ def _break_bound(loop, var: str) -> Optional[cst.BaseExpression]:
     return found[0] if len(found) == 1 else None
 
 
+def enumerated_cap(a, loop) -> Optional[cst.BaseExpression]:
+    """N of the ``if step > N: break`` (``>=``, ``==``) that ends a loop
+    numbering what it iterates (``for step, batch in enumerate(dataset)``)
+    after a fixed number of steps, whatever the data holds."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and a.is_name(loop.iter, {apis.ENUMERATE})
+            and isinstance(loop.target, (cst.Tuple, cst.List)) and len(loop.target.elements) == 2
+            and isinstance(loop.target.elements[0].value, cst.Name)):
+        return None
+    return _break_bound(loop, loop.target.elements[0].value.value)
+
+
+def divide_enumerated_cap(ctx, loop) -> None:
+    """A loop over the (divided) data that breaks after a fixed number of
+    steps: each rank breaks after 1/size of them (within a step: the
+    comparison's bound is divided), or the ranks together would train on
+    size times the original's samples."""
+    bound = enumerated_cap(ctx.a, loop)
+    if bound is not None:
+        data_division.divide(ctx, bound, "steps before the loop breaks")
+
+
 def step_count(a, loop) -> Optional[StepCount]:
     """The step count of a training loop, or None when tfdist cannot see it."""
     if isinstance(loop, cst.For):
