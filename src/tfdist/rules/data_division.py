@@ -148,6 +148,15 @@ def divide(ctx, value: cst.BaseExpression, what: str) -> None:
     ctx.change(value, RULE, f"{what} divided by the number of processes")
 
 
+def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
+    """``fit(dataset.take(n))``: fit() gets batches, so n counts steps; every
+    rank (or, under a strategy, every global batch of size times the user's)
+    would take n of them, size times the original's samples: n is divided."""
+    if isinstance(fed, cst.Call) and method_name(fed) == "take" and fed.args \
+            and isinstance(fed.func, cst.Attribute) and ctx.a.is_kind(fed.func.value, A.DATASET):
+        divide(ctx, fed.args[0].value, "steps taken from the dataset")
+
+
 # ---------------------------------------------------------------------------
 # Sources beyond tf.data constructors: tensorflow_datasets.load, Keras
 # directory readers, list_files pipelines, helpers (here or in another

@@ -57,6 +57,20 @@ def detect(a: A.Analysis) -> List[Evidence]:
     return out
 
 
+def override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
+    """compile() is a method of the model's class with no optimizer parameter
+    (its own optimizers are scaled where its train_step applies them)."""
+    methods = a.methods_called(call)
+    if not methods:
+        return False
+    for f in methods:
+        params = f.params
+        if any(p.name.value == "optimizer" for p in
+                                                 params.params + params.kwonly_params + params.posonly_params):
+            return False
+    return True
+
+
 def flavor(a: A.Analysis) -> str:
     """'keras' when the file uses standalone Keras 2, else 'tf.keras'."""
     for call in a.calls:
@@ -93,7 +107,15 @@ def apply(ctx) -> None:
             gradient_tape.wrap_tape(ctx, w, item, name, calls)
     compiles = model_calls(a, {"compile"})
     for call in compiles:
+        if find_arg(call, "optimizer", 0) is None and override_without_optimizer(a, call):
+            continue  # an overridden compile(d_optimizer=..., g_optimizer=...): scaled where the step applies them
         _optimizer(ctx, call)
+    for p in gradient_tape.apply_calls(a):
+        r = receiver(p)
+        if gradient_tape.in_keras_train_step(a, p) and not (
+                isinstance(r, cst.Attribute) and r.attr.value == "optimizer" and isinstance(r.value, cst.Name)
+                and a.self_class(r.value) is not None):  # self.optimizer: compile()'s, scaled there
+            gradient_tape._scale(ctx, r)
     for call in model_calls(a, apis.KERAS_FIT_METHODS):
         _fit(ctx, call)
     if stepped:
@@ -299,6 +321,7 @@ def _fit(ctx, call: cst.Call) -> None:
             if not data_division.shard_dataset(ctx, x.value, "training data") and not (
                     steps is not None and data_division.shard_repeated(ctx, x.value, "training data")):
                 ctx.warn(x.value, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
+            data_division.divide_steps_taken(ctx, x.value)
             per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
         elif y is None and a.is_kind(x.value, A.SEQUENCE):
             keras_inputs.wrap_sequence(ctx, call, x.value, "training data")

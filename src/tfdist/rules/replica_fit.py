@@ -49,7 +49,7 @@ def apply(ctx) -> None:
     for call in compiles:
         if id(call) in kept:
             continue
-        if find_arg(call, "optimizer", 0) is None and _override_without_optimizer(a, call):
+        if find_arg(call, "optimizer", 0) is None and keras_fit.override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
         keras_fit._optimizer(ctx, call)
     fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
@@ -62,20 +62,6 @@ def apply(ctx) -> None:
     _csv_loggers(ctx)
     if ctx.facts.get("keras_flavor") == "keras":
         _keras3_writer_callbacks(ctx)
-
-
-def _override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
-    """compile() is a method of the model's class with no optimizer parameter
-    (its own optimizers are scaled where its train_step applies them)."""
-    methods = a.methods_called(call)
-    if not methods:
-        return False
-    for f in methods:
-        params = f.params
-        if any(p.name.value == "optimizer" for p in
-                                                 params.params + params.kwonly_params + params.posonly_params):
-            return False
-    return True
 
 
 def _same_model(a: A.Analysis, x, y) -> bool:
@@ -176,6 +162,7 @@ def _fit(ctx, call: cst.Call) -> None:
         ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
     elif a.is_kind(x.value, A.DATASET) or y is None and data_division.dataset_sources(a, x.value):
         _dataset(ctx, x.value, "training data")
+        data_division.divide_steps_taken(ctx, x.value)
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
     elif y is None and replicas.external_helper_call(ctx, x.value) is not None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")

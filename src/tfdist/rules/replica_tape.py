@@ -176,6 +176,7 @@ def _is_keras_loss_object(a: A.Analysis, func) -> bool:
         owner = a.method_owner(fdef) if fdef is not None else None
         if owner is not None and a.self_class(func.value) is not None:
             constructions = a.attribute_values(owner, func.attr.value)
+    constructions = _through_parameters(a, constructions)
     if not constructions:
         return False
     for c in constructions:
@@ -193,6 +194,22 @@ def _is_keras_loss_object(a: A.Analysis, func) -> bool:
             if text is None or text.lower() not in KERAS_MEAN_REDUCTIONS:
                 return False
     return True
+
+
+def _through_parameters(a: A.Analysis, values, depth: int = 0) -> list:
+    """Values with each parameter they name replaced by the arguments the
+    module's calls pass for it (``self.loss_fn = loss_fn`` in an overridden
+    ``compile(self, ..., loss_fn)``, called as ``gan.compile(loss_fn=...)``).
+    A parameter no call binds stays, and decides nothing."""
+    out = []
+    for v in values:
+        params = [o for o, _ in a.assigned_values(v)] if isinstance(v, cst.Name) and depth < 4 else []
+        if params and all(isinstance(o, cst.Param) for o in params):
+            args = [arg for o in params for _, arg in a.argument_values(o)]
+            out += _through_parameters(a, args, depth + 1) if args else [v]
+        else:
+            out.append(v)
+    return out
 
 
 def _free_local_name(ctx, preferred: str) -> str:
