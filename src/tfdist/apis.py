@@ -497,3 +497,10 @@ DATASET_COMBINERS = {
 # Dataset methods that draw random numbers per process: a shard taken after
 # one of them is not disjoint from the other ranks' shards.
 RANDOM_DATASET_METHODS = {"shuffle"}
+
+
+# Keras Loss classes (modules their qualified names start with) and the
+# reductions that make a Loss object return a mean: Keras 3 divides such a
+# mean by the number of replicas when a strategy runs it.
+KERAS_LOSS_MODULES = ("tensorflow.keras.losses.", "keras.losses.", "tf_keras.losses.")
+KERAS_MEAN_REDUCTIONS = {"auto", "sum_over_batch_size", "mean", "mean_with_sample_weight"}

@@ -240,7 +240,7 @@ class Backend(ABC):
         """A loop drawing one batch per rank ({call}) and keeping this rank's in {target}."""
         raise NotImplementedError
 
-    # --- endless inputs (rules/data_division.shard_repeated)
+    # --- endless inputs (rules/endless_inputs.shard_repeated)
     def shard_dataset_plain(self, dataset: str) -> str:
         """Shard a finite dataset that is then repeated forever: every rank
         runs the same (divided) steps_per_epoch, so shares need not be equal."""

@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, keras_inputs, lr_scaling, samplers, warmup
+from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
 from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -319,7 +319,7 @@ def _fit(ctx, call: cst.Call) -> None:
                 _add_steps(ctx, call, x.value, "steps_per_epoch")
         elif a.is_kind(x.value, A.DATASET):
             if not data_division.shard_dataset(ctx, x.value, "training data") and not (
-                    steps is not None and data_division.shard_repeated(ctx, x.value, "training data")):
+                    steps is not None and endless_inputs.shard_repeated(ctx, x.value, "training data")):
                 ctx.warn(x.value, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
             data_division.divide_steps_taken(ctx, x.value)
             per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
@@ -333,7 +333,7 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.shard_arrays(ctx, values, "training data")
         elif data_division.shard_dataset(ctx, x.value, "training data"):
             per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-        elif steps is not None and data_division.shard_repeated(ctx, x.value, "training data"):
+        elif steps is not None and endless_inputs.shard_repeated(ctx, x.value, "training data"):
             pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
         elif steps is not None and samplers.random_generator(a, x.value) is not None:
             # a generator drawing random batches from NumPy's global generator:
@@ -358,7 +358,7 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.shard_dataset(ctx, v, "validation data")
             per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
-                data_division.array_leaves(e.value) is not None for e in v.elements):
+                dataset_flow.array_leaves(e.value) is not None for e in v.elements):
             # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
         elif a.is_kind(v, A.SEQUENCE):

@@ -167,7 +167,6 @@ def apply(ctx) -> None:
 def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
     """Checkpoints, saved models and summaries written by every worker, each
     to its own path (the chief's is the user's); True when handled."""
-    from . import replicas
     a = ctx.a
     if m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
         return _redirect(ctx, call, "filepath", 0, f"{a.code(call.func)}()")

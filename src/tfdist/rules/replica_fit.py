@@ -10,8 +10,8 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, keras_fit, keras_inputs, replica_train_step, replicas, warmup
-from .common import append_arg, find_arg, kwarg, method_name, receiver, source
+from . import data_division, dataset_flow, keras_fit, keras_inputs, replica_train_step, replicas, warmup
+from .common import append_arg, find_arg, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
 RULE = "keras"
@@ -160,7 +160,7 @@ def _fit(ctx, call: cst.Call) -> None:
     per_step = {}  # step-count keyword -> names of datasets batched per replica
     if x is None:
         ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
-    elif a.is_kind(x.value, A.DATASET) or y is None and data_division.dataset_sources(a, x.value):
+    elif a.is_kind(x.value, A.DATASET) or y is None and dataset_flow.dataset_sources(a, x.value):
         _dataset(ctx, x.value, "training data")
         data_division.divide_steps_taken(ctx, x.value)
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
@@ -172,7 +172,7 @@ def _fit(ctx, call: cst.Call) -> None:
         ctx.warn(x.value, data_division.RULE, ctx.say(
             "{engine} splits only tf.data datasets and arrays between workers: turn {what} into a tf.data "
             "dataset (batched by the per-replica batch x {size})", what=a.code(x.value)))
-    if val is not None and (a.is_kind(val.value, A.DATASET) or data_division.dataset_sources(a, val.value)):
+    if val is not None and (a.is_kind(val.value, A.DATASET) or dataset_flow.dataset_sources(a, val.value)):
         _dataset(ctx, val.value, "validation data")
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
     elif val is not None and replicas.external_helper_call(ctx, val.value) is not None:

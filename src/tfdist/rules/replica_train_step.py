@@ -41,7 +41,7 @@ import libcst as cst
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import gradient_tape
+from . import gradient_tape, replica_loss, replicas
 from .common import method_name, receiver, find_arg, source
 
 RULE = "gradient-tape"
@@ -204,10 +204,9 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
     if target is None:
         raise Refusal(g, "tape.gradient without a loss: cannot tell what to divide by the number of replicas")
     kind = _kind(a, target.value, step)
-    from .replica_tape import _free_local_name
     if kind == PLAIN:
         base = target.value.value if isinstance(target.value, cst.Name) else "loss"
-        name = _free_local_name(ctx, f"scaled_{base}")
+        name = replicas.free_local_name(ctx, f"scaled_{base}")
         code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
         new = ctx.stmts(code, comment=ctx.say(
             "{engine}: fit() runs this step on every replica and the optimizer sums their gradients: "
@@ -233,7 +232,7 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
         ctx.change(g, RULE, ctx.say("gradient of {target} kept: Keras divides it by {size} under {engine}, as the "
                                     "optimizer (which sums the replicas' gradients) needs", target=base))
         return
-    name = _free_local_name(ctx, f"scaled_{base}")
+    name = replicas.free_local_name(ctx, f"scaled_{base}")
     new = ctx.stmts(f"{name} = {base}\n{base} = " + ctx.fill(ctx.backend.loss_mean_again(name)),
                     comment=ctx.say("{engine}: Keras divided this loss by the number of replicas, as the optimizer "
                                     "(which sums their gradients) needs; {base} is the mean again for what the step "
@@ -354,8 +353,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step) -> Optional[str]:
                               "whether its loss is divided by the number of replicas under {engine}; "
                               "not converted{alternative}")
             return SCALED
-    from .replica_tape import _is_keras_loss_object
-    if _is_keras_loss_object(a, func):
+    if replica_loss.is_keras_loss_object(a, func):
         if _flavor(a) != "keras":
             raise Refusal(call, "a Keras Loss object with a mean reduction called in a custom " + step.name.value +
                           ": tf-keras (what a tf.keras script runs on TF_CONFIG workers) refuses it under a strategy "

@@ -7,12 +7,14 @@ These are intents; the backend says how (``replica_scope``,
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from . import data_division, dataset_flow as flow
 from .common import find_arg, is_optimizer_step, method_name, source
 
 RULE = "replica-scope"
@@ -351,8 +353,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             return out
         return None
     if isinstance(expr, cst.Subscript):  # splits[1] of tfds.load(split=[...])
-        from .data_division import split_source
-        src = split_source(a, expr)
+        src = flow.split_source(a, expr)
         return batch_calls(a, src, seen, methods) if src is not None else None
     if isinstance(expr, cst.Name):
         out = []
@@ -361,8 +362,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             return None
         for origin, v in values:
             if v is None and not isinstance(origin, cst.Param):
-                from .data_division import unpacked_source
-                src = unpacked_source(a, origin)  # train, val = reader(..., subset="both")
+                src = flow.unpacked_source(a, origin)  # train, val = reader(..., subset="both")
                 if src is not None:
                     out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
                     continue
@@ -462,8 +462,7 @@ def split_by_engine(ctx, dataset, what: str) -> None:
     sample keeps every element of the pipeline and takes each worker's
     share at its end, so every shuffle on the way must be seeded alike."""
     a = ctx.a
-    from .data_division import dataset_sources
-    sources = dataset_sources(a, dataset)
+    sources = flow.dataset_sources(a, dataset)
     if not sources:
         ctx.warn(dataset, SPLIT_RULE, ctx.say(
             "{what}: cannot find where this dataset is built: make sure {engine} can split it between workers "
@@ -474,8 +473,7 @@ def split_by_engine(ctx, dataset, what: str) -> None:
         if src in done:
             continue
         done.add(src)
-        from .data_division import share_seed
-        share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
+        data_division.share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
         if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
             new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
             ctx.plan.replace(src, lambda old, new=new: new)
@@ -487,8 +485,7 @@ def split_by_engine(ctx, dataset, what: str) -> None:
             continue
         done.add(shuffle)
         from .common import append_arg, kwarg
-        from .data_division import SHARED_SEED
-        new = ctx.expr(SHARED_SEED)
+        new = ctx.expr(data_division.SHARED_SEED)
         ctx.plan.replace(shuffle, lambda c, new=new: append_arg(c, kwarg("seed", new)))
         ctx.change(shuffle, SPLIT_RULE, "shuffled with one seed on every worker, so their shares do not overlap")
 
@@ -520,7 +517,6 @@ def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
     """The call of a function of another project module that builds this
     dataset (``train_ds = make_dataset(x, y)``, followed through a name
     bound once), when that function returns a tf.data dataset."""
-    from .data_division import _external_function
     a = ctx.a
     expr = dataset
     for _ in range(4):
@@ -536,7 +532,7 @@ def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
             break
     if not isinstance(expr, cst.Call):
         return None
-    found = _external_function(ctx, expr)
+    found = flow.external_function(ctx, expr)
     if found is None:
         return None
     other, fdef = found
@@ -550,9 +546,8 @@ def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
     dataset the helper returns holds for its whole pipeline); what cannot
     be done from here is reported with the edit to make in the helper."""
     from .common import append_arg, kwarg
-    from .data_division import SHARED_SEED, _external_function
     a = ctx.a
-    other, fdef = _external_function(ctx, call)
+    other, fdef = flow.external_function(ctx, call)
     helper = a.code(call.func)
     rets = A._returns(fdef)
     params = list(fdef.params.params)
@@ -605,10 +600,22 @@ def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
                     ctx.warn(call, SPLIT_RULE, ctx.say(
                         "{what}: {helper}() shuffles without a seed ({module}, line {line}): the workers' "
                         "shares overlap unless every worker shuffles alike: give it seed={seed}",
-                        what=what, helper=helper, line=str(other.line(shuffle)), seed=SHARED_SEED,
+                        what=what, helper=helper, line=str(other.line(shuffle)), seed=data_division.SHARED_SEED,
                         module=_module_file(other)))
 
 
 def _module_file(other: A.Analysis) -> str:
     name = other.project.module_name
     return (name.replace(".", "/") + ".py") if name else "another module"
+
+
+def free_local_name(ctx, preferred: str) -> str:
+    """A name the script does not use and this conversion has not handed out
+    (``scaled_loss``, ``scaled_loss_``...)."""
+    used = ctx.state(__name__ + ".names")
+    text = ctx.a.text
+    name = preferred
+    while name in used or re.search(r"\b" + re.escape(name) + r"\b", text):
+        name += "_"
+    used.add(name)
+    return name

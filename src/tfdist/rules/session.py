@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, tf1_common
+from . import tf1_common
 from .common import calls_in, mentions, method_name, receiver
 
 PATTERN = "Session"

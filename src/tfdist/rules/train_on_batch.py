@@ -32,7 +32,6 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
-from ..engine.scopes import walk
 from . import data_division, keras_fit, replicas, samplers
 from .common import calls_in, find_arg, method_name, receiver
 

@@ -1,0 +1,481 @@
+"""Where a dataset comes from: the read-only half of dividing the work.
+
+Follows the value given to training back to its sources -- through method
+chains, the binding of a name that reaches each use, unpacked and indexed
+``tfds.load`` splits, dicts of splits, local helpers and helpers of sibling
+modules -- and answers what the sharding rules (data_division,
+endless_inputs, replicas) must know before they edit: which sources, whether
+the size is still known, which helpers have other callers. Nothing here
+edits the script.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from .. import apis
+from ..engine.analysis import _returns
+from .common import find_arg, has_star_args
+
+
+def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The arrays a fit() argument is made of: the value itself, or -- for a
+    model with several inputs or outputs -- every array of a literal tuple,
+    list or dict of them (nested), in order; None when one is not an array
+    named or indexed (a call, a comprehension, a ``**`` entry...)."""
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        return [value]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
+        return array_leaves(value.func.value)  # x.astype(np.float32): the rows of x, sliced before converting
+    if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
+        items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+        if len(items) != len(value.elements):
+            return None
+    elif isinstance(value, cst.Dict) and value.elements:
+        if any(not isinstance(e, cst.DictElement) for e in value.elements):
+            return None
+        items = [e.value for e in value.elements]
+    else:
+        return None
+    out: List[cst.BaseExpression] = []
+    for item in items:
+        leaves = array_leaves(item)
+        if leaves is None:
+            return None
+        out += leaves
+    return out
+
+
+def literal_false(node) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
+
+
+def literal_true(node) -> bool:
+    return node is not None and not literal_false(node) and not (
+        isinstance(node, cst.Integer) and node.value == "0")
+
+
+def directory_reader_name(a, src: cst.Call) -> Optional[str]:
+    """The one name a directory reader (``image_dataset_from_directory``...)
+    is bound to (``train_ds = reader(...)``), else None."""
+    if not a.is_name(src, apis.KERAS_DIRECTORY_DATASETS):
+        return None
+    assign = a.parent(src)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return None
+    return assign.targets[0].target.value
+
+
+def flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
+    """The dataset method calls from expr down to the source call target,
+    following each name to the one binding that reaches it."""
+    if expr is target:
+        return []
+    if depth > 20:
+        return None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in apis.DATASET_METHODS:
+        rest = flow_path(a, expr.func.value, target, depth + 1)
+        return None if rest is None else [expr] + rest
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        value = bound[0][1] if len(bound) == 1 else reaching_value(a, expr)
+        return None if value is None else flow_path(a, value, target, depth + 1)
+    return None
+
+
+def tfds_shape(call: cst.Call) -> Tuple[str, bool]:
+    """('single' | 'list' | 'dict', with_info) of what tfds.load returns."""
+    split = find_arg(call, "split", apis.TFDS_LOAD_POS["split"])
+    info = find_arg(call, "with_info")
+    with_info = info is not None and literal_true(info.value)
+    if split is None or (isinstance(split.value, cst.Name) and split.value.value == "None"):
+        return "dict", with_info
+    if isinstance(split.value, (cst.List, cst.Tuple)):
+        return "list", with_info
+    return "single", with_info
+
+
+def unpacked(a, name_node: cst.Name):
+    """(assign, index path) when name_node is bound by ``a, (b, c) = value``."""
+    path: List[int] = []
+    cur = name_node
+    par = a.parent(cur)
+    while isinstance(par, cst.Element):
+        seq = a.parent(par)
+        if not isinstance(seq, (cst.Tuple, cst.List)):
+            return None
+        path.insert(0, list(seq.elements).index(par))
+        cur = seq
+        par = a.parent(seq)
+    if not path or not isinstance(par, cst.AssignTarget):
+        return None
+    assign = a.parent(par)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    return assign, path
+
+
+def tuple_source_element(a, value, path: List[int]):
+    """What the element at ``path`` of a tuple-returning source is:
+    'dataset', 'dict' (of datasets, by split) or None (info, unknown)."""
+    if isinstance(value, cst.Name):  # (train, val, test) = splits, splits = tfds.load(split=[...])
+        src = list_of_splits(a, value)
+        return ("dataset", src) if src is not None and len(path) == 1 else (None, None)
+    if not isinstance(value, cst.Call):
+        return None, None
+    if a.is_name(value, apis.TFDS_LOAD):
+        shape, with_info = tfds_shape(value)
+        rest = list(path)
+        if with_info:
+            if rest[:1] != [0]:
+                return None, None
+            rest = rest[1:]
+        if shape == "single" and not rest:
+            return "dataset", value
+        if shape == "list" and len(rest) == 1:
+            return "dataset", value
+        if shape == "list" and not rest:
+            return "list", value  # the list of splits, indexed later (splits[1])
+        if shape == "dict" and not rest:
+            return "dict", value
+        return None, None
+    if a.is_name(value, apis.KERAS_DIRECTORY_DATASETS) and len(path) == 1 and path[0] in (0, 1):
+        return "dataset", value  # subset="both": (training, validation)
+    return None, None
+
+
+def integer_index(sub: cst.Subscript) -> Optional[int]:
+    """n of ``value[n]`` (a literal integer, not negative), else None."""
+    if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+        return None
+    index = sub.slice[0].slice.value
+    return int(index.value) if isinstance(index, cst.Integer) else None
+
+
+def list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the list of datasets it returns for
+    ``split=[...]`` (directly, through a name bound once, or unpacked from
+    ``splits, info = tfds.load(..., with_info=True)``)."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        return expr if a.is_name(expr, apis.TFDS_LOAD) and tfds_shape(expr) == ("list", False) else None
+    if not isinstance(expr, cst.Name):
+        return None
+    bound = a.assigned_values(expr)
+    if len(bound) != 1:
+        return None
+    origin, value = bound[0]
+    if value is not None:
+        return list_of_splits(a, value, depth + 1)
+    unpack = unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is not None:
+        kind, src = tuple_source_element(a, unpack[0].value, unpack[1])
+        if kind == "list":
+            return src
+    return None
+
+
+def unpacked_source(a, origin) -> Optional[cst.Call]:
+    """The source call when the name bound at origin is unpacked as one
+    dataset from a source returning several (``train, val =
+    image_dataset_from_directory(..., subset="both")``, ``(train, test),
+    info = tfds.load(split=[...], with_info=True)``)."""
+    unpack = unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is None:
+        return None
+    kind, src = tuple_source_element(a, unpack[0].value, unpack[1])
+    return src if kind == "dataset" else None
+
+
+def split_source(a, expr) -> Optional[cst.Call]:
+    """The source call when expr is one dataset taken by position from the
+    list of splits a source returns (``splits[1]`` of ``tfds.load(split=[...])``)."""
+    if isinstance(expr, cst.Subscript) and integer_index(expr) is not None:
+        return list_of_splits(a, expr.value)
+    if isinstance(expr, cst.Subscript):
+        return dict_of_splits_source(a, expr.value)
+    return None
+
+
+def dict_of_splits_source(a, expr) -> Optional[cst.Call]:
+    """The tfds.load call when expr is the dict of splits it returns (split=None)."""
+    if not isinstance(expr, cst.Name):
+        return None
+    for origin, value in a.assigned_values(expr):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and tfds_shape(value) == ("dict", False):
+            return value
+        if value is None and isinstance(origin, cst.Name):
+            unpack = unpacked(a, origin)
+            if unpack is not None:
+                kind, src = tuple_source_element(a, unpack[0].value, unpack[1])
+                if kind == "dict":
+                    return src
+    return None
+
+
+def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst.Call]:
+    """The sources a dataset is built from (as ``Analysis.dataset_sources``),
+    also through names unpacked from, and splits indexed in, a source that
+    returns several datasets. ``through_params=False``: not the sources a
+    function's callers hand it (those it builds itself only)."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return [expr]
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return dataset_sources(a, f.value, seen, through_params)
+        if isinstance(f, cst.Name):
+            return [s for fdef in a._local_functions(f) for r in _returns(fdef)
+                    for s in dataset_sources(a, r, seen, through_params)]
+        return []
+    if isinstance(expr, cst.Subscript):
+        src = split_source(a, expr)
+        return [src] if src is not None else []
+    if isinstance(expr, cst.Name):
+        out: List[cst.Call] = []
+        for origin, value in a.assigned_values(expr):
+            if value is not None:
+                out += dataset_sources(a, value, seen, through_params)
+            elif isinstance(origin, cst.Param):
+                for _call, arg in a.argument_values(origin) if through_params else ():
+                    out += dataset_sources(a, arg, seen)
+            else:
+                src = unpacked_source(a, origin)
+                if src is not None:
+                    out.append(src)
+                else:
+                    for element in a.tuple_element_values(origin):
+                        out += dataset_sources(a, element, seen, through_params)
+        return [s for i, s in enumerate(out) if s not in out[:i]]
+    return []
+
+
+def size_known(a, expr, seen=None) -> bool:
+    """Does TensorFlow know this dataset's number of elements (cardinality)?"""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return True
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
+            return True
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return False
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return f.attr.value in apis.SIZE_KEEPING_DATASET_METHODS and size_known(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            rets = [r for fdef in a._local_functions(f) for r in _returns(fdef)]
+            return bool(rets) and all(size_known(a, r, seen) for r in rets)
+        return False
+    if isinstance(expr, cst.Name):
+        values = [v for _, v in a.assigned_values(expr)]
+        return bool(values) and all(v is not None and size_known(a, v, seen) for v in values)
+    return False
+
+
+def chain_methods(a, expr, seen=None) -> List[str]:
+    """Dataset methods applied along the way from the sources to expr."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    out: List[str] = []
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return [f.attr.value] + chain_methods(a, f.value, seen)
+        if isinstance(f, cst.Name):
+            for fdef in a._local_functions(f):
+                for r in _returns(fdef):
+                    out += chain_methods(a, r, seen)
+    elif isinstance(expr, cst.Name):
+        for _, v in a.assigned_values(expr):
+            if v is not None:
+                out += chain_methods(a, v, seen)
+    return out
+
+
+def helper_calls(a, expr, seen=None) -> List[cst.Call]:
+    """Calls of this module's functions that build the dataset expr is made of."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return []
+    seen.add(id(expr))
+    if isinstance(expr, cst.Call):
+        if a.is_name(expr, apis.DATASET_SOURCES):
+            return []
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            return helper_calls(a, f.value, seen)
+        if isinstance(f, cst.Name) and any(a.dataset_sources(r) for fdef in a._local_functions(f) for r in _returns(fdef)):
+            return [expr]
+        return []
+    if isinstance(expr, cst.Name):
+        return [c for _, v in a.assigned_values(expr) if v is not None for c in helper_calls(a, v, seen)]
+    return []
+
+
+def call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
+    return [c for c in a.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
+            and fdef in a._local_functions(c.func)]
+
+
+def shared_helpers(a, expr) -> List[cst.Call]:
+    """Helper calls whose function has other callers: sharding inside it
+    would change what those callers get -- and divide a second time a flow
+    already sharded at its own call site (training and validation data
+    built by one helper) -- so each call site is sharded instead."""
+    out = []
+    for call in helper_calls(a, expr):
+        fdefs = a._local_functions(call.func)
+        if any(site is not call for fdef in fdefs for site in call_sites(a, fdef)):
+            out.append(call)
+    return out
+
+
+def passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """The arguments of this call of a helper that builds no dataset of its
+    own -- every source its returned dataset is made of is handed to it by
+    its callers (``prepare(tfds.load("mnist", split="train"))``) -- which
+    carry datasets; None when the helper has sources of its own."""
+    fdefs = a._local_functions(call.func) if isinstance(call.func, cst.Name) else []
+    if len(fdefs) != 1:
+        return None
+    fdef = fdefs[0]
+    params = list(fdef.params.params)
+    rets = _returns(fdef)
+    if not rets or any(dataset_sources(a, r, through_params=False) for r in rets) or not any(
+            a.dataset_sources(r) for r in rets):
+        return None
+    here = [arg for param in params for c, arg in a.argument_values(param) if c is call]
+    out = [arg for arg in here if a.dataset_sources(arg) or dataset_sources(a, arg)]
+    # a name bound more than once (``ds = helper(ds)``) is not followed here
+    if any(isinstance(arg, cst.Name) and len(a.assigned_values(arg)) != 1 for arg in out):
+        return None
+    return out or None
+
+
+def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """For a helper of another module whose every dataset source is
+    ``from_tensor_slices`` of its own parameters (arrays it is handed, not
+    rebound in it): the arrays this call hands it, in source order; None
+    otherwise. Sliced alike, they keep their rows paired."""
+    sources = [s for r in _returns(fdef) for s in other.dataset_sources(r)]
+    if not sources or not all(other.is_name(s, {"tensorflow.data.Dataset.from_tensor_slices"}) for s in sources):
+        return None
+    params = list(fdef.params.params)
+    if isinstance(fdef.params.star_arg, cst.Param) or has_star_args(call):
+        return None
+    out: List[cst.BaseExpression] = []
+    for src in sources:
+        if not src.args or src.args[0].keyword is not None and src.args[0].keyword.value != "tensors":
+            return None
+        leaves = array_leaves(src.args[0].value)
+        if not leaves:
+            return None
+        for leaf in leaves:
+            if not isinstance(leaf, cst.Name):
+                return None
+            bound = other.assigned_values(leaf)
+            if len(bound) != 1 or not isinstance(bound[0][0], cst.Param) or bound[0][0] not in params:
+                return None
+            param = bound[0][0]
+            arg = find_arg(call, param.name.value, params.index(param))
+            if arg is None:
+                return None
+            if arg.value not in out:
+                out.append(arg.value)
+    return out
+
+
+def external_function(ctx, call: cst.Call):
+    """(analysis of its module, FunctionDef) of a function imported from
+    another module of the project (the project facts the pipeline is handed
+    carry its module's source), or None."""
+    from ..engine.analysis import Analysis, ProjectContext
+    a = ctx.a
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    for qual in sorted(a.qualified(call.func)):
+        found = a.project.functions.get(a.project.absolute(qual))
+        if found is None:
+            continue
+        module_name, source = found
+        try:
+            module = cst.parse_module(source)
+        except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
+            continue
+        func = qual.rpartition(".")[2]
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
+                return Analysis(module, ProjectContext(module_name)), stmt
+    return None
+
+
+def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
+    """The dataset method calls from expr down to the source call target."""
+    seen = seen if seen is not None else set()
+    if id(expr) in seen:
+        return None
+    seen.add(id(expr))
+    if expr is target:
+        return []
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+            rest = path_to(a, f.value, target, seen)
+            return None if rest is None else [expr] + rest
+        if isinstance(f, cst.Name):
+            for fdef in a._local_functions(f):
+                for r in _returns(fdef):
+                    rest = path_to(a, r, target, seen)
+                    if rest is not None:
+                        return rest
+        return None
+    if isinstance(expr, cst.Name):
+        for _, v in a.assigned_values(expr):
+            if v is not None:
+                rest = path_to(a, v, target, seen)
+                if rest is not None:
+                    return rest
+    return None
+
+
+def reaching_value(a, name: cst.Name):
+    """The value a name has where it is used, for names assigned only by
+    plain statements of one block (``ds = ...`` then ``ds = ds.shuffle(...)``):
+    the last assignment before the use in that block or, for a use inside a
+    function defined in that block and called only after every assignment,
+    the last one. None when it cannot be told."""
+    bound = a.assigned_values(name)
+    if not bound or any(v is None or not isinstance(o, cst.Assign) for o, v in bound):
+        return None
+    blocks = {id(a.parent(a.statement_of(o))) for o, _ in bound}
+    if len(blocks) != 1:
+        return None
+    block = a.parent(a.statement_of(bound[0][0]))
+    use_line = a.line(name)
+    stmt = a.statement_of(name)
+    if stmt is not None and a.parent(stmt) is block:
+        before = [v for o, v in bound if a.line(o) < use_line]
+        return before[-1] if before else None
+    # A use inside a function of that block: every call of it after the last assignment.
+    fdef = a.enclosing_function(name)
+    while fdef is not None and a.parent(a.statement_of(fdef) or fdef) is not block:
+        fdef = a.enclosing_function(fdef)
+    if fdef is None or a.statement_of(fdef) is not fdef:
+        return None
+    last = max(a.line(o) for o, _ in bound)
+    uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdef.name.value, ())
+            if fdef in a._local_functions(use)]
+    if not uses or any(not (isinstance(a.parent(u), cst.Call) and a.parent(u).func is u) or a.line(u) <= last for u in uses):
+        return None
+    return bound[-1][1]

@@ -1,0 +1,136 @@
+"""Each replica's loss: its share of the global mean.
+
+Under a strategy the optimizer SUMS the replicas' gradients, so every
+replica must differentiate its loss divided by the number of replicas --
+unless Keras 3 already divided it: a Keras ``Loss`` object with a mean
+reduction, run by a strategy, returns the replica's share itself. What the
+loss is made of is followed through names, ``self`` attributes and the
+parameters an overridden ``compile`` is handed (never its text); a loss that
+adds both kinds is warned about, not guessed.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import apis
+from ..engine import analysis as A
+from ..engine import dataflow
+from . import replicas
+from .common import find_arg, source
+
+RULE = "gradient-tape"
+
+
+def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
+    """``tape.gradient(loss, ...)`` differentiates this replica's share of
+    the global mean loss, computed while the tape still records."""
+    a = ctx.a
+    target = find_arg(grad_call, "target", 0)
+    if target is None:
+        return
+    base = target.value.value if isinstance(target.value, cst.Name) else "loss"
+    name = replicas.free_local_name(ctx, f"scaled_{base}")
+    stmt = a.statement_of(grad_call)
+    inside = dataflow.is_inside(a, stmt, w.body)
+    kind = loss_kind(a, target.value)
+    if kind == "mixed":
+        ctx.warn(target.value, RULE, ctx.say(
+            "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
+            "other terms: divide only the other terms by {size} before tape.gradient", target=a.code(target.value)))
+        return
+    if kind == "keras" and isinstance(target.value, cst.Name):
+        # Keras 3 divides a Loss object's mean by the number of replicas when
+        # a strategy runs it: the gradient is right as it is; the name gets
+        # the mean back for what the step prints and returns.
+        code = (f"{name} = {base}\n"
+                f"{base} = " + ctx.fill(ctx.backend.per_replica_batch(name)))
+        comment = ctx.say("{engine}: Keras 3 divided this loss by the number of replicas, as the optimizer (which sums "
+                          "their gradients) needs; {base} is the mean again for what the step reports.", base=base)
+        message = ctx.say("gradient of {target} as Keras 3 divides it by {size} under {engine}; the step reports the mean",
+                          target=base)
+    else:
+        code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
+        comment = ctx.say("{engine}: the optimizer sums the replicas' gradients: "
+                          "differentiate this replica's share of the mean loss.")
+        message = ctx.say("gradient of {target} / {size} (the optimizer sums the replicas' gradients)",
+                          target=a.code(target.value))
+    new = ctx.stmts(code, comment=comment)
+    if inside:
+        ctx.plan.insert_before(stmt, new)
+    else:
+        last = w.body.body[-1]
+        ctx.plan.insert_after(last, new)
+    ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
+    ctx.change(grad_call, RULE, message)
+
+
+def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
+    """'keras' when the loss is made of values of Keras Loss objects with a
+    mean reduction (Keras 3 divides each by the number of replicas under a
+    strategy), summed or scaled by constants; 'plain' when none is (a mean
+    the user computed); 'mixed' when both kinds are added."""
+    if depth > 6:
+        return "plain"
+    if isinstance(expr, cst.Call):
+        return "keras" if is_keras_loss_object(a, expr.func) else "plain"
+    if isinstance(expr, cst.Name):
+        values = [v for _, v in a.assigned_values(expr) if v is not None]
+        kinds = {loss_kind(a, v, depth + 1) for v in values} or {"plain"}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if isinstance(other, (cst.Integer, cst.Float)):
+                    return loss_kind(a, side, depth + 1)
+            return "plain"
+        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            kinds = {loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)}
+            return kinds.pop() if len(kinds) == 1 else "mixed"
+    return "plain"
+
+
+def is_keras_loss_object(a: A.Analysis, func) -> bool:
+    constructions = []
+    if isinstance(func, cst.Call):
+        constructions = [func]
+    elif isinstance(func, cst.Name):
+        constructions = [v for _, v in a.assigned_values(func) if v is not None]
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        fdef = a.enclosing_function(func)
+        owner = a.method_owner(fdef) if fdef is not None else None
+        if owner is not None and a.self_class(func.value) is not None:
+            constructions = a.attribute_values(owner, func.attr.value)
+    constructions = _through_parameters(a, constructions)
+    if not constructions:
+        return False
+    for c in constructions:
+        if not isinstance(c, cst.Call):
+            return False
+        names = [n for n in a.names(c) if n.startswith(apis.KERAS_LOSS_MODULES)]
+        if not names or not names[0].rsplit(".", 1)[1][:1].isupper():
+            return False  # a loss function (no reduction) or not a Keras loss
+        reduction = find_arg(c, "reduction", None)
+        if reduction is not None:
+            value = reduction.value
+            text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
+            if text is None and isinstance(value, cst.Attribute):
+                text = value.attr.value.lower()
+            if text is None or text.lower() not in apis.KERAS_MEAN_REDUCTIONS:
+                return False
+    return True
+
+
+def _through_parameters(a: A.Analysis, values, depth: int = 0) -> list:
+    """Values with each parameter they name replaced by the arguments the
+    module's calls pass for it (``self.loss_fn = loss_fn`` in an overridden
+    ``compile(self, ..., loss_fn)``, called as ``gan.compile(loss_fn=...)``).
+    A parameter no call binds stays, and decides nothing."""
+    out = []
+    for v in values:
+        params = [o for o, _ in a.assigned_values(v)] if isinstance(v, cst.Name) and depth < 4 else []
+        if params and all(isinstance(o, cst.Param) for o in params):
+            args = [arg for o in params for _, arg in a.argument_values(o)]
+            out += _through_parameters(a, args, depth + 1) if args else [v]
+        else:
+            out.append(v)
+    return out
