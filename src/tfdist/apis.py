@@ -445,6 +445,12 @@ KERAS_IMAGE_DATA_GENERATORS = {"keras.preprocessing.image.ImageDataGenerator"}
 IMAGE_GENERATOR_ARRAY_FLOWS = {"flow": {"x": 0, "y": 1, "sample_weight": 4}}
 IMAGE_GENERATOR_FILE_FLOWS = {"flow_from_directory", "flow_from_dataframe"}
 KERAS_SEQUENCE = "keras.utils.Sequence"
+# Base classes of Keras Sequences: fit() reads their batches by index (Keras 3 names it PyDataset).
+KERAS_SEQUENCE_BASES = {KERAS_SEQUENCE, "keras.utils.PyDataset"}
+# NumPy calls that draw from its global generator (which the tf.distribute engine seeds alike on
+# every worker around a Sequence's on_epoch_end), and constructors of generators of their own.
+NUMPY_OWN_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}
+RANDOM_DRAWS = {"shuffle", "permutation", "choice", "randint", "random", "rand", "randn", "sample", "integers", "uniform", "normal"}
 # Functions that count a dataset's or a Sequence's elements.
 COUNT_FUNCTIONS = {"len", "tensorflow.data.experimental.cardinality"}
 COUNT_METHODS = {"cardinality", "__len__"}

@@ -57,7 +57,7 @@ class TfDistributeBackend(Backend):
 
     def placeholder_names(self) -> Tuple[str, ...]:
         return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce",
-                "split_stream", "local_values")
+                "split_stream", "local_values", "sequence_batches")
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -93,10 +93,11 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream", "local_values"):
+        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream", "local_values",
+                   "sequence_batches"):
             return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
                                       "shard_by_data": "shard_by_sample", "split_stream": "replica_batches",
-                                      "keras3_reduce": "reduce_for_keras3"}.get(key, key))
+                                      "keras3_reduce": "reduce_for_keras3", "sequence_batches": "sequence_dataset"}.get(key, key))
         raise KeyError(key)
 
     # --- process topology
@@ -186,6 +187,46 @@ class TfDistributeBackend(Backend):
                 f"            group = []",
                 "tf.distribute: every num_replicas_in_sync consecutive batches of a stream make one step, each "
                 "replica training on the one at its place (a last, incomplete group is left out).",
+            ))
+        if "sequence_batches" in bound:
+            out.append((
+                f"def {{sequence_batches}}(sequence, shuffle=True):\n"
+                f"    import numpy\n"
+                f"    epoch = [0]\n"
+                f"\n"
+                f"    def alike(action):\n"
+                f"        state = numpy.random.get_state()\n"
+                f"        numpy.random.seed(epoch[0])\n"
+                f"        try:\n"
+                f"            return action()\n"
+                f"        finally:\n"
+                f"            numpy.random.set_state(state)\n"
+                f"\n"
+                f"    first = alike(lambda: sequence[0])\n"
+                f"    spec = {{tf}}.nest.map_structure(\n"
+                f"        lambda v: {{tf}}.TensorSpec((None,) + tuple(v.shape[1:]), {{tf}}.as_dtype(v.dtype)), first)\n"
+                f"\n"
+                f"    def pipeline(context):\n"
+                f"        local = context.num_replicas_in_sync // context.num_input_pipelines\n"
+                f"        steps = len(sequence) // context.num_replicas_in_sync\n"
+                f"\n"
+                f"        def batches():\n"
+                f"            while True:\n"
+                f"                order = numpy.random.RandomState(epoch[0]).permutation(len(sequence)) if shuffle else range(len(sequence))\n"
+                f"                for step in range(steps):\n"
+                f"                    for replica in range(local):\n"
+                f"                        yield sequence[int(order[(step * context.num_input_pipelines + context.input_pipeline_id) * local + replica])]\n"
+                f"                epoch[0] += 1\n"
+                f"                if hasattr(sequence, {q('on_epoch_end')}):\n"
+                f"                    alike(sequence.on_epoch_end)\n"
+                f"        return {{tf}}.data.Dataset.from_generator(batches, output_signature=spec)\n"
+                f"    return {{strategy}}.distribute_datasets_from_function(pipeline)",
+                "tf.distribute splits only datasets: a Sequence (an ImageDataGenerator flow, a PyDataset) becomes one. "
+                "Every step takes num_replicas_in_sync of its batches, one per replica, each worker reading its own "
+                "(a disjoint, equal share); the batch order is shuffled each epoch as fit() shuffles a Sequence, and "
+                "whatever the Sequence draws from NumPy to order its samples (its first batch, on_epoch_end) it draws "
+                "alike on every worker, so the shares stay disjoint. The stream never ends: steps_per_epoch bounds "
+                "each epoch.",
             ))
         if "write_path" in bound:
             out.append((
@@ -296,6 +337,10 @@ class TfDistributeBackend(Backend):
     def split_batch_stream(self, batches: str) -> str:
         """Steps of num_replicas_in_sync consecutive batches of a stream, one per replica."""
         return f"{{split_stream}}({batches})"
+
+    def sequence_dataset(self, sequence: str, shuffle: bool = True) -> str:
+        """A keras Sequence as a distributed dataset of its batches, one per replica and step."""
+        return f"{{sequence_batches}}({sequence}{'' if shuffle else ', shuffle=False'})"
 
     def values_per_replica(self, function: str) -> str:
         """Per-replica values: function(replica context) called once for each local replica."""

@@ -56,7 +56,8 @@ for _n in apis.TF_MODULE_BASES:
     _ROOT_KINDS[_n] = MODULE
 for _n in apis.KERAS_LR_SCHEDULE_BASES:
     _ROOT_KINDS[_n] = SCHEDULE
-_ROOT_KINDS["keras.utils.Sequence"] = SEQUENCE
+for _n in apis.KERAS_SEQUENCE_BASES:
+    _ROOT_KINDS[_n] = SEQUENCE
 
 # Constructors / factories -> kind of the value they return.
 _CALL_KINDS: Dict[str, str] = dict(_ROOT_KINDS)

@@ -11,7 +11,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from . import data_division, dataset_flow, keras_fit, keras_inputs, replica_train_step, replicas, warmup
-from .common import append_arg, find_arg, kwarg, receiver, source
+from .common import append_arg, calls_in, find_arg, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
 RULE = "keras"
@@ -168,6 +168,9 @@ def _fit(ctx, call: cst.Call) -> None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")
     elif y is not None:
         _arrays(ctx, call)
+    elif _is_sequence(a, x.value):
+        _sequence(ctx, call, x.value, "steps_per_epoch", "training data")
+        per_step["steps_per_epoch"] = set()  # the stream is endless: the user's count, divided, bounds it
     else:
         ctx.warn(x.value, data_division.RULE, ctx.say(
             "{engine} splits only tf.data datasets and arrays between workers: turn {what} into a tf.data "
@@ -175,12 +178,14 @@ def _fit(ctx, call: cst.Call) -> None:
     if val is not None and (a.is_kind(val.value, A.DATASET) or dataset_flow.dataset_sources(a, val.value)):
         _dataset(ctx, val.value, "validation data")
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
+    elif val is not None and _is_sequence(a, val.value):
+        _sequence(ctx, call, val.value, "validation_steps", "validation data")
     elif val is not None and replicas.external_helper_call(ctx, val.value) is not None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
         arg = find_arg(call, key, keras_fit.FIT_POS[key])
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
-            if key in per_step and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
+            if key in per_step and per_step[key] and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
             data_division.divide(ctx, arg.value, key)
 
@@ -210,6 +215,68 @@ def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> N
 def _dataset(ctx, dataset, what: str) -> None:
     replicas.dataset_batches_per_replica(ctx, dataset, what)
     replicas.split_by_engine(ctx, dataset, what)
+
+
+def _is_sequence(a: A.Analysis, value) -> bool:
+    """A keras Sequence / PyDataset (a subclass, or an ImageDataGenerator flow)."""
+    return a.is_kind(value, A.SEQUENCE) or keras_inputs.image_flow(a, value)[0] is not None
+
+
+def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
+    """fit() on a Sequence: the engine splits only datasets, so the Sequence
+    is read through one (each worker its share, one batch per replica and
+    step) and the step count, which fit() cannot tell from an endless
+    stream, is given: the user's divided, else len(sequence) divided."""
+    a = ctx.a
+    shuffle = find_arg(call, "shuffle", keras_fit.FIT_POS["shuffle"])
+    # fit() shuffles the training batches' order (unless shuffle=False), never the validation's
+    keep_order = steps_key == "validation_steps" or (
+        shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False")
+    # filled now, so that the setup writes the helper the template names
+    template = ctx.fill(ctx.backend.sequence_dataset("{inner}", shuffle=not keep_order), inner="{inner}")
+    ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    ctx.change(value, data_division.RULE, ctx.say(
+        "{what}: {sequence} read as a distributed dataset: every step takes {size} of its batches, one per "
+        "replica, each worker its own share", what=what, sequence=a.code(value)))
+    steps = find_arg(call, steps_key, keras_fit.FIT_POS[steps_key])
+    if steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None":
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            count = ctx.expr(ctx.backend.divide_count(f"len({a.code(value)})"))
+            if steps is None:
+                ctx.plan.replace(call, lambda c, count=count: append_arg(c, kwarg(steps_key, count)))
+            else:
+                ctx.plan.replace(steps.value, lambda old, count=count: count)
+            ctx.change(call, data_division.RULE, ctx.say(
+                "{key}: len({sequence}) divided by {size} (the distributed stream does not end by itself)",
+                key=steps_key, sequence=a.code(value)))
+        else:
+            ctx.warn(value, data_division.RULE, ctx.say(
+                "bind this Sequence to a name and give fit() {key}=len(name) // {size}: the distributed stream "
+                "does not end by itself", key=steps_key))
+    _warn_own_shuffle(ctx, value)
+
+
+def _warn_own_shuffle(ctx, value) -> None:
+    """A Sequence class whose on_epoch_end shuffles with a generator other
+    than NumPy's global one: the workers would order it differently."""
+    a = ctx.a
+    for c in a.classdefs:
+        fact = a.classes.get(next(iter(a.qualified(c.name)), c.name.value))
+        if not (fact and A.SEQUENCE in fact.kinds and any(t.name == fact.name for t in a.types(value))):
+            continue
+        for f in c.body.body:
+            if not (isinstance(f, cst.FunctionDef) and f.name.value == "on_epoch_end"):
+                continue
+            for draw in calls_in(f.body):
+                names = a.names(draw)
+                if isinstance(draw.func, cst.Attribute) and draw.func.attr.value in apis.RANDOM_DRAWS and not any(
+                        n.startswith("numpy.random.") and n not in apis.NUMPY_OWN_GENERATORS for n in names):
+                    ctx.warn(draw, data_division.RULE, ctx.say(
+                        "{cls}.on_epoch_end reorders with a generator of its own: the workers' shares are disjoint "
+                        "only if it orders the batches alike on every worker: draw from numpy.random (seeded alike "
+                        "around on_epoch_end by {engine}) or seed it with the same value on every worker",
+                        cls=c.name.value))
+                    return
 
 
 def _arrays(ctx, call: cst.Call) -> None:
