@@ -133,3 +133,32 @@ def test_each_worker_reads_a_disjoint_equal_share_one_batch_per_replica(workers,
                 assert sorted(i // replicas for i in flat) == sorted(list(range(steps)) * replicas)
         if not shuffle:
             assert epochs[0] == epochs[1] == list(range(steps * replicas))
+
+
+@pytest.mark.parametrize("workers, local", [(1, 2), (2, 1), (2, 2), (3, 1)])
+def test_every_worker_runs_a_generator_and_keeps_its_replicas_places(workers, local):
+    import numpy as np
+
+    helper = _emitted_helper()
+    replicas = workers * local
+    steps = 7
+    shares = []
+    for worker in range(workers):  # each worker runs the generator itself, in its own process
+        stream = ((np.array([i]), np.array([i])) for i in range(100))
+        pipeline = helper(stream)
+        context = types.SimpleNamespace(num_replicas_in_sync=replicas, num_input_pipelines=workers,
+                                        input_pipeline_id=worker)
+        read = pipeline(context)()
+        shares.append([int(next(read)[0][0]) for _ in range(steps * local)])
+    for step in range(steps):  # step s trains on the s-th group of `replicas` consecutive batches, one each
+        taken = sorted(i for share in shares for i in share[step * local:(step + 1) * local])
+        assert taken == list(range(step * replicas, (step + 1) * replicas))
+
+
+def test_a_generator_without_a_step_count_is_warned_about():
+    source = SEQUENCE.format(module="math", reorder="pass", fit="").replace(
+        "class Rows", "def rows():\n    while True:\n        yield x[:16], y[:16]\n\n\nclass Rows") + \
+        "model.fit(rows(), epochs=2)\n"
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    messages = [w.message for w in result.warnings if w.level == "WARNING"]
+    assert len(messages) == 1 and "a generator has no length to count" in messages[0], messages

@@ -10,7 +10,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, dataset_flow, keras_fit, keras_inputs, replica_train_step, replicas, warmup
+from . import data_division, dataset_flow, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
 from .common import append_arg, calls_in, find_arg, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -218,8 +218,10 @@ def _dataset(ctx, dataset, what: str) -> None:
 
 
 def _is_sequence(a: A.Analysis, value) -> bool:
-    """A keras Sequence / PyDataset (a subclass, or an ImageDataGenerator flow)."""
-    return a.is_kind(value, A.SEQUENCE) or keras_inputs.image_flow(a, value)[0] is not None
+    """A keras Sequence / PyDataset (a subclass, or an ImageDataGenerator
+    flow), or a generator of this module's making."""
+    return (a.is_kind(value, A.SEQUENCE) or keras_inputs.image_flow(a, value)[0] is not None
+            or samplers.generator_call(a, value) is not None)
 
 
 def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
@@ -236,11 +238,15 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
     template = ctx.fill(ctx.backend.sequence_dataset("{inner}", shuffle=not keep_order), inner="{inner}")
     ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     ctx.change(value, data_division.RULE, ctx.say(
-        "{what}: {sequence} read as a distributed dataset: every step takes {size} of its batches, one per "
-        "replica, each worker its own share", what=what, sequence=a.code(value)))
+        "{what}: {batches} read as a distributed dataset: every step takes {size} of its batches, one per "
+        "replica, each worker its own share", what=what, batches=a.code(value)))
     steps = find_arg(call, steps_key, keras_fit.FIT_POS[steps_key])
     if steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None":
-        if isinstance(value, (cst.Name, cst.Attribute)):
+        if samplers.generator_call(a, value) is not None:
+            ctx.warn(value, data_division.RULE, ctx.say(
+                "a generator has no length to count: give fit() {key}=<its batches per epoch> // {size} (the "
+                "distributed stream has no epochs of its own)", key=steps_key))
+        elif isinstance(value, (cst.Name, cst.Attribute)):
             count = ctx.expr(ctx.backend.divide_count(f"len({a.code(value)})"))
             if steps is None:
                 ctx.plan.replace(call, lambda c, count=count: append_arg(c, kwarg(steps_key, count)))

@@ -201,11 +201,10 @@ def seed_numpy_before(ctx, stmt) -> None:
         comment=ctx.say("{engine}: each rank draws its own stream of batches (NumPy seeded by rank).")))
 
 
-def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
-    """The call making a generator that draws its batches from NumPy's
-    global generator (``gen = batch_generator(64)``, ``def
-    batch_generator(...): while True: idx = np.random.randint(...); yield
-    ...``), or None."""
+def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
+    """The call of a generator function of this module (every definition
+    the name reaches yields) that expr is, directly or through a name bound
+    once, or None."""
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
@@ -216,7 +215,18 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     functions = a._local_functions(expr.func)
     if not functions or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for f in functions):
         return None
-    return expr if all(_draws_from_global_numpy(a, f) for f in functions) else None
+    return expr
+
+
+def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
+    """The call making a generator that draws its batches from NumPy's
+    global generator (``gen = batch_generator(64)``, ``def
+    batch_generator(...): while True: idx = np.random.randint(...); yield
+    ...``), or None."""
+    expr = generator_call(a, expr)
+    if expr is None:
+        return None
+    return expr if all(_draws_from_global_numpy(a, f) for f in a._local_functions(expr.func)) else None
 
 
 def split_stream(ctx, call: cst.Call, what: str) -> bool:
