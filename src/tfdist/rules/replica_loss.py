@@ -74,8 +74,13 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
     if isinstance(expr, cst.Call):
         return "keras" if is_keras_loss_object(a, expr.func) else "plain"
     if isinstance(expr, cst.Name):
-        values = [v for _, v in a.assigned_values(expr) if v is not None]
-        kinds = {loss_kind(a, v, depth + 1) for v in values} or {"plain"}
+        kinds = set()
+        for origin, value in a.assigned_values(expr):
+            if value is not None:
+                kinds.add(loss_kind(a, value, depth + 1))
+            elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
+                kinds.add(_augmented_kind(a, a.parent(origin), depth + 1))
+        kinds = kinds or {"plain"}
         return kinds.pop() if len(kinds) == 1 else "mixed"
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
@@ -87,6 +92,31 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
             kinds = {loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)}
             return kinds.pop() if len(kinds) == 1 else "mixed"
     return "plain"
+
+
+def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int) -> str:
+    """``loss += sum(model.losses)``: the kind of the value before (the
+    binding of the name last run before this statement, in its block)
+    combined with what is added; scaled by a constant, the kind before."""
+    if depth > 6 or not isinstance(aug.target, cst.Name):
+        return "mixed"
+    line = a.line(aug)
+    before = [(o, v) for o, v in a.assigned_values(aug.target, reaching=False) if a.line(o) < line]
+    if not before:
+        return "mixed"
+    origin, value = before[-1]
+    if value is not None:
+        previous = loss_kind(a, value, depth + 1)
+    elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
+        previous = _augmented_kind(a, a.parent(origin), depth + 1)
+    else:
+        return "mixed"  # a parameter, a loop target...: what it holds cannot be told
+    if isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)):
+        kinds = {previous, loss_kind(a, aug.value, depth + 1)}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+    if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) and isinstance(aug.value, (cst.Integer, cst.Float)):
+        return previous
+    return "mixed"
 
 
 def is_keras_loss_object(a: A.Analysis, func) -> bool:

@@ -1,0 +1,64 @@
+"""Each replica's loss share under tf.distribute (rules/replica_loss): a
+mean the step computes itself is divided by the replicas for the gradient;
+a Keras 3 Loss object's value, which Keras already divides under a
+strategy, is not; a loss adding both kinds is warned about, never divided
+as one. Followed through names, including augmented assignments."""
+from __future__ import annotations
+
+import pytest
+
+from tfdist.api import convert_source
+
+STEP = '''\
+import tensorflow as tf
+import keras
+
+model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.1)
+loss_fn = keras.losses.MeanSquaredError()
+ds = tf.data.Dataset.from_tensor_slices((tf.zeros((64, 3)), tf.zeros((64, 1)))).batch(8)
+
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        pred = model(x, training=True)
+        {body}
+    grads = tape.gradient(loss, model.trainable_weights)
+    opt.apply_gradients(zip(grads, model.trainable_weights))
+    return loss
+
+
+for x, y in ds:
+    train_step(x, y)
+'''
+
+DIVIDED = "scaled_loss = loss / strategy.num_replicas_in_sync"
+KEPT = "scaled_loss = loss\n"
+MIXED = "adds a Keras loss object's value"
+
+CASES = {
+    "a Keras Loss object": ("loss = loss_fn(y, pred)", KEPT),
+    "a mean of its own": ("loss = tf.reduce_mean(tf.square(y - pred))", DIVIDED),
+    "a mean plus the model's regularisation losses": (
+        "loss = tf.reduce_mean(tf.square(y - pred))\n        loss += sum(model.losses)", DIVIDED),
+    # the Keras part is divided by Keras already, the sum is not: dividing the whole halved the first
+    "a Keras Loss object plus the model's regularisation losses": (
+        "loss = loss_fn(y, pred)\n        loss += sum(model.losses)", MIXED),
+    "a Keras Loss object scaled in place": ("loss = loss_fn(y, pred)\n        loss *= 2.0", KEPT),
+    "two Keras Loss values added in place": ("loss = loss_fn(y, pred)\n        loss += loss_fn(y, 2 * pred)", KEPT),
+}
+
+
+@pytest.mark.parametrize("body, expected", CASES.values(), ids=list(CASES))
+def test_loss_share(body, expected):
+    result = convert_source(STEP.replace("{body}", body).encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    warnings = [w.message for w in result.warnings if w.level == "WARNING"]
+    text = result.data.decode()
+    if expected == MIXED:
+        assert len(warnings) == 1 and MIXED in warnings[0], warnings
+        assert "scaled_loss" not in text
+    else:
+        assert not warnings, warnings
+        assert expected in text, text
