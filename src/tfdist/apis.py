@@ -119,6 +119,8 @@ TF1_GLOBAL_STEP_FUNCTIONS = {"tensorflow.train.get_or_create_global_step", "tens
 
 # --- Models, layers, callbacks ------------------------------------------------
 KERAS_MODEL_FACTORIES = {"keras.load_model", "keras.clone_model", "keras.model_from_json"}
+# Factories whose model holds the weights of a file (the same on every worker, whatever the scope).
+KERAS_MODEL_LOADERS = {"keras.load_model"}
 KERAS_APPLICATIONS_PREFIX = "keras.applications."
 KERAS_CALLBACK_BASES = {"keras.callbacks.Callback"}
 TF_MODULE_BASES = {"tensorflow.Module", "keras.layers.Layer"}

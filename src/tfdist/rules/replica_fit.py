@@ -10,7 +10,9 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
-from . import data_division, dataset_flow, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
+from ..engine import dataflow
+from ..engine.scopes import walk
+from . import data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
 from .common import append_arg, calls_in, find_arg, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -56,12 +58,126 @@ def apply(ctx) -> None:
     for call in fits:
         _scope_model(ctx, call, compiles)
         _fit(ctx, call)
+        _mark_built_without_call(ctx, call)
+        _build_step_optimizers(ctx, call)
+    # a model only evaluated is mirrored too: built outside the scope, every
+    # worker would hold its own random weights and their metrics be averaged
+    for call in keras_fit.model_calls(a, {"evaluate"}):
+        built = replicas.construction_statements(a, receiver(call), {A.MODEL})
+        if built and not any(isinstance(n, cst.Call) and a.is_name(n, apis.KERAS_MODEL_LOADERS)
+                             for s in built for n in walk(s)):
+            _scope_model(ctx, call, compiles)
     for method, pos in keras_fit.EVAL_VERBOSE_POS.items():
         for call in keras_fit.model_calls(a, {method}):
             keras_fit._rank0_verbose(ctx, call, pos, default="1")
     _csv_loggers(ctx)
     if ctx.facts.get("keras_flavor") == "keras":
         _keras3_writer_callbacks(ctx)
+
+
+def _mark_built_without_call(ctx, call: cst.Call) -> None:
+    """A Keras 3 model whose class has no call() -- its train_step does the
+    work on sub-models (the GAN of the Keras guides) -- trains as written on
+    one process, but under a strategy Keras 3's fit first builds the model
+    by calling it on a batch, which fails ("Unable to automatically build
+    the model"). Its variables are its sub-models': it is marked built
+    before fit(). Only for classes whose whole lineage is in this module,
+    on keras.Model."""
+    a = ctx.a
+    model = receiver(call)
+    if ctx.facts.get("keras_flavor") != "keras" or not isinstance(model, cst.Name):
+        return
+    classes = a.instance_classes(model)
+    if len(classes) != 1:
+        return
+    lineage = a._lineage(classes[0])
+    for klass in lineage:
+        for base in klass.bases:
+            if base.keyword is not None:
+                continue
+            fact = a.class_of(base.value)
+            if not (fact is not None and fact.node in lineage or a.is_name(base.value, apis.KERAS_MODEL_CLASSES)):
+                return  # a base tfdist cannot read may define call()
+    if a.class_methods(classes[0], "call") or not a.class_methods(classes[0], "train_step"):
+        return
+    # keras.Model(inputs, outputs) in a subclass is a functional model, with a call() of its own:
+    # only a class whose __init__ hands keras.Model no inputs and outputs is one without
+    inits = a.class_methods(classes[0], "__init__")
+    if not inits:
+        return
+    for c in calls_in(inits[0].body):
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "__init__" and (
+                any(arg.keyword is None or arg.keyword.value in ("inputs", "outputs") for arg in c.args)):
+            return
+    key = ("built", model.value, id(a.statement_of(call)))
+    done = ctx.state(__name__ + ".built")
+    if key in done:
+        return
+    done.add(key)
+    ctx.plan.insert_before(a.statement_of(call), ctx.stmts(
+        f"{model.value}.built = True",
+        comment=ctx.say("{engine}: Keras 3's fit() builds a model by calling it on a batch when a strategy runs it; "
+                        "{cls} has no call() (its train_step trains its sub-models, which hold the variables): "
+                        "it is marked built.", cls=classes[0].name.value)))
+    ctx.change(call, replicas.RULE, ctx.say(
+        "{model} marked built before fit(): {cls} has no call() for Keras 3 to build it with under {engine}",
+        model=model.value, cls=classes[0].name.value))
+
+
+def _build_step_optimizers(ctx, call: cst.Call) -> None:
+    """Optimizers a custom train_step applies other than self.optimizer
+    (``self.d_optimizer.apply(grads, self.discriminator.trainable_weights)``):
+    Keras builds only compile()'s before tracing; these would create their
+    slot variables inside the traced step, which fails on several local
+    replicas (MirroredStrategy on a host with several devices). They are
+    built in the scope before fit(), on the variables the step applies them
+    to (every name in that expression is the model itself)."""
+    a = ctx.a
+    model = receiver(call)
+    if not isinstance(model, cst.Name):
+        return
+    classes = a.instance_classes(model)
+    if len(classes) != 1:
+        return
+    steps = a.class_methods(classes[0], "train_step")
+    lines = []
+    for p in gradient_tape.apply_calls(a):
+        if not any(dataflow.is_inside(a, p, step) for step in steps):
+            continue
+        opt, variables = receiver(p), gradient_tape.applied_variables(a, p)
+        if not (isinstance(opt, cst.Attribute) and isinstance(opt.value, cst.Name) and opt.value.value == "self"
+                and opt.attr.value != "optimizer") or variables is None:
+            continue
+        names = {n.value for n in walk(variables) if isinstance(n, cst.Name)
+                 and not (isinstance(a.parent(n), cst.Attribute) and a.parent(n).attr is n)}
+        if names != {"self"}:
+            continue  # variables tfdist cannot name from outside the step
+        target = a.code(opt).replace("self.", model.value + ".", 1)
+        line = f"{target}.build({_with_model(a, variables, model.value)})"
+        if line not in lines:
+            lines.append(line)
+    done = ctx.state(__name__ + ".optimizers")
+    key = (model.value, id(a.statement_of(call)))
+    if not lines or key in done:
+        return
+    done.add(key)
+    body = "\n".join("    " + line for line in lines)
+    ctx.plan.insert_before(a.statement_of(call), ctx.stmts(
+        f"with {ctx.backend.replica_scope()}:\n{body}",
+        comment=ctx.say("{engine}: the optimizers {cls}'s train_step applies are built before fit() (Keras builds "
+                        "only compile()'s; built inside the traced step they cannot create their slots on several "
+                        "local replicas).", cls=classes[0].name.value)))
+    ctx.change(call, replicas.RULE, ctx.say(
+        "{optimizers} built in {engine}'s scope before fit(), on the variables {cls}'s train_step applies them to",
+        optimizers=", ".join(line.split(".build(")[0] for line in lines), cls=classes[0].name.value))
+
+
+def _with_model(a: A.Analysis, expr, model: str) -> str:
+    """expr's code with ``self`` read as the model's name."""
+    class _Rename(cst.CSTTransformer):
+        def leave_Name(self, original, updated):
+            return updated.with_changes(value=model) if updated.value == "self" else updated
+    return cst.Module([]).code_for_node(expr.visit(_Rename()))
 
 
 def _same_model(a: A.Analysis, x, y) -> bool:
