@@ -110,12 +110,20 @@ def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
             ctx.plan.insert_before(anchor, body)
     ctx.plan.replace(expr, lambda upd: ctx.expr(f"{name}({{inner}})", inner=ctx.module.code_for_node(upd)))
     ctx.change(expr, RULE, f"{what}: {a.code(expr)} read through {name}: rank r gets batches r, r + size, ... (disjoint, len // size per rank)")
+    for c in sequence_classes(a, expr):
+        if any(isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end" for s in c.body.body):
+            ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches: the ranks' shares are disjoint only if it orders them identically on every rank (seed its random generator with the same value on every rank)")
+    return True
+
+
+def sequence_classes(a, expr) -> list:
+    """The Sequence classes of this module expr is an instance of."""
+    out = []
     for c in a.classdefs:
         fact = a.classes.get(next(iter(a.qualified(c.name)), c.name.value))
         if fact and A.SEQUENCE in fact.kinds and any(t.name == fact.name for t in a.types(expr)):
-            if any(isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end" for s in c.body.body):
-                ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches: the ranks' shares are disjoint only if it orders them identically on every rank (seed its random generator with the same value on every rank)")
-    return True
+            out.append(c)
+    return out
 
 
 def _module_statement(a, node):

@@ -84,13 +84,11 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
     before fit(). Only for classes whose whole lineage is in this module,
     on keras.Model."""
     a = ctx.a
-    model = receiver(call)
-    if ctx.facts.get("keras_flavor") != "keras" or not isinstance(model, cst.Name):
+    model, cls = _fitted_class(a, call)
+    if ctx.facts.get("keras_flavor") != "keras" or cls is None:
         return
-    classes = a.instance_classes(model)
-    if len(classes) != 1:
-        return
-    lineage = a._lineage(classes[0])
+    classes = [cls]
+    lineage = a._lineage(cls)
     for klass in lineage:
         for base in klass.bases:
             if base.keyword is not None:
@@ -133,13 +131,11 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
     built in the scope before fit(), on the variables the step applies them
     to (every name in that expression is the model itself)."""
     a = ctx.a
-    model = receiver(call)
-    if not isinstance(model, cst.Name):
+    model, cls = _fitted_class(a, call)
+    if cls is None:
         return
-    classes = a.instance_classes(model)
-    if len(classes) != 1:
-        return
-    steps = a.class_methods(classes[0], "train_step")
+    classes = [cls]
+    steps = a.class_methods(cls, "train_step")
     lines = []
     for p in gradient_tape.apply_calls(a):
         if not any(dataflow.is_inside(a, p, step) for step in steps):
@@ -152,8 +148,7 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
                  and not (isinstance(a.parent(n), cst.Attribute) and a.parent(n).attr is n)}
         if names != {"self"}:
             continue  # variables tfdist cannot name from outside the step
-        target = a.code(opt).replace("self.", model.value + ".", 1)
-        line = f"{target}.build({_with_model(a, variables, model.value)})"
+        line = f"{_with_model(opt, model.value)}.build({_with_model(variables, model.value)})"
         if line not in lines:
             lines.append(line)
     done = ctx.state(__name__ + ".optimizers")
@@ -172,7 +167,17 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
         optimizers=", ".join(line.split(".build(")[0] for line in lines), cls=classes[0].name.value))
 
 
-def _with_model(a: A.Analysis, expr, model: str) -> str:
+def _fitted_class(a: A.Analysis, call: cst.Call):
+    """(model name, its class) for ``name.fit(...)`` on an instance of one
+    class of this module, else (name or None, None)."""
+    model = receiver(call)
+    if not isinstance(model, cst.Name):
+        return None, None
+    classes = a.instance_classes(model)
+    return model, (classes[0] if len(classes) == 1 else None)
+
+
+def _with_model(expr, model: str) -> str:
     """expr's code with ``self`` read as the model's name."""
     class _Rename(cst.CSTTransformer):
         def leave_Name(self, original, updated):
@@ -382,10 +387,7 @@ def _warn_own_shuffle(ctx, value) -> None:
     """A Sequence class whose on_epoch_end shuffles with a generator other
     than NumPy's global one: the workers would order it differently."""
     a = ctx.a
-    for c in a.classdefs:
-        fact = a.classes.get(next(iter(a.qualified(c.name)), c.name.value))
-        if not (fact and A.SEQUENCE in fact.kinds and any(t.name == fact.name for t in a.types(value))):
-            continue
+    for c in keras_inputs.sequence_classes(a, value):
         for f in c.body.body:
             if not (isinstance(f, cst.FunctionDef) and f.name.value == "on_epoch_end"):
                 continue

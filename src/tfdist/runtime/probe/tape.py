@@ -3,7 +3,6 @@ the Keras loss's ``y_true`` inside a recording tape) and the loss targets."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 from .losses import _record_gradient_target
