@@ -142,6 +142,10 @@ KERAS_SAVE_METHODS = {"save", "save_weights"}
 # Model methods that take verbose= and print progress.
 KERAS_VERBOSE_METHODS = {"evaluate", "predict"}
 KERAS_FIT_METHODS = {"fit", "fit_generator"}
+# Model.fit(x, y, batch_size, epochs, verbose, callbacks, validation_split,
+# validation_data, shuffle, ...): positions of the arguments tfdist reads.
+KERAS_FIT_POSITIONS = {"x": 0, "y": 1, "verbose": 4, "callbacks": 5, "validation_data": 7, "shuffle": 8,
+                       "sample_weight": 10, "steps_per_epoch": 12, "validation_steps": 13}
 # Optimizer methods that apply gradients (one optimizer step) -> (keyword,
 # position) of what names the updated variables, and whether that argument
 # pairs them with the gradients: apply_gradients(zip(grads, vars)) (Keras 2
@@ -182,6 +186,8 @@ DATASET_METHODS = {
     "cache", "take", "skip", "unbatch", "flat_map", "interleave", "shard",
     "apply", "with_options", "enumerate", "concatenate", "window",
     "ragged_batch", "rebatch", "map_with_legacy_function",
+    "scan", "group_by_window", "bucket_by_sequence_length", "rejection_resample",
+    "unique", "ignore_errors",
 }
 DATASET_ITERATOR_FUNCTIONS = {
     "tensorflow.data.make_one_shot_iterator",
@@ -505,6 +511,28 @@ DATASET_COMBINERS = {
 # Dataset methods that draw random numbers per process: a shard taken after
 # one of them is not disjoint from the other ranks' shards.
 RANDOM_DATASET_METHODS = {"shuffle"}
+# Functions setting TensorFlow's global seed: with it set, every op without a
+# seed of its own (a Dataset.shuffle) draws the same numbers on every rank.
+TF_GLOBAL_SEED_SETTERS = {
+    "tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
+    "tensorflow.compat.v1.set_random_seed", "tensorflow.set_random_seed",
+}
+# Dataset methods that group elements into batches.
+BATCHING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch", "rebatch"}
+# Dataset methods whose output depends on where each element stands in the
+# stream or on its neighbours: windows of a series, a split by count
+# (take/skip), numbering, running state, grouping. A shard taken before one
+# of them changes what it makes (windows over every size-th step of the
+# series, a train/validation split that leaks), so the data is sharded after
+# the last of them (before the batching).
+POSITIONAL_DATASET_METHODS = {
+    "window", "take", "skip", "enumerate", "scan", "group_by_window",
+    "bucket_by_sequence_length", "rejection_resample", "unique",
+}
+# Dataset methods whose elements are datasets themselves (a window is a
+# dataset of its steps) until a flat_map/interleave turns them back into
+# tensors: the shard goes after that.
+NESTING_DATASET_METHODS = {"window"}
 
 
 # Keras Loss classes (modules their qualified names start with) and the

@@ -58,6 +58,15 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     if not sources:
         return _shard_unresolved(ctx, dataset, what)
     for src in sources:
+        point = positional_point(a, dataset, src)
+        if point is False:
+            if src not in _sharded(ctx):
+                _sharded(ctx).add(src)
+                ctx.warn(src, RULE, ctx.say("this dataset is cut into windows that are not flattened (flat_map) before it is batched: shard it by hand after the windows are flattened, with .shard({size}, {rank}) and an equal count per rank"))
+            continue
+        if point is not None:
+            _shard_after_positional(ctx, point, src, what)
+            continue
         if src in _sharded(ctx):
             continue
         _sharded(ctx).add(src)
@@ -92,6 +101,84 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
         _wrap_node(ctx, src, template)
         ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
     return True
+
+
+def positional_point(a, dataset, src: cst.Call):
+    """The last call on the way from ``src`` to ``dataset``, before it is
+    batched, whose output depends on the position or the neighbours of each
+    element (``window``, ``take``/``skip``, ...): the shard goes after it, so
+    the windows are cut from the whole series and a split by count splits
+    the same stream on every rank. None when there is none; False when its
+    elements are still datasets (windows never flattened) where it is batched."""
+    path = flow.path_to(a, dataset, src)
+    point = None
+    nested = False  # elements are datasets (windows) here: no shard before they are flattened
+    for call in reversed(path or []):  # from the source towards the consumer
+        name = method_name(call)
+        if nested:
+            if name in apis.RECORD_READING_METHODS:
+                nested, point = False, call
+            continue
+        if name in apis.BATCHING_DATASET_METHODS:
+            break
+        if name in apis.POSITIONAL_DATASET_METHODS:
+            point = call
+            nested = name in apis.NESTING_DATASET_METHODS
+    return point if not nested else False
+
+
+def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> None:
+    """Shard the flow right after ``point`` (see positional_point). Every
+    shuffle before it gets the shared seed -- the ranks must hold the same
+    stream there for their shards to be disjoint -- and the source itself
+    is not sharded, so several flows cut from it (``take`` and ``skip``)
+    are each sharded once, at their own point."""
+    a = ctx.a
+    if point in _sharded(ctx):
+        return
+    _sharded(ctx).add(point)
+    if src in _sharded(ctx):
+        # another flow already sharded the source: sharding again here would divide twice
+        ctx.warn(point, RULE, ctx.say(f"{method_name(point)}() cuts this dataset by the position of its elements, and another use of its source {a.code(src.func)}(...) is sharded at the source: shard each flow once, after {method_name(point)}(...), with .shard({{size}}, {{rank}}) and an equal count per rank"))
+        return
+    share_seed(ctx, src)
+    seeded = global_seed_set_before(a, point)
+    for call in flow.path_to(a, point, src) or []:
+        if method_name(call) in apis.RANDOM_DATASET_METHODS and find_arg(call, "seed", 1) is None and not seeded \
+                and not has_star_args(call) and (call, "seed") not in _sharded(ctx):
+            _sharded(ctx).add((call, "seed"))
+            _add_kwarg(ctx, call, "seed", SHARED_SEED)
+            ctx.change(call, RULE, f"{method_name(call)}() before {method_name(point)}(): one seed shared by every rank, so the ranks hold the same stream where it is sharded and their shares are disjoint")
+    known = flow.size_known(a, point)
+    template = ctx.backend.shard_dataset_known_size("{inner}") if known else ctx.backend.shard_dataset("{inner}")
+    _wrap_node(ctx, point, template)
+    ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
+
+
+def global_seed_set_before(a, node) -> bool:
+    """Does the script set TensorFlow's global seed (tf.random.set_seed,
+    keras.utils.set_random_seed) at module level before the code building
+    ``node`` runs? Then an unseeded shuffle there draws the same order on
+    every rank, and the user's own order (their split) is kept as it is. The
+    code runs at its module-level statement, or, inside a function, at the
+    first module-level statement calling that function."""
+    def top(n):
+        while n is not None and not isinstance(a.parent(n), cst.Module):
+            n = a.parent(n)
+        return n
+    setters = [top(c) for c in a.calls if a.names(c) & apis.TF_GLOBAL_SEED_SETTERS and a.enclosing_function(c) is None]
+    if not setters:
+        return False
+    fdef = a.enclosing_function(node)
+    if fdef is None:
+        runs = [top(node)]
+    else:
+        runs = [top(site) for site in flow.call_sites(a, fdef) if a.enclosing_function(site) is None]
+    body = list(a.module.body)
+    if not runs or None in runs or None in setters:
+        return False
+    first = min(body.index(r) for r in runs)
+    return any(body.index(t) < first for t in setters)
 
 
 def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
@@ -346,7 +433,7 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
     elif not batched:
         template = ctx.backend.shard_dataset("{inner}")
     else:
-        ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}): shard it inside {helper}() before .batch(...), e.g. .shard({size}, {rank}) right after the source, with every rank getting the same number of elements", helper=helper, why=why))
+        ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}), which cannot be cut into equal shares after batching: shard it inside {helper}() for the calls that train, where its elements are single samples (after any window() and its flat_map(), take() or skip(); before .shuffle(...) and .batch(...)), e.g. .batch({size}, drop_remainder=True).unbatch().shard({size}, {rank}), so every rank gets the same number of elements", helper=helper, why=why))
         return True
     _wrap_node(ctx, call, template)
     ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
@@ -397,15 +484,68 @@ def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
 
 def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     a = ctx.a
+    if call in _sharded(ctx):
+        return True
     passed = flow.passed_datasets(a, call)
     if passed is not None:
         # the helper only transforms the dataset it is given: shard that
         # dataset where it is passed, before any shuffle or batch of the helper
         return all([_shard_passed(ctx, arg, what) for arg in passed])
     methods = flow.chain_methods(a, call)
-    return _shard_call_site(ctx, call, call.func.value, flow.size_known(a, call),
-                            any(m in ("batch", "padded_batch") for m in methods), "shuffle" in methods,
-                            what, "the helper has other callers: each call is divided on its own, once")
+    known = flow.size_known(a, call)
+    batched = any(m in apis.BATCHING_DATASET_METHODS for m in methods)
+    if not known and batched and _shard_inside_helper(ctx, call, what):
+        return True
+    return _shard_call_site(ctx, call, call.func.value, known, batched, "shuffle" in methods,
+                            what, "some of its calls feed more than fit(): predict(), evaluate() or other code would get a share")
+
+
+def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
+    """A helper of this module returning batches of a dataset of unknown
+    size (windows of a series, records of files) cannot be divided at its
+    call sites with an equal count per rank; when every call of it feeds
+    training -- fit()'s data or validation data, which are both divided --
+    it is divided inside, once, where its own dataset is built, and so every
+    call gets its share. False (nothing edited) otherwise."""
+    a = ctx.a
+    fdefs = a._local_functions(call.func)
+    if len(fdefs) != 1:
+        return False
+    sites = flow.call_sites(a, fdefs[0])
+    if not sites or not all(_feeds_fit_only(a, site) for site in sites):
+        return False
+    rets = _returns(fdefs[0])
+    if not rets or not all(flow.dataset_sources(a, r, through_params=False) for r in rets):
+        return False
+    _sharded(ctx).update(sites)
+    for r in rets:
+        shard_dataset(ctx, r, f"{what} ({call.func.value}() makes the data of every fit() that calls it)")
+    return True
+
+
+def _feeds_fit_only(a, value: cst.BaseExpression) -> bool:
+    """Is this dataset (a call's value) only ever handed to fit() as its
+    training or validation data -- directly, or through a name bound to it?"""
+    parent = a.parent(value)
+    if isinstance(parent, cst.Arg):
+        return _fit_data_argument(a, parent)
+    stmt = a.statement_of(value)
+    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    name = parent.targets[0].target.value
+    reads = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
+             and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
+             and any(v is value for _, v in a.assigned_values(n))]
+    return bool(reads) and stmt is not None and all(
+        isinstance(a.parent(n), cst.Arg) and _fit_data_argument(a, a.parent(n)) for n in reads)
+
+
+def _fit_data_argument(a, arg: cst.Arg) -> bool:
+    call = a.parent(arg)
+    if not isinstance(call, cst.Call) or method_name(call) not in apis.KERAS_FIT_METHODS:
+        return False
+    return any(find_arg(call, key, apis.KERAS_FIT_POSITIONS[key]) is arg for key in ("x", "validation_data"))
 
 
 def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:

@@ -23,8 +23,7 @@ PATTERN = "Keras"
 RULE = "keras"
 
 # Positions of fit()'s arguments (Keras 2 signature), for positional calls.
-FIT_POS = {"x": 0, "y": 1, "verbose": 4, "callbacks": 5, "validation_data": 7, "shuffle": 8,
-           "sample_weight": 10, "steps_per_epoch": 12, "validation_steps": 13}
+FIT_POS = apis.KERAS_FIT_POSITIONS
 EVAL_VERBOSE_POS = {"evaluate": 4, "predict": 2}
 
 

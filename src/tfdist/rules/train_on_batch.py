@@ -37,8 +37,6 @@ from .common import calls_in, find_arg, method_name, receiver
 
 RULE = "keras"
 #: NumPy generator objects: seeded, they hand every rank the same draws.
-TF_SEEDS = {"tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
-            "tensorflow.compat.v1.set_random_seed", "tensorflow.set_random_seed"}
 NUMPY_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}
 
 
@@ -141,7 +139,7 @@ def _refuse_seeded_generators(ctx, tob: List[cst.Call]) -> None:
     """A batch drawn from a seeded NumPy generator object (``rng =
     np.random.default_rng(0)``) would be the same on every rank."""
     a = ctx.a
-    seeds = [c for c in a.calls if a.names(c) & TF_SEEDS]
+    seeds = [c for c in a.calls if a.names(c) & apis.TF_GLOBAL_SEED_SETTERS]
     for loop in _step_loops(a, tob):
         for c in calls_in(loop.body):
             if seeds and any(n.startswith("tensorflow.random.") for n in a.names(c)):
