@@ -208,12 +208,23 @@ def divide(ctx, value: cst.BaseExpression, what: str) -> None:
 
 
 def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
-    """``fit(dataset.take(n))``: fit() gets batches, so n counts steps; every
-    rank (or, under a strategy, every global batch of size times the user's)
-    would take n of them, size times the original's samples: n is divided."""
-    if isinstance(fed, cst.Call) and method_name(fed) == "take" and fed.args \
-            and isinstance(fed.func, cst.Attribute) and ctx.a.is_kind(fed.func.value, A.DATASET):
-        divide(ctx, fed.args[0].value, "steps taken from the dataset")
+    """``fit(dataset.take(n))``, or ``.take(n)`` after the batching anywhere
+    on the flow to the training (``ds = ds.batch(32).take(STEPS)``): n
+    counts steps; every rank (or, under a strategy, every global batch of
+    size times the user's) would take n of them, size times the original's
+    samples: n is divided, once."""
+    a = ctx.a
+    takes = []
+    if isinstance(fed, cst.Call) and method_name(fed) == "take" and isinstance(fed.func, cst.Attribute) \
+            and a.is_kind(fed.func.value, A.DATASET):
+        takes.append(fed)
+    takes += flow.batch_takes(a, fed)
+    done = ctx.state(__name__ + ".steps_taken")
+    for take in takes:
+        if take in done or not take.args or take.args[0].keyword is not None:
+            continue
+        done.add(take)
+        divide(ctx, take.args[0].value, "steps taken from the dataset")
 
 
 # ---------------------------------------------------------------------------

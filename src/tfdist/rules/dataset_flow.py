@@ -440,13 +440,33 @@ def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
                     if rest is not None:
                         return rest
         return None
+    if isinstance(expr, cst.Subscript):  # splits["train"] of tfds.load(...)
+        return [] if split_source(a, expr) is target else None
     if isinstance(expr, cst.Name):
-        for _, v in a.assigned_values(expr):
-            if v is not None:
-                rest = path_to(a, v, target, seen)
+        for origin, v in a.assigned_values(expr):
+            candidates = [v] if v is not None else [] if isinstance(origin, cst.Param) else \
+                a.tuple_element_values(origin)
+            if v is None and not isinstance(origin, cst.Param) and unpacked_source(a, origin) is target:
+                return []
+            for value in candidates:
+                rest = path_to(a, value, target, seen)
                 if rest is not None:
                     return rest
     return None
+
+
+def batch_takes(a, expr) -> List[cst.Call]:
+    """The ``take(n)`` calls on the way from expr's sources to expr that come
+    after it is batched: each n counts batches, that is steps."""
+    out: List[cst.Call] = []
+    for src in dataset_sources(a, expr):
+        batched = False
+        for call in reversed(path_to(a, expr, src) or []):  # from the source towards expr
+            name = call.func.attr.value
+            batched |= name in apis.BATCHING_DATASET_METHODS
+            if batched and name == "take" and call not in out:
+                out.append(call)
+    return out
 
 
 def reaching_value(a, name: cst.Name):

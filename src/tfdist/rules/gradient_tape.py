@@ -17,7 +17,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.findings import Evidence
-from . import data_division, lr_scaling, samplers, step_loops, tf1_common, warmup
+from . import data_division, dataset_flow, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import walk
 from .common import find_arg, is_optimizer_step, method_name, mentions, receiver
 
@@ -354,7 +354,8 @@ def _loop_dataset(a: A.Analysis, it) -> Tuple[Optional[cst.BaseExpression], Opti
     take = None
     if isinstance(it, cst.Call) and method_name(it) == "take":
         take = it
-    return (it if a.is_kind(it, A.DATASET) else None), take
+    is_dataset = a.is_kind(it, A.DATASET) or bool(dataset_flow.dataset_sources(a, it))
+    return (it if is_dataset else None), take
 
 
 def _divide_loops(ctx, applies: Set[int]) -> None:
@@ -368,8 +369,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         dataset_loops.append(loop)
         if not data_division.shard_dataset(ctx, ds, "training data"):
             ctx.warn(loop.iter, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
-        if take is not None and take.args:
-            data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
+        data_division.divide_steps_taken(ctx, ds)
         step_loops.divide_enumerated_cap(ctx, loop)
     candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
                   if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)]

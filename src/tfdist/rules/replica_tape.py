@@ -335,8 +335,7 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
             target = take if take is not None else ds
             _distribute(ctx, target)
             ctx.change(target, data_division.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
-            if take is not None and take.args:
-                data_division.divide(ctx, take.args[0].value, "steps taken from the dataset")
+            data_division.divide_steps_taken(ctx, ds)
             step_loops.divide_enumerated_cap(ctx, loop)
             return
     iterators = _iterators_read(a, loop)
