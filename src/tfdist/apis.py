@@ -274,6 +274,23 @@ ROW_PRESERVING_METHODS = {"reshape", "astype", "copy"}
 # argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
 # ``reshape`` may merge rows).
 ROW_KEEPING_CONVERSIONS = {"astype", "copy"}
+# Functions turning the array (or list) they are handed into an array with
+# the same rows: np.array(x_list) is sliced as np.array(x_list[...]).
+ROW_KEEPING_ARRAY_FUNCTIONS = {
+    "numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray",
+    "tensorflow.convert_to_tensor",
+}
+# Functions making a new array from a shape or a literal (np.ones((64, 8)),
+# np.random.random((64, 8)), tf.constant([[...]])): a fit() argument made by
+# one is sliced by rank where it is made, evaluated once.
+ARRAY_CONSTRUCTORS = {
+    "numpy.array", "numpy.asarray", "numpy.ones", "numpy.zeros", "numpy.full", "numpy.empty",
+    "numpy.arange", "numpy.linspace", "numpy.eye",
+    "numpy.random.random", "numpy.random.rand", "numpy.random.randn", "numpy.random.randint",
+    "numpy.random.uniform", "numpy.random.normal", "numpy.random.random_sample",
+    "tensorflow.constant", "tensorflow.ones", "tensorflow.zeros", "tensorflow.fill",
+    "tensorflow.random.uniform", "tensorflow.random.normal",
+}
 # Built-ins of Python 2 that a script may use without importing them.
 PYTHON2_RANGE = "xrange"
 

@@ -208,6 +208,10 @@ class Backend(ABC):
     @abstractmethod
     def shard_array(self, array: str) -> str: ...
 
+    def shard_array_once(self, array: str) -> str:
+        """shard_array of an expression that must be evaluated once (a call)."""
+        return self.shard_array(array)
+
     @abstractmethod
     def divide_count(self, count: str) -> str: ...
 

@@ -171,6 +171,10 @@ class HorovodBackend(Backend):
         # Every rank takes the same number of rows (len // size).
         return f"{array}[{{hvd}}.rank()::{{hvd}}.size()][:len({array}) // {{hvd}}.size()]"
 
+    def shard_array_once(self, array: str) -> str:
+        # The array is made by a call (np.random.random((64, 8))): bound once, then sliced.
+        return f"(lambda rows: rows[{{hvd}}.rank()::{{hvd}}.size()][:len(rows) // {{hvd}}.size()])({array})"
+
     def divide_count(self, count: str) -> str:
         return f"max(1, {count} // {{hvd}}.size())"
 

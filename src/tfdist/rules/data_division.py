@@ -189,13 +189,15 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     the inputs and labels of a sample together."""
     leaves: List[cst.BaseExpression] = []
     for v in values:
-        found = flow.array_leaves(v)
+        found = flow.array_leaves(v, ctx.a)
         if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
         leaves += found
     for v in leaves:
-        new = ctx.expr(ctx.backend.shard_array(source(ctx.module, v)))
+        # a call (np.ones((64, 8))) is evaluated once: slicing it twice would draw random arrays twice
+        template = ctx.backend.shard_array_once if isinstance(v, cst.Call) else ctx.backend.shard_array
+        new = ctx.expr(template(source(ctx.module, v)))
         ctx.plan.replace(v, lambda old, new=new: new)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
     return True

@@ -19,16 +19,26 @@ from ..engine.analysis import _returns
 from .common import find_arg, has_star_args
 
 
-def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExpression]]:
     """The arrays a fit() argument is made of: the value itself, or -- for a
     model with several inputs or outputs -- every array of a literal tuple,
     list or dict of them (nested), in order; None when one is not an array
-    named or indexed (a call, a comprehension, a ``**`` entry...)."""
+    named or indexed (a call, a comprehension, a ``**`` entry...). With the
+    analysis ``a``, also the array ``np.array(x)`` converts (x), and a new
+    array made by a constructor (``np.ones((64, 8))``: the call itself)."""
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return [value]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
             value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
-        return array_leaves(value.func.value)  # x.astype(np.float32): the rows of x, sliced before converting
+        return array_leaves(value.func.value, a)  # x.astype(np.float32): the rows of x, sliced before converting
+    if isinstance(value, cst.Call) and a is not None and not has_star_args(value):
+        first = value.args[0] if value.args and value.args[0].keyword is None else None
+        if first is not None and isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript)) \
+                and a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS):
+            return [first.value]  # np.array(x_list): the rows of x_list, sliced before converting
+        if a.is_name(value, apis.ARRAY_CONSTRUCTORS):
+            return [value]
+        return None
     if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
         items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
         if len(items) != len(value.elements):
@@ -41,7 +51,7 @@ def array_leaves(value: cst.BaseExpression) -> Optional[List[cst.BaseExpression]
         return None
     out: List[cst.BaseExpression] = []
     for item in items:
-        leaves = array_leaves(item)
+        leaves = array_leaves(item, a)
         if leaves is None:
             return None
         out += leaves

@@ -357,7 +357,7 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.shard_dataset(ctx, v, "validation data")
             per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
-                dataset_flow.array_leaves(e.value) is not None for e in v.elements):
+                dataset_flow.array_leaves(e.value, a) is not None for e in v.elements):
             # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
         elif a.is_kind(v, A.SEQUENCE):
