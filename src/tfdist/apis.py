@@ -168,6 +168,7 @@ DATASET_SOURCES = {
     "tensorflow.data.TextLineDataset",
     "tensorflow.data.FixedLengthRecordDataset",
     "tensorflow.data.experimental.make_csv_dataset",
+    "tensorflow.data.experimental.CsvDataset",
 }
 # Sources whose number of elements TensorFlow knows when the pipeline is
 # built (Dataset.cardinality()): sharded with an equal take, which costs
@@ -525,6 +526,12 @@ DATASET_COMBINERS = {
     "tensorflow.data.Dataset.choose_from_datasets": 0,
     "tensorflow.data.experimental.choose_from_datasets": 0,
 }
+# Combiners that draw which dataset gives the next element at random, with a
+# per-process seed unless given one -> (keyword, position) of the seed.
+SEEDED_DATASET_COMBINERS = {
+    "tensorflow.data.Dataset.sample_from_datasets": ("seed", 2),
+    "tensorflow.data.experimental.sample_from_datasets": ("seed", 2),
+}
 # Dataset methods that draw random numbers per process: a shard taken after
 # one of them is not disjoint from the other ranks' shards.
 RANDOM_DATASET_METHODS = {"shuffle"}
@@ -534,8 +541,10 @@ TF_GLOBAL_SEED_SETTERS = {
     "tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
     "tensorflow.compat.v1.set_random_seed", "tensorflow.set_random_seed",
 }
-# Dataset methods that group elements into batches.
+# Dataset methods that group elements into batches, and that split batches
+# back into elements (``ds.batch(10000).map(pack_row).unbatch()``).
 BATCHING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch", "rebatch"}
+UNBATCHING_DATASET_METHODS = {"unbatch"}
 # Dataset methods whose output depends on where each element stands in the
 # stream or on its neighbours: windows of a series, a split by count
 # (take/skip), numbering, running state, grouping. A shard taken before one

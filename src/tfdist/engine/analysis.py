@@ -64,6 +64,7 @@ _CALL_KINDS: Dict[str, str] = dict(_ROOT_KINDS)
 _CALL_KINDS.update({n: MODEL for n in apis.KERAS_MODEL_FACTORIES})
 _CALL_KINDS.update({n: SCHEDULE for n in apis.KERAS_LR_SCHEDULES})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_SOURCES})
+_CALL_KINDS.update({n: DATASET for n in apis.DATASET_COMBINERS})
 _CALL_KINDS.update({n: SESSION for n in apis.TF1_SESSIONS})
 _CALL_KINDS.update({n: MONITORED_SESSION for n in apis.TF1_MONITORED_SESSIONS})
 _CALL_KINDS[apis.GRADIENT_TAPE] = TAPE
@@ -611,6 +612,9 @@ class Analysis:
         if isinstance(expr, cst.Call):
             if self.is_name(expr, apis.DATASET_SOURCES):
                 return [expr]
+            combined = self._combined_datasets(expr)
+            if combined is not None:  # sample_from_datasets([a, b]): the sources of a and b
+                return [s for d in combined for s in self.dataset_sources(d, seen)]
             f = expr.func
             if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
                 return self.dataset_sources(f.value, seen)
@@ -634,6 +638,21 @@ class Analysis:
                         out += self.dataset_sources(element, seen)
             return out
         return []
+
+    def _combined_datasets(self, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+        """The datasets a combiner (``sample_from_datasets([a, b])``) is handed
+        in a literal list or tuple; None for any other call."""
+        combiner = self.is_name(call, apis.DATASET_COMBINERS)
+        if combiner is None:
+            return None
+        arg = next((x for x in call.args if x.keyword is not None and x.keyword.value == "datasets"), None)
+        if arg is None:
+            position = apis.DATASET_COMBINERS[combiner]
+            positional = [x for x in call.args if x.keyword is None]
+            arg = positional[position] if len(positional) > position else None
+        if arg is None or not isinstance(arg.value, (cst.List, cst.Tuple)):
+            return None
+        return [e.value for e in arg.value.elements if not isinstance(e, cst.StarredElement)]
 
     def describe_types(self) -> List[str]:
         """``name: kind (line N)`` for every module or function binding with a known type."""

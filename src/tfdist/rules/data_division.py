@@ -113,6 +113,7 @@ def positional_point(a, dataset, src: cst.Call):
     path = flow.path_to(a, dataset, src)
     point = None
     nested = False  # elements are datasets (windows) here: no shard before they are flattened
+    batched = False  # elements are batches here (until an unbatch): a take() counts batches
     for call in reversed(path or []):  # from the source towards the consumer
         name = method_name(call)
         if nested:
@@ -120,11 +121,13 @@ def positional_point(a, dataset, src: cst.Call):
                 nested, point = False, call
             continue
         if name in apis.BATCHING_DATASET_METHODS:
-            break
-        if name in apis.POSITIONAL_DATASET_METHODS:
+            batched = True
+        elif name in apis.UNBATCHING_DATASET_METHODS:
+            batched = False
+        elif name in apis.POSITIONAL_DATASET_METHODS and not batched:
             point = call
             nested = name in apis.NESTING_DATASET_METHODS
-    return point if not nested else False
+    return False if nested else point
 
 
 def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> None:

@@ -238,6 +238,9 @@ def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst
     if isinstance(expr, cst.Call):
         if a.is_name(expr, apis.DATASET_SOURCES):
             return [expr]
+        combined = a._combined_datasets(expr)
+        if combined is not None:
+            return [s for d in combined for s in dataset_sources(a, d, seen, through_params)]
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return dataset_sources(a, f.value, seen, through_params)
@@ -473,7 +476,8 @@ def batch_takes(a, expr) -> List[cst.Call]:
         batched = False
         for call in reversed(path_to(a, expr, src) or []):  # from the source towards expr
             name = call.func.attr.value
-            batched |= name in apis.BATCHING_DATASET_METHODS
+            if name in apis.BATCHING_DATASET_METHODS | apis.UNBATCHING_DATASET_METHODS:
+                batched = name in apis.BATCHING_DATASET_METHODS
             if batched and name == "take" and call not in out:
                 out.append(call)
     return out

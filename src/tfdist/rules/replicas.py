@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from . import data_division, dataset_flow as flow
-from .common import find_arg, is_optimizer_step, method_name, source
+from .common import find_arg, has_star_args, is_optimizer_step, method_name, source
 
 RULE = "replica-scope"
 BATCH_RULE = "per-replica-batch"
@@ -322,6 +322,10 @@ def _enclosing_statements(a: A.Analysis, node) -> List[cst.BaseStatement]:
 BATCH_METHODS = ("batch", "padded_batch")
 
 
+#: batch_calls(..., methods=(COMBINERS,)): the dataset combiners on the flow.
+COMBINERS = "sample_from_datasets"
+
+
 def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
     """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
     from its sources, or None when the flow cannot be followed to them."""
@@ -333,6 +337,15 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
         if a.is_name(expr, apis.DATASET_SOURCES):
             # a reader that batches its elements itself is a batch call
             return [expr] if "batch" in methods and a.is_name(expr, apis.BATCHING_SOURCES) else []
+        combined = a._combined_datasets(expr)
+        if combined is not None:  # sample_from_datasets([a, b]): the batches of a and b
+            out: List[cst.Call] = [expr] if COMBINERS in methods else []
+            for d in combined:
+                inner = batch_calls(a, d, seen, methods)
+                if inner is None:
+                    return None
+                out += inner
+            return out
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             inner = batch_calls(a, f.value, seen, methods)
@@ -488,6 +501,17 @@ def split_by_engine(ctx, dataset, what: str) -> None:
         new = ctx.expr(data_division.SHARED_SEED)
         ctx.plan.replace(shuffle, lambda c, new=new: append_arg(c, kwarg("seed", new)))
         ctx.change(shuffle, SPLIT_RULE, "shuffled with one seed on every worker, so their shares do not overlap")
+    for combiner in batch_calls(a, dataset, methods=(COMBINERS,)) or []:
+        name = a.is_name(combiner, apis.SEEDED_DATASET_COMBINERS)
+        if name is None or combiner in done or has_star_args(combiner) or \
+                find_arg(combiner, *apis.SEEDED_DATASET_COMBINERS[name]) is not None:
+            continue
+        done.add(combiner)
+        from .common import append_arg, kwarg
+        new = ctx.expr(data_division.SHARED_SEED)
+        ctx.plan.replace(combiner, lambda c, new=new: append_arg(c, kwarg("seed", new)))
+        ctx.change(combiner, SPLIT_RULE, f"{a.code(combiner.func)}: one seed on every worker, so they draw the same "
+                                         "stream and their shares of it do not overlap")
 
 
 # ------------------------------------------------------------ saves
