@@ -67,6 +67,10 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # A file opened without a with-statement: from the open to its close, as one block.
+    ('log = open("log.txt", "a")\nfor v in x:\n    log.write(str(v))\nlog.close()\n',
+     'if hvd.rank() == 0:\n    log = open("log.txt", "a")\n    for v in x:\n        log.write(str(v))\n    log.close()\n',
+     'file "log.txt" opened, written and closed on rank 0 only (lines {case}-{case_end})'),
     ('fig = plt.figure()\nfig.savefig("f.png")\n',
      'fig = plt.figure()\nif hvd.rank() == 0:\n    fig.savefig("f.png")\n',
      "matplotlib figure savefig on rank 0 only"),
@@ -150,6 +154,8 @@ INVALID = [
 def test_write_is_guarded(snippet, expected, message):
     result = _convert(snippet)
     assert result.code.endswith(MARK + expected), result.code[result.code.index(MARK):]
+    # line numbers in a message are the case's own, counted from its first line
+    message = message.format(case=_case_line(), case_end=_case_line() + snippet.count("\n") - 1)
     assert message in [c.message for c in _rank0_changes_in_case(result)]
     assert _rank0_warnings_in_case(result) == []
 
@@ -194,10 +200,12 @@ WARN = [
     # A with-statement that returns from its function.
     ('def dump(values):\n    with open("v.txt", "w") as f:\n        f.write(str(values))\n        return len(values)\n'
      'dump([1, 2])\n', "leaves it early", 2),
-    # A file kept open in a variable.
-    ('log = open("log.txt", "a")\nlog.write("x")\nlog.close()\n',
-     'file "log.txt" opened for writing outside a with-statement: open, write and close it on rank 0 only: '
-     'wrap that code in `if hvd.rank() == 0:`', 1),
+    # A file kept open in a variable, and a count made while writing it read afterwards.
+    ('log = open("log.txt", "a")\nn = 0\nlog.write("x")\nn += 1\nlog.close()\ntotal = n * 2\n',
+     'cannot run on rank 0 only as they are: that code sets n, which is used after it', 1),
+    # ... or written by a function defined between the open and the last use.
+    ('log = open("log.txt", "a")\ndef note(text):\n    log.write(text)\nnote("x")\n',
+     'cannot run on rank 0 only as they are: that code defines or imports names', 1),
     # A mode tfdist cannot read.
     ('mode = "w"\nwith open("m.txt", mode) as f:\n    f.write("x")\n', "with a mode tfdist cannot read", 2),
     # A write whose result is kept.

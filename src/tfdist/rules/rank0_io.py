@@ -130,6 +130,7 @@ def apply(ctx) -> None:
     every_worker = ctx.backend.worker_write_path("path") is not None
     _INFERENCE_RUNS_COLLECTIVES[a] = ctx.backend.inference_runs_collectives
     _with_open_statements(ctx)
+    _open_close_runs(ctx)
     for call in a.calls:
         if _in_guarded_statement(ctx, call):
             continue  # already on rank 0 only (a guarded ``with open(...)``)
@@ -228,10 +229,15 @@ def _chief_text(ctx) -> str:
 
 
 def _in_guarded_statement(ctx, node: cst.CSTNode) -> bool:
-    guards = ctx.plan.guards
-    if not guards:
+    guards, spans = ctx.plan.guards, _guarded_spans(ctx)
+    if not guards and not spans:
         return False
-    return any(p in guards for p in ctx.a.ancestors(node))
+    return any(p in guards or p in spans for p in ctx.a.ancestors(node))
+
+
+def _guarded_spans(ctx) -> set:
+    """Statements put under one rank-0 guard together (an open ... close run)."""
+    return ctx.state(__name__ + ".spans")
 
 
 def _object_kind(a: A.Analysis, expr, depth: int = 0):
@@ -347,9 +353,16 @@ def _file_write(ctx, call: cst.Call, names) -> None:
         ctx.warn(call, RULE, f"{a.code(call.func)}() with a mode tfdist cannot read: if it writes, "
                              f"run it on rank 0 only: wrap the code writing this file in `if {_chief_text(ctx)}:`")
         return
-    _guard_write(ctx, call, f"file {_file_name(a, call)} write", kept=(
-        f"file {_file_name(a, call)} opened for writing outside a with-statement: open, write and close it on "
-        f"rank 0 only: wrap that code in `if {_chief_text(ctx)}:` (or write it in a `with` block tfdist can guard)"))
+    kept = (f"file {_file_name(a, call)} opened for writing outside a with-statement: open, write and close it on "
+            f"rank 0 only: wrap that code in `if {_chief_text(ctx)}:` (or write it in a `with` block tfdist can guard)")
+    unguarded = ctx.state(__name__ + ".unguarded_runs", dict).get(call)
+    if unguarded is not None:
+        run, reason = unguarded
+        kept = (f"file {_file_name(a, call)} opened for writing outside a with-statement; the statements that "
+                f"write and close it (lines {a.line(run[0])}-{a.line(run[-1])}) cannot run on rank 0 only as they "
+                f"are: that code {reason}. Open, write and close the file in `if {_chief_text(ctx)}:` and "
+                f"compute the rest on every rank")
+    _guard_write(ctx, call, f"file {_file_name(a, call)} write", kept=kept)
 
 
 def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> None:
@@ -398,6 +411,110 @@ def _with_open_statements(ctx) -> None:
             ctx.warn(opener, RULE, f"file {_file_name(a, opener)} is opened for writing on every rank by a "
                                    f"with-statement that {reason}: open and write this file on rank 0 only: "
                                    f"wrap the open and each write in `if {_chief_text(ctx)}:`")
+
+
+def _open_close_runs(ctx) -> None:
+    """``f = open(path, "w")``, writes, ``f.close()``: the run of statements
+    of one block from the open to the last use of the file (and of any other
+    file opened for writing among them) on rank 0 only, as one block, when
+    nothing in it runs a collective operation, leaves early, or sets a name
+    used after it."""
+    a = ctx.a
+    chief = ctx.expr(ctx.backend.is_chief())
+    for call in a.calls:
+        run = _open_run(ctx, call)
+        if run is None:
+            continue
+        reason = _unguardable_run(a, run)
+        if reason is not None:
+            ctx.state(__name__ + ".unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
+            continue
+
+        def build(inner, leading, chief=chief):
+            first = inner[0].with_changes(leading_lines=[])
+            return [cst.If(test=chief, body=cst.IndentedBlock(body=[first] + list(inner[1:])), leading_lines=leading)]
+        if ctx.plan.regroup(run, build):
+            _guarded_spans(ctx).update(run)
+            ctx.change(run[0], RULE, f"file {_file_name(a, call)} opened, written and closed on rank 0 only "
+                                     f"(lines {a.line(run[0])}-{a.end_line(run[-1])})", through=run[-1])
+
+
+def _open_run(ctx, call: cst.Call):
+    """The statements from ``name = open(path, "w")`` to the last one of its
+    block using a file opened for writing there; None when the open is not
+    such an assignment, or a file is used outside that block."""
+    a = ctx.a
+    if not a.names(call) & apis.FILE_OPEN_FUNCTIONS.keys() or _open_mode(a, call) is not True:
+        return None
+    stmt = a.statement_of(call)
+    if stmt is None or stmt in _guarded_spans(ctx) or _in_guarded_statement(ctx, stmt):
+        return None
+    block = a.parent(stmt)
+    body = list(getattr(block, "body", ()))
+    if stmt not in body:
+        return None
+    start = end = body.index(stmt)
+    opened, seen = [call], set()
+    while opened:
+        opener = opened.pop()
+        if opener in seen:
+            continue
+        seen.add(opener)
+        name = _opened_name(a, opener)
+        if name is None:
+            return None
+        for use in _file_uses(a, name, opener):
+            at = next((i for i, s in enumerate(body) if _within(a, use, s)), None)
+            if at is None or at < start:
+                return None
+            if at > end:
+                end = at
+                opened += [c for s in body[start:end + 1] for c in calls_in(s)
+                           if a.names(c) & apis.FILE_OPEN_FUNCTIONS.keys() and _open_mode(a, c) is True]
+    run = body[start:end + 1]
+    return run if len(run) > 1 else None
+
+
+def _opened_name(a: A.Analysis, opener: cst.Call):
+    stmt = a.statement_of(opener)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, cst.Assign) and small.value is opener and len(small.targets) == 1 \
+            and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target
+    return None
+
+
+def _file_uses(a: A.Analysis, target: cst.Name, opener: cst.Call):
+    return [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == target.value and n is not target
+            and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
+            and any(v is opener for _, v in a.assigned_values(n))]
+
+
+def _unguardable_run(a: A.Analysis, run):
+    """Why these statements cannot run on rank 0 only (a phrase), or None."""
+    for stmt in run:
+        blocker = _first_collective(a, stmt)
+        if blocker is not None:
+            return f"also runs {a.code(blocker.func)}(), which may run a collective operation"
+        for node in walk(stmt):
+            if isinstance(node, _EXITS):
+                return "leaves it early or yields"
+            if isinstance(node, _DEFINITIONS):
+                return "defines or imports names"
+            if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
+                targets = [node.target]
+                while targets:
+                    target = targets.pop()
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        targets += [e.value for e in target.elements]
+                    elif not isinstance(target, cst.Name):
+                        return f"changes {a.code(target)}"
+            if isinstance(node, cst.Name) and any(b.node is node for b in a.scopes.lookup(node)):
+                outside = [r for r in a.scopes.references(node)
+                           if not any(_within(a, r, s) for s in run) and not _rebound_around(a, r, run[0])]
+                if outside:
+                    return f"sets {node.value}, which is used after it (line {a.line(outside[0])})"
+    return None
 
 
 def _file_name(a: A.Analysis, opener: cst.Call) -> str:

@@ -1,8 +1,10 @@
-# tfdist-test: ranks=2 disjoint=yes
+# tfdist-test: ranks=2 disjoint=yes rank0_files=weights.tsv
 """Keras fit() on arrays made in the call from Python lists (np.array(rows),
 the shape of text notebooks that pad sequences into lists), with validation
 arrays made there too: each list is sliced by rank inside the conversion,
-with the same rows for samples and labels."""
+with the same rows for samples and labels. The first layer's weights are
+then written to a file opened, written and closed without a with-statement
+(rank 0 only)."""
 import numpy as np
 import tensorflow as tf
 
@@ -25,3 +27,9 @@ model = tf.keras.Sequential([
 model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), loss="binary_crossentropy")
 model.fit(np.array(rows, dtype="float32"), np.array(labels, dtype="float32"), batch_size=24, epochs=2,
           validation_data=(np.zeros((48, 6), dtype="float32"), np.zeros((48,), dtype="float32")), verbose=2)
+
+kernel = model.layers[0].get_weights()[0]
+out = open("weights.tsv", "w", encoding="utf-8")
+for row in kernel:
+    out.write("\t".join(str(v) for v in row) + "\n")
+out.close()
