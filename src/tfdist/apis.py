@@ -281,6 +281,15 @@ ROW_KEEPING_ARRAY_FUNCTIONS = {
     "numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray",
     "tensorflow.convert_to_tensor",
 }
+# Keras' bundled data sets: ``(x_train, y_train), (x_test, y_test) =
+# keras.datasets.<name>.load_data()`` unpacks NumPy arrays.
+KERAS_ARRAY_DATASETS_MODULE = "keras.datasets."
+KERAS_ARRAY_DATASETS_LOADER = "load_data"
+# Functions returning a NumPy array whatever arrays they are handed (beyond
+# the numpy module itself, whose functions all return arrays but for the
+# generator constructors).
+ARRAY_RETURNING_FUNCTIONS = {"keras.utils.to_categorical", "keras.utils.normalize", "keras.utils.pad_sequences",
+                             "keras.preprocessing.sequence.pad_sequences"}
 # Functions making a new array from a shape or a literal (np.ones((64, 8)),
 # np.random.random((64, 8)), tf.constant([[...]])): a fit() argument made by
 # one is sliced by rank where it is made, evaluated once.

@@ -125,6 +125,10 @@ def test_curve_gap_is_relative_and_infinite_when_a_curve_diverges():
     assert C.curve_gap(a, b) == pytest.approx(0.1)
     c = C.Curve("c", "steps", series=[[(0.0, 1.0), (1.0, math.nan)]], finals=[math.nan])
     assert C.curve_gap(a, c) == math.inf
+    # a loss falling to ~0: the distance there is relative to 1% of the curve's top, not to ~0
+    falling = C.Curve("o", "steps", series=[[(0.0, 1.0), (1.0, 0.0)]], finals=[0.0])
+    near = C.Curve("n", "steps", series=[[(0.0, 1.0), (1.0, 0.001)]], finals=[0.001])
+    assert C.curve_gap(falling, near) < 0.1
 
 
 def test_policy_specs():

@@ -58,6 +58,68 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     return out
 
 
+def numpy_array(a, expr, depth: int = 0) -> bool:
+    """Is expr certainly a NumPy array -- made by a numpy function, a Keras
+    data set's load_data(), a function of apis.ARRAY_RETURNING_FUNCTIONS, or
+    slicing, arithmetic and row-keeping methods of such -- followed through
+    every binding of a name?"""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Call):
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS:
+            return numpy_array(a, f.value, depth + 1)  # x.astype(...), x.reshape(...)
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
+                and _numpy_generator(a, f.value):
+            return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
+        names = a.names(expr)
+        if any(n.startswith("numpy.") for n in names):
+            return not names & apis.NUMPY_OWN_GENERATORS and not any(n.startswith("numpy.random.") and
+                                                                      n.rsplit(".", 1)[1][:1].isupper() for n in names)
+        return bool(names & apis.ARRAY_RETURNING_FUNCTIONS)
+    if isinstance(expr, cst.BinaryOperation):
+        sides = [numpy_array(a, side, depth + 1) for side in (expr.left, expr.right)]
+        numbers = [isinstance(side, (cst.Integer, cst.Float)) for side in (expr.left, expr.right)]
+        return any(sides) and all(s or n for s, n in zip(sides, numbers))
+    if isinstance(expr, cst.Subscript):
+        return numpy_array(a, expr.value, depth + 1)
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if not bound:
+            return False
+        for origin, value in bound:
+            if value is not None:
+                if not numpy_array(a, value, depth + 1):
+                    return False
+            elif not _unpacked_from_keras_dataset(a, origin):
+                return False
+        return True
+    return False
+
+
+def _numpy_generator(a, expr) -> bool:
+    """A name bound only to NumPy generator constructions (np.random.RandomState(0))."""
+    if not isinstance(expr, cst.Name):
+        return False
+    values = [v for _, v in a.assigned_values(expr)]
+    return bool(values) and all(isinstance(v, cst.Call) and a.names(v) & apis.NUMPY_OWN_GENERATORS for v in values)
+
+
+def _unpacked_from_keras_dataset(a, origin) -> bool:
+    """``(x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()``."""
+    node = origin
+    for _ in range(6):
+        node = a.parent(node)
+        if isinstance(node, cst.Assign):
+            value = node.value
+            return isinstance(value, cst.Call) and any(
+                n.startswith(apis.KERAS_ARRAY_DATASETS_MODULE) and n.endswith("." + apis.KERAS_ARRAY_DATASETS_LOADER)
+                for n in a.names(value))
+        if node is None or isinstance(node, (cst.BaseStatement, cst.For)):
+            return False
+    return False
+
+
 def literal_false(node) -> bool:
     return isinstance(node, cst.Name) and node.value in ("False", "None")
 

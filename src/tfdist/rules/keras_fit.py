@@ -330,6 +330,9 @@ def _fit(ctx, call: cst.Call) -> None:
             if sw is not None:
                 values.append(sw.value)
             data_division.shard_arrays(ctx, values, "training data")
+        elif dataset_flow.numpy_array(a, x.value):
+            # inputs only (an autoencoder's train_step reads x alone): sliced like any array
+            data_division.shard_arrays(ctx, [x.value], "training data")
         elif data_division.shard_dataset(ctx, x.value, "training data"):
             per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
         elif steps is not None and endless_inputs.shard_repeated(ctx, x.value, "training data"):

@@ -287,7 +287,7 @@ def _fit(ctx, call: cst.Call) -> None:
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
     elif y is None and replicas.external_helper_call(ctx, x.value) is not None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")
-    elif y is not None:
+    elif y is not None or dataset_flow.numpy_array(a, x.value):
         _arrays(ctx, call)
     elif _is_sequence(a, x.value):
         _sequence(ctx, call, x.value, "steps_per_epoch", "training data")

@@ -228,7 +228,9 @@ def _interp(points: list[tuple[float, float]], x: float) -> float:
 
 def curve_gap(original: Curve, converted: Curve) -> float | None:
     """Mean relative distance of the converted curve from the original's
-    (first series), on 50 points of the common x range."""
+    (first series), on 50 points of the common x range. Distances are
+    relative to the original's value there, but never to less than 1% of
+    its largest value: a loss that falls to ~0 would make any gap huge."""
     if not original.series or not converted.series or not original.series[0] or not converted.series[0]:
         return None
     a, b = original.series[0], converted.series[0]
@@ -236,12 +238,13 @@ def curve_gap(original: Curve, converted: Curve) -> float | None:
     if hi < lo:
         return None
     xs = [lo + (hi - lo) * i / 49 for i in range(50)]
+    floor = max([abs(y) for _, y in a if _finite(y)] + [0.0]) * 0.01
     gaps = []
     for x in xs:
         ya, yb = _interp(a, x), _interp(b, x)
         if not (_finite(ya) and _finite(yb)):
             return float("inf")
-        gaps.append(abs(yb - ya) / max(abs(ya), 1e-12))
+        gaps.append(abs(yb - ya) / max(abs(ya), floor, 1e-12))
     return _mean(gaps)
 
 
