@@ -375,6 +375,11 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return _shard_unresolved(ctx, f.value, what, seen)
+        passed = flow.passed_datasets(a, expr) if isinstance(f, cst.Name) else None
+        if passed:
+            # a helper of this module only transforming the datasets it is
+            # handed (unpacked from tfds.load, ...): those are divided
+            return all([_shard_passed(ctx, arg, what) for arg in passed])
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
         src = flow.list_of_splits(a, expr.value) if flow.integer_index(expr) is not None else None

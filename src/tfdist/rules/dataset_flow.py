@@ -428,7 +428,7 @@ def passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     params = list(fdef.params.params)
     rets = _returns(fdef)
     if not rets or any(dataset_sources(a, r, through_params=False) for r in rets) or not any(
-            a.dataset_sources(r) for r in rets):
+            dataset_sources(a, r) for r in rets):
         return None
     here = [arg for param in params for c, arg in a.argument_values(param) if c is call]
     out = [arg for arg in here if a.dataset_sources(arg) or dataset_sources(a, arg)]
