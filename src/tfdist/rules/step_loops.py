@@ -52,9 +52,11 @@ def _is_range(a, call) -> bool:
 
 
 def _plain_args(call: cst.Call) -> Optional[List[cst.BaseExpression]]:
-    if any(arg.keyword is not None or arg.star for arg in call.args):
+    """The positional arguments of a range: range() takes no keywords, and
+    tqdm's trange(a, b, desc=..., leave=...) counts by its positional ones."""
+    if any(arg.star for arg in call.args):
         return None
-    return [arg.value for arg in call.args]
+    return [arg.value for arg in call.args if arg.keyword is None]
 
 
 def _same_literal(x, y) -> bool:
