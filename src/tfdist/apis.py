@@ -457,6 +457,8 @@ BATCHING_SOURCES = {
     # make_csv_dataset(file_pattern, batch_size, ...): required, no default
     "tensorflow.data.experimental.make_csv_dataset": ("batch_size", 1, None),
 }
+# tfds.load(..., batch_size=n): batched when given (keyword-only), unbatched by default.
+BATCHING_SOURCES.update({n: ("batch_size", None, None) for n in TFDS_LOAD})
 # Sources shuffled with a seed argument that defaults to a random seed per
 # process: the ranks must share one, or their shards overlap.
 # name -> (keyword of the shuffle switch, keyword of the seed, positional
@@ -528,6 +530,10 @@ ALIAS_EXACT.update({
     "keras.optimizers.nadam": "keras.optimizers.Nadam",
 })
 
+# Dataset methods called on the class with their datasets as arguments
+# (tf.data.Dataset.concatenate(pos, neg)) -> how many leading positional
+# arguments are datasets.
+DATASET_CLASS_CALLS = {"tensorflow.data.Dataset.concatenate": 2}
 # Dataset constructors combining a list of datasets -> positional index of the list.
 DATASET_COMBINERS = {
     "tensorflow.data.Dataset.sample_from_datasets": 0,

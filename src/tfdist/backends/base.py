@@ -69,6 +69,12 @@ class Backend(ABC):
     #: Keras evaluate()/predict() run collective operations under this engine
     #: (so they may never be put under a rank guard).
     inference_runs_collectives: bool = False
+    #: A dataset sharded by this engine's templates holds only this rank's
+    #: share wherever it is read (Horovod's .shard), not only where the
+    #: engine distributes it (tf.distribute's auto-shard options): any other
+    #: reader downstream of the shard -- a preprocessing layer's adapt() --
+    #: sees the share too.
+    shard_is_in_place: bool = False
 
     # --- what the engine and the rules need to know of the backend's words
     @abstractmethod

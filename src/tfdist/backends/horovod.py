@@ -23,6 +23,7 @@ KERAS3_MESSAGE = (
 
 class HorovodBackend(Backend):
     name = "horovod"
+    shard_is_in_place = True
 
     def __init__(self, lr_scaling: str = "linear", warmup_epochs=None, steps_per_epoch=None):
         self.lr_scaling = check_lr_policy(lr_scaling)

@@ -65,6 +65,7 @@ _CALL_KINDS.update({n: MODEL for n in apis.KERAS_MODEL_FACTORIES})
 _CALL_KINDS.update({n: SCHEDULE for n in apis.KERAS_LR_SCHEDULES})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_SOURCES})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_COMBINERS})
+_CALL_KINDS.update({n: DATASET for n in apis.DATASET_CLASS_CALLS})
 _CALL_KINDS.update({n: SESSION for n in apis.TF1_SESSIONS})
 _CALL_KINDS.update({n: MONITORED_SESSION for n in apis.TF1_MONITORED_SESSIONS})
 _CALL_KINDS[apis.GRADIENT_TAPE] = TAPE
@@ -641,7 +642,14 @@ class Analysis:
 
     def _combined_datasets(self, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
         """The datasets a combiner (``sample_from_datasets([a, b])``) is handed
-        in a literal list or tuple; None for any other call."""
+        in a literal list or tuple, or a class-called dataset method
+        (``tf.data.Dataset.concatenate(a, b)``) as its arguments; None for
+        any other call."""
+        joined = self.is_name(call, apis.DATASET_CLASS_CALLS)
+        if joined is not None:  # tf.data.Dataset.concatenate(a, b)
+            positional = [x.value for x in call.args if x.keyword is None and not x.star]
+            count = apis.DATASET_CLASS_CALLS[joined]
+            return positional[:count] if len(positional) >= count else None
         combiner = self.is_name(call, apis.DATASET_COMBINERS)
         if combiner is None:
             return None

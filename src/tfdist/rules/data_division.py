@@ -38,12 +38,39 @@ def _state(ctx) -> dict:
     return ctx.state(__name__, dict)
 
 
-def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> None:
+def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
     """Replace node by template (made with ``{inner}`` for the dataset),
-    filled with node's *updated* form, so edits inside it (a seed) survive."""
+    filled with node's *updated* form, so edits inside it (a seed) survive.
+    False (nothing edited, a warning instead) when a preprocessing layer is
+    adapted on data that would come from this shard."""
+    adapt = _adapted_downstream(ctx, node)
+    if adapt is not None:
+        ctx.warn(node, RULE, ctx.say(
+            "{layer}.adapt(...) at line {line} reads data that would be sharded by rank here: each rank would adapt "
+            "the layer on its own share (a TextVectorization's vocabulary is not a variable, so it would stay "
+            "different on every rank); adapt it on the whole data, then shard the dataset given to training with "
+            ".shard({size}, {rank}) and an equal count per rank", layer=ctx.a.code(adapt.func.value),
+            line=str(ctx.a.line(adapt))))
+        return False
     def rewrite(upd):
         return ctx.expr(template, inner=source(ctx.module, upd))
     ctx.plan.replace(node, rewrite)
+    return True
+
+
+def _adapted_downstream(ctx, node: cst.BaseExpression):
+    """The first ``layer.adapt(data)`` whose data flows from node, for an
+    engine whose shard holds only the rank's share wherever it is read."""
+    if not ctx.backend.shard_is_in_place:
+        return None
+    a = ctx.a
+    for call in a.calls:
+        if method_name(call) != "adapt" or not isinstance(call.func, cst.Attribute):
+            continue
+        data = find_arg(call, "data", 0)
+        if data is not None and flow.path_to(a, data.value, node) is not None:
+            return call
+    return None
 
 
 def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
@@ -91,15 +118,15 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
         if later is not None:
             # The source's own dataset is used elsewhere too (a
             # TextVectorization.adapt, ...): every rank must see all of it there.
-            _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}"))
-            ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
+            if _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}")):
+                ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
             continue
         if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
         else:
             template = ctx.backend.shard_dataset("{inner}")
-        _wrap_node(ctx, src, template)
-        ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
+        if _wrap_node(ctx, src, template):
+            ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
     return True
 
 
@@ -154,8 +181,8 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
             ctx.change(call, RULE, f"{method_name(call)}() before {method_name(point)}(): one seed shared by every rank, so the ranks hold the same stream where it is sharded and their shares are disjoint")
     known = flow.size_known(a, point)
     template = ctx.backend.shard_dataset_known_size("{inner}") if known else ctx.backend.shard_dataset("{inner}")
-    _wrap_node(ctx, point, template)
-    ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
+    if _wrap_node(ctx, point, template):
+        ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
 
 
 def global_seed_set_before(a, node) -> bool:
@@ -387,15 +414,15 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             if expr not in _sharded(ctx):
                 _sharded(ctx).add(expr)
                 _prepare_source(ctx, src)
-                _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
-                ctx.change(expr, RULE, f"{what}: split {a.code(expr)} of {a.code(src.func)}(split=[...]) sharded by "
-                                       f"rank, equal share per rank")
+                if _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
+                    ctx.change(expr, RULE, f"{what}: split {a.code(expr)} of {a.code(src.func)}(split=[...]) sharded by "
+                                           f"rank, equal share per rank")
             return True
         if _dict_of_splits(ctx, expr.value):
             if expr not in _sharded(ctx):
                 _sharded(ctx).add(expr)
-                _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}"))
-                ctx.change(expr, RULE, f"{what}: split {a.code(expr)} sharded by rank, equal share per rank")
+                if _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
+                    ctx.change(expr, RULE, f"{what}: split {a.code(expr)} sharded by rank, equal share per rank")
             return True
         return False
     if isinstance(expr, cst.Name):
@@ -456,8 +483,8 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
     else:
         ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}), which cannot be cut into equal shares after batching: shard it inside {helper}() for the calls that train, where its elements are single samples (after any window() and its flat_map(), take() or skip(); before .shuffle(...) and .batch(...)), e.g. .batch({size}, drop_remainder=True).unbatch().shard({size}, {rank}), so every rank gets the same number of elements", helper=helper, why=why))
         return True
-    _wrap_node(ctx, call, template)
-    ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
+    if _wrap_node(ctx, call, template):
+        ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
     if shuffled and not _seed_helper_shuffles(ctx, call, helper):
         ctx.warn(call, RULE, f"{helper}() shuffles before this shard: each rank takes 1/size of its own shuffled stream (equal step counts, but shares may overlap); for disjoint shares, shard inside {helper}() before .shuffle(...)")
     return True
@@ -497,9 +524,9 @@ def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
     _sharded(ctx).add(arg)
     for src in a.dataset_sources(arg):
         _prepare_source(ctx, src)
-    _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}"))
-    ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
-                          f"{a.code(a.parent(a.parent(arg)).func)}(), equal share per rank")
+    if _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}")):
+        ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
+                              f"{a.code(a.parent(a.parent(arg)).func)}(), equal share per rank")
     return True
 
 
@@ -518,7 +545,7 @@ def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     if not known and batched and _shard_inside_helper(ctx, call, what):
         return True
     return _shard_call_site(ctx, call, call.func.value, known, batched, "shuffle" in methods,
-                            what, "some of its calls feed more than fit(): predict(), evaluate() or other code would get a share")
+                            what, "it has other calls, divided on their own or not at all")
 
 
 def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
@@ -615,8 +642,8 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
     if point in _sharded(ctx):
         return
     _sharded(ctx).add(point)
-    _wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}"))
-    if point is src:
-        ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")
-    else:
-        ctx.change(point, RULE, f"{what}: records sharded by rank right after {method_name(point)}(), equal count per rank")
+    if _wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}")):
+        if point is src:
+            ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")
+        else:
+            ctx.change(point, RULE, f"{what}: records sharded by rank right after {method_name(point)}(), equal count per rank")

@@ -40,9 +40,9 @@ def shard_repeated(ctx, dataset: cst.BaseExpression, what: str) -> bool:
         _sharded(ctx).add(root)
         for src in sources:
             _prepare_source(ctx, src)
-        _wrap_node(ctx, root, ctx.backend.shard_dataset_plain("{inner}"))
-        ctx.change(root, RULE, f"{what}: sharded by rank before .repeat() (the input repeats forever; "
-                               f"steps_per_epoch, divided, bounds every rank's steps)")
+        if _wrap_node(ctx, root, ctx.backend.shard_dataset_plain("{inner}")):
+            ctx.change(root, RULE, f"{what}: sharded by rank before .repeat() (the input repeats forever; "
+                                   f"steps_per_epoch, divided, bounds every rank's steps)")
     return True
 
 
