@@ -115,6 +115,9 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
         if later is None:
             later = _after_attribute_reads(ctx, dataset, src)
             why = "has attributes read elsewhere (class_names) that a dataset made from it does not have"
+        if later is None and _adapted_downstream(ctx, src) is not None:
+            later = _training_point(ctx, dataset, src)
+            why = "also feeds a preprocessing layer's adapt(), which must see all of it"
         if later is not None:
             # The source's own dataset is used elsewhere too (a
             # TextVectorization.adapt, ...): every rank must see all of it there.
@@ -316,6 +319,20 @@ def _later_point(ctx, dataset, src: cst.Call):
     if path is None or not flow.size_known(a, value) or any(method_name(c) == "shuffle" for c in path):
         return None
     return value
+
+
+def _training_point(ctx, dataset, src: cst.Call):
+    """The dataset given to training itself, as the place to shard a flow
+    whose source also feeds an adapt(): when TensorFlow knows its size there
+    (an equal share by count) and nothing shuffles it on the way from the
+    source (the ranks hold the same stream), and no adapt() reads from it."""
+    a = ctx.a
+    path = flow.path_to(a, dataset, src)
+    if path is None or not flow.size_known(a, dataset) or _adapted_downstream(ctx, dataset) is not None:
+        return None
+    if any(method_name(c) in apis.RANDOM_DATASET_METHODS for c in path):
+        return None
+    return dataset
 
 
 def _after_attribute_reads(ctx, dataset, src: cst.Call):
