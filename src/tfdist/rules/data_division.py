@@ -172,7 +172,8 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
     _sharded(ctx).add(point)
     if src in _sharded(ctx):
         # another flow already sharded the source: sharding again here would divide twice
-        ctx.warn(point, RULE, ctx.say(f"{method_name(point)}() cuts this dataset by the position of its elements, and another use of its source {a.code(src.func)}(...) is sharded at the source: shard each flow once, after {method_name(point)}(...), with .shard({{size}}, {{rank}}) and an equal count per rank"))
+        cut = "window() and this flat_map()" if method_name(point) in apis.RECORD_READING_METHODS else f"{method_name(point)}()"
+        ctx.warn(point, RULE, ctx.say(f"{cut} cut this dataset by the position of its elements, and another use of its source {a.code(src.func)}(...) is sharded at the source: shard each flow once, after {method_name(point)}(...), with .shard({{size}}, {{rank}}) and an equal count per rank"))
         return
     share_seed(ctx, src)
     seeded = global_seed_set_before(a, point)
