@@ -491,7 +491,10 @@ def _file_uses(a: A.Analysis, target: cst.Name, opener: cst.Call):
 
 
 def _unguardable_run(a: A.Analysis, run):
-    """Why these statements cannot run on rank 0 only (a phrase), or None."""
+    """Why these consecutive statements cannot run on rank 0 only (a
+    phrase), or None when they can: a collective operation, an early exit,
+    a definition, a change to something else than a name, or a name set
+    there and read after them."""
     for stmt in run:
         blocker = _first_collective(a, stmt)
         if blocker is not None:
@@ -528,27 +531,7 @@ _DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.L
 
 def _unguardable_body(a: A.Analysis, w: cst.With):
     """Why ``w`` cannot run on rank 0 only (a phrase), or None when it can."""
-    blocker = _first_collective(a, w)
-    if blocker is not None:
-        return f"also runs {a.code(blocker.func)}(), which may run a collective operation"
-    for node in walk(w):
-        if isinstance(node, _EXITS):
-            return "leaves it early or yields"
-        if isinstance(node, _DEFINITIONS):
-            return "defines or imports names"
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
-            targets = [node.target]
-            while targets:
-                target = targets.pop()
-                if isinstance(target, (cst.Tuple, cst.List)):
-                    targets += [e.value for e in target.elements]
-                elif not isinstance(target, cst.Name):
-                    return f"changes {a.code(target)}"
-        if isinstance(node, cst.Name) and any(b.node is node for b in a.scopes.lookup(node)):
-            outside = [r for r in a.scopes.references(node) if not _within(a, r, w) and not _rebound_around(a, r, w)]
-            if outside:
-                return f"sets {node.value}, which is used after it (line {a.line(outside[0])})"
-    return None
+    return _unguardable_run(a, [w])
 
 
 def _within(a: A.Analysis, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
