@@ -399,3 +399,25 @@ def test_yaml_emitter_round_trips():
     doc = {"a": [{"b": 1, "c": ["x", "-m", "yes", "", "1"]}, [1, 2]], "d": {}, "e": [], "f": None, "g": True,
            "h": "metadata.labels['x']", "i": {"nvidia.com/gpu": "2"}}
     assert yaml.safe_load(kubernetes.to_yaml([doc]).split("---\n", 1)[1]) == doc
+
+
+def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range():
+    """Ports the kernel gives outgoing connections (its ephemeral range) may be
+    taken by another cluster's gRPC channels before a worker listens on them:
+    local workers get ports just below that range."""
+    import socket
+
+    low, _ = launcher.ephemeral_port_range()
+    for _ in range(20):
+        ports = launcher.free_ports(3)
+        assert len(set(ports)) == 3
+        assert all(max(1024, low - launcher.LISTEN_PORT_SPAN) <= p < low for p in ports), ports
+        held = []
+        try:
+            for p in ports:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("127.0.0.1", p))  # free right after free_ports released them
+        finally:
+            for s in held:
+                s.close()

@@ -377,15 +377,51 @@ def is_local_host(host: str) -> bool:
         return False
 
 
+#: How many ports below the kernel's ephemeral range free_ports draws from.
+LISTEN_PORT_SPAN = 12000
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The ports the kernel hands out to outgoing connections and to bind(0)."""
+    try:
+        low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_ports(n: int, host: str = "localhost") -> list[int]:
     """``n`` distinct TCP ports that are free on this machine right now (all
     bound at once, then released: another program may still take one before
-    the workers bind it, which makes a worker fail at start-up)."""
-    sockets = []
+    the workers bind it, which makes a worker fail at start-up).
+
+    They are drawn at random from the ports just below the kernel's
+    ephemeral range: a port the kernel picked (bind to port 0) would be in
+    that range, where any outgoing connection -- the gRPC channels of
+    another cluster starting beside this one -- may take it before this
+    cluster's worker listens on it ("Could not start gRPC server", seen
+    once in 3 test-suite runs)."""
+    import random
+
+    address = "127.0.0.1" if host in LOCAL_HOST_NAMES else ""
+    low = ephemeral_port_range()[0]
+    candidates = list(range(max(1024, low - LISTEN_PORT_SPAN), low))
+    random.SystemRandom().shuffle(candidates)
+    sockets: list[socket.socket] = []
     try:
-        for _ in range(n):
+        for port in candidates:
+            if len(sockets) == n:
+                break
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1" if host in LOCAL_HOST_NAMES else "", 0))
+            try:
+                sock.bind((address, port))
+            except OSError:
+                sock.close()
+                continue
+            sockets.append(sock)
+        while len(sockets) < n:  # no room below the range: let the kernel pick
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((address, 0))
             sockets.append(sock)
         return [s.getsockname()[1] for s in sockets]
     finally:
