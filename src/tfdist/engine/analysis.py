@@ -18,7 +18,7 @@ from .. import apis
 from . import positions
 from .names import canonical
 from .reaching import Reaching
-from .scopes import ModuleScopes, iter_children
+from .scopes import ModuleScopes, iter_children, walk
 
 # Kinds of objects tfdist tracks.
 MODEL = "keras.Model"
@@ -639,6 +639,13 @@ class Analysis:
                         out += self.dataset_sources(element, seen)
             return out
         return []
+
+    def reads_bound_to(self, name: str, value: cst.CSTNode) -> List[cst.Name]:
+        """The reads of ``name`` that its binding to ``value`` reaches (a later
+        rebinding's target is not a read)."""
+        return [n for n in walk(self.module) if isinstance(n, cst.Name) and n.value == name
+                and not isinstance(self.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
+                and any(v is value for _, v in self.assigned_values(n))]
 
     def _combined_datasets(self, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
         """The datasets a combiner (``sample_from_datasets([a, b])``) is handed

@@ -181,7 +181,7 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
         if method_name(call) in apis.RANDOM_DATASET_METHODS and find_arg(call, "seed", 1) is None and not seeded \
                 and not has_star_args(call) and (call, "seed") not in _sharded(ctx):
             _sharded(ctx).add((call, "seed"))
-            _add_kwarg(ctx, call, "seed", SHARED_SEED)
+            add_kwarg(ctx, call, "seed", SHARED_SEED)
             ctx.change(call, RULE, f"{method_name(call)}() before {method_name(point)}(): one seed shared by every rank, so the ranks hold the same stream where it is sharded and their shares are disjoint")
     known = flow.size_known(a, point)
     template = ctx.backend.shard_dataset_known_size("{inner}") if known else ctx.backend.shard_dataset("{inner}")
@@ -274,7 +274,7 @@ def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
 SHARED_SEED = "1234"
 
 
-def _add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
+def add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
     from .common import append_arg, kwarg
     new = ctx.expr(value)
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(name, new)))
@@ -294,7 +294,7 @@ def share_seed(ctx, src: cst.Call) -> None:
     if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or any(
             arg.keyword is None for arg in src.args[3:]):
         return  # the user's seed is the same on every rank
-    _add_kwarg(ctx, src, seed_key, SHARED_SEED)
+    add_kwarg(ctx, src, seed_key, SHARED_SEED)
     ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
 
 
@@ -307,9 +307,7 @@ def _later_point(ctx, dataset, src: cst.Call):
     if name is None:
         return None
     # reads of the name only: a later rebinding's target is not a use of the reader
-    uses = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
-            and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
-            and any(v is src for _, v in a.assigned_values(n))]
+    uses = a.reads_bound_to(name, src)
     if len(uses) <= 1 or not isinstance(dataset, cst.Name):
         return None
     bound = a.assigned_values(dataset)
@@ -377,12 +375,12 @@ def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
     rc = find_arg(src, "read_config")
     module = a.code(src.func.value) if isinstance(src.func, cst.Attribute) else None
     if rc is None and module is not None:
-        _add_kwarg(ctx, src, "read_config", f"{module}.ReadConfig(shuffle_seed={SHARED_SEED})")
+        add_kwarg(ctx, src, "read_config", f"{module}.ReadConfig(shuffle_seed={SHARED_SEED})")
         ctx.change(src, RULE, "shuffle_files: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
         return
     if rc is not None and isinstance(rc.value, cst.Call) and a.is_name(rc.value, {apis.TFDS_READ_CONFIG}):
         if find_arg(rc.value, "shuffle_seed") is None:
-            _add_kwarg(ctx, rc.value, "shuffle_seed", SHARED_SEED)
+            add_kwarg(ctx, rc.value, "shuffle_seed", SHARED_SEED)
             ctx.change(rc.value, RULE, "ReadConfig: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
         return
     ctx.warn(sf.value, RULE, f"shuffle_files: the file order must be the same on every rank for the shards to be disjoint: pass read_config=tfds.ReadConfig(shuffle_seed=<same seed on every rank>)")
@@ -523,7 +521,7 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
     for c in shuffles:
         if find_arg(c, "seed", 1) is None and c not in seeded:
             seeded.add(c)
-            _add_kwarg(ctx, c, "seed", SHARED_SEED)
+            add_kwarg(ctx, c, "seed", SHARED_SEED)
             ctx.change(c, RULE, f"{helper}() shuffles with a fixed seed, the same on every rank, so the shares "
                                 "each rank takes after it are disjoint")
     return True
@@ -600,9 +598,7 @@ def _feeds_fit_only(a, value: cst.BaseExpression) -> bool:
             and isinstance(parent.targets[0].target, cst.Name)):
         return False
     name = parent.targets[0].target.value
-    reads = [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == name
-             and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
-             and any(v is value for _, v in a.assigned_values(n))]
+    reads = a.reads_bound_to(name, value)
     return bool(reads) and stmt is not None and all(
         isinstance(a.parent(n), cst.Arg) and _fit_data_argument(a, a.parent(n)) for n in reads)
 

@@ -463,7 +463,7 @@ def _open_run(ctx, call: cst.Call):
         name = _opened_name(a, opener)
         if name is None:
             return None
-        for use in _file_uses(a, name, opener):
+        for use in a.reads_bound_to(name.value, opener):
             at = next((i for i, s in enumerate(body) if _within(a, use, s)), None)
             if at is None or at < start:
                 return None
@@ -482,12 +482,6 @@ def _opened_name(a: A.Analysis, opener: cst.Call):
             and isinstance(small.targets[0].target, cst.Name):
         return small.targets[0].target
     return None
-
-
-def _file_uses(a: A.Analysis, target: cst.Name, opener: cst.Call):
-    return [n for n in walk(a.module) if isinstance(n, cst.Name) and n.value == target.value and n is not target
-            and not isinstance(a.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
-            and any(v is opener for _, v in a.assigned_values(n))]
 
 
 def _unguardable_run(a: A.Analysis, run):

@@ -493,25 +493,20 @@ def split_by_engine(ctx, dataset, what: str) -> None:
             ctx.change(src, SPLIT_RULE, ctx.say("{what}: data in memory split between workers by sample", what=what))
         else:
             ctx.change(src, SPLIT_RULE, ctx.say("{what}: {engine} splits this dataset between workers (by file where it can)", what=what))
-    for shuffle in batch_calls(a, dataset, methods=("shuffle",)) or []:
-        if shuffle in done or find_arg(shuffle, "seed", 1) is not None:
+    # every random draw on the way, seeded alike: shuffles, and combiners drawing which dataset comes next
+    draws = [(c, ("seed", 1), "shuffled with one seed on every worker, so their shares do not overlap")
+             for c in batch_calls(a, dataset, methods=("shuffle",)) or []]
+    for c in batch_calls(a, dataset, methods=(COMBINERS,)) or []:
+        name = a.is_name(c, apis.SEEDED_DATASET_COMBINERS)
+        if name is not None and not has_star_args(c):
+            draws.append((c, apis.SEEDED_DATASET_COMBINERS[name], f"{a.code(c.func)}: one seed on every worker, "
+                          "so they draw the same stream and their shares of it do not overlap"))
+    for call, seed_arg, message in draws:
+        if call in done or find_arg(call, *seed_arg) is not None:
             continue
-        done.add(shuffle)
-        from .common import append_arg, kwarg
-        new = ctx.expr(data_division.SHARED_SEED)
-        ctx.plan.replace(shuffle, lambda c, new=new: append_arg(c, kwarg("seed", new)))
-        ctx.change(shuffle, SPLIT_RULE, "shuffled with one seed on every worker, so their shares do not overlap")
-    for combiner in batch_calls(a, dataset, methods=(COMBINERS,)) or []:
-        name = a.is_name(combiner, apis.SEEDED_DATASET_COMBINERS)
-        if name is None or combiner in done or has_star_args(combiner) or \
-                find_arg(combiner, *apis.SEEDED_DATASET_COMBINERS[name]) is not None:
-            continue
-        done.add(combiner)
-        from .common import append_arg, kwarg
-        new = ctx.expr(data_division.SHARED_SEED)
-        ctx.plan.replace(combiner, lambda c, new=new: append_arg(c, kwarg("seed", new)))
-        ctx.change(combiner, SPLIT_RULE, f"{a.code(combiner.func)}: one seed on every worker, so they draw the same "
-                                         "stream and their shares of it do not overlap")
+        done.add(call)
+        data_division.add_kwarg(ctx, call, seed_arg[0], data_division.SHARED_SEED)
+        ctx.change(call, SPLIT_RULE, message)
 
 
 # ------------------------------------------------------------ saves
