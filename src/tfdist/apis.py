@@ -243,6 +243,9 @@ RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "pas
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"
+#: Builtins that read a container without changing its elements.
+READ_ONLY_BUILTINS = {"builtins.len", "builtins.list", "builtins.tuple", "builtins.sorted", "builtins.enumerate",
+                      "builtins.zip", "builtins.print", "builtins.iter", "builtins.reversed"}
 # TF1 tutorial data sets: ``read_data_sets(...)`` returns an object whose
 # ``train``/``validation``/``test`` attributes draw batches with
 # ``next_batch(n)``, shuffled by NumPy's global random generator (re-seeded

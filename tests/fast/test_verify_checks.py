@@ -161,3 +161,37 @@ def test_the_loss_comparison_is_a_check_too():
     assert all(c.name == "loss-within-tolerance" for c in diverged)
     assert reason_lines(diverged)[0].startswith("does not learn like the original: ")
     assert diverged[0].measured["ratio"] > diverged[0].expected["rel_tolerance"]
+
+
+def _with_rates(record, *rates):
+    record.fit_rates = list(rates)
+    return record
+
+
+def test_the_learning_rate_check_fails_an_unscaled_or_twice_scaled_rate_and_passes_the_policys():
+    ref = _run([_with_rates(_rank(0, size=1, steps=20), 0.05, 0.01)], 1)
+
+    def rate_check(*rates, factor=2.0):
+        dist = _run([_with_rates(_rank(0), r) for r in rates[:1]] + [_with_rates(_rank(1), r) for r in rates[1:]], 2)
+        return _by_name(run_checks(ref, dist, 2, rate_factor=factor)).get("learning-rate-scaled")
+
+    assert rate_check(0.1, 0.1).passed                      # linear: 0.05 x 2
+    assert rate_check(0.05 * 2 ** 0.5, 0.05 * 2 ** 0.5, factor=2 ** 0.5).passed
+    unscaled = rate_check(0.05, 0.05)
+    assert not unscaled.passed and "0.05 x 2 = 0.1" in unscaled.detail and "rank 0: 0.05" in unscaled.detail
+    twice = rate_check(0.1, 0.2)
+    assert not twice.passed and "rank 1: 0.2" in twice.detail and "rank 0" not in twice.detail
+    unread = rate_check(None, 0.1)
+    assert not unread.passed and "rank 0: unread" in unread.detail
+    # no factor (a conversion given as is, a warmup) or no fit in the original: nothing to check
+    dist = _run([_with_rates(_rank(0), 0.05), _with_rates(_rank(1), 0.05)], 2)
+    assert "learning-rate-scaled" not in _by_name(run_checks(ref, dist, 2))
+    assert "learning-rate-scaled" not in _by_name(run_checks(_original(), dist, 2, rate_factor=2.0))
+
+
+def test_the_expected_rate_factor_follows_the_conversion_options():
+    from tfdist.runtime.verify import expected_rate_factor
+    assert expected_rate_factor((), 4) == 4.0
+    assert expected_rate_factor(("lr-sqrt",), 4) == 2.0
+    assert expected_rate_factor(("lr-none",), 4) == 1.0
+    assert expected_rate_factor(("warmup-1",), 4) is None

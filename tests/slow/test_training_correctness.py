@@ -9,6 +9,7 @@ N processes (horovodrun, Gloo, CPU) under tfdist's probe, and checked:
 * all ranks hold bitwise-identical trainable variables;
 * each rank ran ~1/N of the single-process optimizer steps, the same number
   on every rank;
+* every Model.fit trains with the original's learning rate x N;
 * the samples each rank trained on (recorded by the probe, with their values):
   every label is the one the script's ``label_of(sample)`` gives for its
   sample (recomputed here, for the original and for every rank); tfdist
@@ -47,7 +48,7 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
 Runs the original once per script and reuses it for every rank count.
-Scripts: 33 (see correctness_scripts/); 3 ranks too for the 8 flagged ranks=2,3 -- one or two
+Scripts: 34 (see correctness_scripts/); 3 ranks too for the 8 flagged ranks=2,3 -- one or two
 of each source family where the share per rank depends on N (NumPy offsets, feed offsets,
 derived labels, next_batch, samplers, an iterator's while loop, Keras fit on arrays).
 """
@@ -305,9 +306,18 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
     else:
         assert_samples(script, flags, ref, ranks, np_)
 
-    # The whole verify check agrees (exit, variables, steps, samples, writers).
-    reasons, checks, _ = check(original, distributed, np_)
+    # The whole verify check agrees (exit, variables, steps, learning rate, samples, writers).
+    reasons, checks, _ = check(original, distributed, np_, rate_factor=float(np_))
     assert reasons == [], reasons
+
+    # Every Model.fit trains with the original's learning rate x N (linear
+    # scaling), the first as verify checks it and any later one too: compiling
+    # the same optimizer again must not scale it again.
+    for rec in ranks:
+        assert len(rec.fit_rates) == len(ref.fit_rates), (rec.fit_rates, ref.fit_rates)
+        for got, original_rate in zip(rec.fit_rates, ref.fit_rates):
+            assert original_rate is not None and got is not None, (rec.fit_rates, ref.fit_rates)
+            assert abs(got - original_rate * np_) <= 1e-5 * original_rate * np_, (rec.fit_rates, ref.fit_rates)
 
     # Only rank 0 wrote checkpoints/summaries/models, the same kinds as the original.
     writers = {r.rank for r in ranks if r.gated_files()}

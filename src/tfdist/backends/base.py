@@ -153,6 +153,20 @@ class Backend(ABC):
         steps = self.divide_count(str(self.steps_per_epoch)) if self.steps_per_epoch else "None"
         return name, warmup_schedule_class(name, keras, steps, ctx.quoted)
 
+    def scale_lr_at_run_time(self, ctx, keras: str):
+        """(call template over ``{inner}``, definitions template): the
+        optimizer ``{inner}`` with its learning rate scaled under this
+        backend's policy once, at run time, for an optimizer built where the
+        converter cannot see (another module, a tuner's choice, a name
+        string); None under --lr-scaling none."""
+        if self.lr_scaling == "none":
+            return None
+        function = ctx.imports.free_name("with_scaled_learning_rate")
+        schedule = ctx.imports.free_name("ScaledLearningRate")
+        factor = lr_factor(self.lr_scaling, self.size())
+        return (f"{function}({{inner}}, {factor})",
+                scaled_rate_definitions(function, schedule, keras, ctx.quoted))
+
     def warmup_epoch_callback(self, ctx, keras: str, schedule: str):
         """(callback template, class template): a Keras callback telling the
         warmup schedule class ``schedule`` fit()'s steps per epoch."""
@@ -255,6 +269,66 @@ class Backend(ABC):
         """Shard a finite dataset that is then repeated forever: every rank
         runs the same (divided) steps_per_epoch, so shares need not be equal."""
         raise NotImplementedError
+
+
+def scaled_rate_definitions(function: str, schedule: str, keras: str, quoted) -> str:
+    """A function scaling the learning rate of an optimizer object in place,
+    once (compiling the same optimizer again must not scale it again), and
+    the schedule class it puts around a rate that is a schedule. Emitted into
+    the converted script: it needs nothing but Keras.
+
+    A name string (``"adam"``, a tuner's choice) is first made the optimizer
+    Keras would make of it. Keras 3 and Keras 2's optimizers keep a schedule
+    in ``_learning_rate`` (their ``learning_rate`` property evaluates it);
+    legacy optimizers return it from ``learning_rate``. A loss-scale wrapper
+    forwards its rate to the optimizer it wraps. The schedule class is
+    registered and rebuilt from its config: Horovod's DistributedOptimizer
+    makes its optimizer anew from the optimizer's config."""
+    flag = quoted("_tfdist_learning_rate_scaled")
+    return (
+        f"@{keras}.utils.register_keras_serializable({quoted('tfdist')})\n"
+        f"class {schedule}({keras}.optimizers.schedules.LearningRateSchedule):\n"
+        f"    \"\"\"The script's own learning-rate schedule, its rates multiplied by `factor`.\"\"\"\n"
+        f"\n"
+        f"    def __init__(self, schedule, factor):\n"
+        f"        super().__init__()\n"
+        f"        self.schedule = schedule\n"
+        f"        self.factor = factor\n"
+        f"\n"
+        f"    def __call__(self, step):\n"
+        f"        return self.schedule(step) * self.factor\n"
+        f"\n"
+        f"    def get_config(self):\n"
+        f"        return {{{quoted('schedule')}: {keras}.optimizers.schedules.serialize(self.schedule), "
+        f"{quoted('factor')}: self.factor}}\n"
+        f"\n"
+        f"    @classmethod\n"
+        f"    def from_config(cls, config):\n"
+        f"        config = dict(config)\n"
+        f"        config[{quoted('schedule')}] = {keras}.optimizers.schedules.deserialize(config[{quoted('schedule')}])\n"
+        f"        return cls(**config)\n"
+        f"\n"
+        f"\n"
+        f"def {function}(optimizer, factor):\n"
+        f"    \"\"\"`optimizer` (an optimizer or its name) with its learning rate multiplied by `factor`,\n"
+        f"    once per optimizer object: compiling it again does not scale it again.\"\"\"\n"
+        f"    if isinstance(optimizer, str):\n"
+        f"        optimizer = {keras}.optimizers.get(optimizer)\n"
+        f"    if optimizer is None or getattr(optimizer, {flag}, False):\n"
+        f"        return optimizer\n"
+        f"    target = getattr(optimizer, {quoted('inner_optimizer')}, optimizer)  # a loss-scale wrapper's optimizer\n"
+        f"    rate = getattr(target, {quoted('_learning_rate')}, None)\n"
+        f"    if not isinstance(rate, {keras}.optimizers.schedules.LearningRateSchedule):\n"
+        f"        rate = target.learning_rate\n"
+        f"    if isinstance(rate, {keras}.optimizers.schedules.LearningRateSchedule):\n"
+        f"        target.learning_rate = {schedule}(rate, factor)\n"
+        f"    elif callable(rate):\n"
+        f"        target.learning_rate = lambda: rate() * factor\n"
+        f"    else:\n"
+        f"        target.learning_rate = target.learning_rate * factor\n"
+        f"    setattr(optimizer, {flag}, True)\n"
+        f"    return optimizer\n"
+    )
 
 
 def warmup_callback_class(name: str, keras: str, quoted) -> str:

@@ -16,6 +16,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
+from ..engine.scopes import walk
 from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -125,17 +126,23 @@ def apply(ctx) -> None:
 
 
 # ------------------------------------------------------------------ optimizer
-def _wrap(ctx, node: cst.BaseExpression, what: str) -> None:
+def _wrap(ctx, node: cst.BaseExpression, what: str, scaled: str = None) -> None:
+    """Wrap the optimizer ``node`` for the engine; ``scaled``: a call
+    template over ``{inner}`` scaling its learning rate at run time, put
+    inside the wrapper (Horovod rebuilds the optimizer from its config)."""
     if node in _wrapped(ctx):
         return
     _wrapped(ctx).add(node)
     template = ctx.backend.wrap_optimizer("{inner}", keras=True)
+    if template is not None:
+        ctx.change(node, "distributed-optimizer", ctx.say("{what} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", what=what))
+    if scaled is not None:
+        template = scaled if template is None else ctx.fill(template, inner=scaled)
     if template is None:
         return  # the engine averages gradients without a wrapper
     # filled now, so that the setup imports the module the template names
     template = ctx.fill(template, inner="{inner}")
     ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
-    ctx.change(node, "distributed-optimizer", ctx.say("{what} wrapped in {optimizer_wrapper} (gradients averaged across ranks)", what=what))
 
 
 def _new_optimizer(ctx, class_short: str) -> str:
@@ -191,8 +198,83 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
             warmup.note_fit_optimizer(ctx, call)
         _wrap(ctx, value, f"optimizer {a.code(value)} (built by {', '.join(sorted({a.code(c.func) for c, _ in found}))})")
         return
-    _wrap(ctx, value, f"optimizer {a.code(value)}")
-    ctx.warn(value, "lr-scaling", f"where {a.code(value)} is created is unknown: multiply its learning rate by the number of processes by hand")
+    if found == []:  # every value it can have is None
+        said = "optimizer=None:" if a.code(value) == "None" else f"optimizer={a.code(value)} is always None here:"
+        ctx.warn(value, "distributed-optimizer", f"{said} compile() gets no optimizer, so fit() fails as written "
+                 f"(a blank left to fill in?); put the optimizer there and convert again")
+        return
+    _unseen_optimizer(ctx, value)
+
+
+def _unseen_optimizer(ctx, value: cst.BaseExpression) -> None:
+    """An optimizer built where the converter cannot see (another module, a
+    tuner's choice, a name string in a variable): its learning rate is
+    scaled when compile() runs, on the object itself, once. Not when one of
+    the optimizers built in this file may be it (scaled where it is built,
+    it would be scaled twice), nor under a warmup (which ramps the rate it
+    finds when training starts)."""
+    a = ctx.a
+    what = f"optimizer {a.code(value)}"
+    if ctx.backend.lr_scaling == "none":
+        _wrap(ctx, value, what)
+        return
+    scaled = None
+    if not ctx.backend.warmup_epochs and not _may_be_built_here(a, value):
+        scaled = lr_scaling.scale_at_run_time(ctx, value, warmup.keras_module(ctx))
+    _wrap(ctx, value, what, scaled)
+    if scaled is None:
+        ctx.warn(value, "lr-scaling", f"where {a.code(value)} is created is unknown: multiply its learning rate by the number of processes by hand")
+
+
+def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
+    """Can ``value`` be an optimizer constructed in this file? Through the
+    names it reads (their bindings, a parameter's arguments, a container's
+    elements) and the local functions it calls (their returns)."""
+    seen = set() if seen is None else seen
+    if value is None or depth > 8 or id(value) in seen:
+        return False
+    seen.add(id(value))
+    for node in walk(value):
+        if isinstance(node, cst.Call):
+            if any(t.kind in OPTIMIZER_KINDS for t in a.types(node)):
+                return True
+            if isinstance(node.func, cst.Name):
+                for fdef in a._local_functions(node.func):
+                    if any(_may_be_built_here(a, r, depth + 1, seen) for r in A._returns(fdef)):
+                        return True
+        elif isinstance(node, cst.Name):
+            for origin, bound in a.assigned_values(node):
+                if bound is not None:
+                    sources = [bound]
+                elif isinstance(origin, cst.Param):
+                    sources = list(_param_values(a, origin) or ()) + [origin.default]
+                else:
+                    sources = _binding_sources(a, origin)
+                    if sources is None:
+                        return True  # bound some other way: it may be
+                if any(_may_be_built_here(a, v, depth + 1, seen) for v in sources):
+                    return True
+    return False
+
+
+def _binding_sources(a: A.Analysis, target: cst.CSTNode):
+    """The expressions a name bound other than by ``name = value`` takes its
+    value from: a loop's iterable, the value of a tuple assignment, a
+    with-item, a walrus; [] for an import or a definition; None otherwise."""
+    if isinstance(target, (cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef)):
+        return []
+    for node in a.ancestors(target):
+        if isinstance(node, (cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef)):
+            return []
+        if isinstance(node, (cst.For, cst.CompFor)):
+            return [node.iter]
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.NamedExpr)):
+            return [node.value]
+        if isinstance(node, cst.WithItem):
+            return [node.item]
+        if isinstance(node, cst.BaseStatement):
+            break
+    return None
 
 
 OPTIMIZER_KINDS = (A.KERAS_OPTIMIZER, A.TF1_OPTIMIZER)
@@ -218,6 +300,9 @@ def _constructions(a: A.Analysis, value, depth: int):
         return None
     if isinstance(value, cst.Name) and value.value == "None":
         return []
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+        elements = _container_elements(a, value.value)
+        return _all_constructions(a, elements, depth) if elements else None
     if isinstance(value, cst.Call):
         ts = [t for t in a.types(value) if t.kind in OPTIMIZER_KINDS and t.call is value]
         if ts:
@@ -253,6 +338,45 @@ def _all_constructions(a: A.Analysis, values, depth: int):
             return None
         out += [c for c in sub if c not in out]
     return out
+
+
+#: Reads of a dict, list or tuple that leave its elements as they are.
+READ_ONLY_CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "index", "count", "copy"})
+
+
+def _container_elements(a: A.Analysis, name: cst.Name):
+    """The element values of the dict, list or tuple literal ``name`` is
+    bound to (``optimizers = {"sgd": SGD(), "adam": Adam()}``), when every
+    binding reaching it is such a literal and no read of it can change an
+    element (an item assignment, a mutating method, passing it to a call);
+    None otherwise."""
+    bound = a.assigned_values(name)
+    if not bound or any(not isinstance(v, (cst.Dict, cst.List, cst.Tuple)) for _, v in bound):
+        return None
+    elements = []
+    for _, literal in bound:
+        for read in a.reads_bound_to(name.value, literal):
+            if not _reads_only(a, read):
+                return None
+        for element in literal.elements:
+            if isinstance(element, (cst.StarredElement, cst.StarredDictElement)):
+                return None
+            elements.append(element.value)
+    return elements
+
+
+def _reads_only(a: A.Analysis, read: cst.Name) -> bool:
+    """``read`` (a use of a container) cannot change its elements."""
+    parent = a.parent(read)
+    if isinstance(parent, cst.Subscript) and parent.value is read:
+        return not isinstance(a.parent(parent), (cst.AssignTarget, cst.AugAssign, cst.Del, cst.AnnAssign))
+    if isinstance(parent, cst.Attribute) and parent.value is read:
+        return parent.attr.value in READ_ONLY_CONTAINER_METHODS
+    if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is read:
+        return True
+    if isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
+        return a.is_name(a.parent(parent).func, apis.READ_ONLY_BUILTINS) is not None
+    return isinstance(parent, cst.ComparisonTarget)
 
 
 def _param_values(a: A.Analysis, param: cst.Param):

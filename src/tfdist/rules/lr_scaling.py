@@ -157,3 +157,24 @@ def _scale_schedule(ctx, t: A.Type) -> bool:
         ctx.change(arg.value, RULE, f"every rate of the piecewise schedule {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, t.call)
+
+
+def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str) -> Optional[str]:
+    """A call template over ``{inner}`` scaling, when it runs, the learning
+    rate of the optimizer object ``value`` is (built where the converter
+    cannot see), once per object; the backend's helper is written into the
+    module the first time. None under --lr-scaling none."""
+    made = ctx.backend.scale_lr_at_run_time(ctx, keras) if "call" not in _run_time(ctx) else None
+    if made is not None:
+        _run_time(ctx)["call"], definitions = made
+        ctx.define(definitions, ctx.say("{engine}: the learning rate of an optimizer built where the converter cannot see."))
+    call = _run_time(ctx).get("call")
+    if call is not None:
+        ctx.change(value, RULE, f"learning rate of {ctx.a.code(value)} (built where tfdist cannot see) "
+                                f"{policy_phrase(ctx)} when compile() runs, once per optimizer: "
+                                f"{ctx.fill(call, inner=ctx.a.code(value))}")
+    return call
+
+
+def _run_time(ctx) -> dict:
+    return ctx.state(__name__ + ".run_time", dict)

@@ -207,9 +207,10 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
             arg = find_arg(call, "optimizer", 0)
             if arg is not None:
                 # followed through names, parameters and factories (make_optimizer())
-                built = keras_fit._constructions(a, arg.value, 0) or []
-                for s in [a.statement_of(c) for c, _ in built] + replicas.construction_statements(
-                        a, arg.value, {A.KERAS_OPTIMIZER}):
+                built = keras_fit._constructions(a, arg.value, 0)
+                for s in [a.statement_of(c) for c, _ in built or []] + replicas.construction_statements(
+                        a, arg.value, {A.KERAS_OPTIMIZER}) + (
+                        _unseen_optimizer_bindings(a, arg.value, call) if built is None else []):
                     if s is not None and s not in stmts:
                         stmts.append(s)
             for other in call.args:  # optimizers an overridden compile() takes (d_optimizer=...)
@@ -231,6 +232,21 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
         gather += [s for s in stmts if s not in gather]
         return
     replicas.in_replica_scope(ctx, stmts, f"model {a.code(model)}, its optimizer and compile()")
+
+
+def _unseen_optimizer_bindings(a: A.Analysis, value, compile_call: cst.Call) -> list:
+    """The ``optimizer = make_optimizer(...)`` statements (in compile()'s
+    function) binding an optimizer built where the converter cannot see:
+    it creates variables when it is built (its step count, its rate), so it
+    is built in the scope too."""
+    if not isinstance(value, cst.Name):
+        return []
+    out = []
+    for origin, bound in a.assigned_values(value):
+        if isinstance(origin, cst.Assign) and isinstance(bound, cst.Call) \
+                and a.enclosing_function(origin) is a.enclosing_function(compile_call):
+            out.append(a.statement_of(origin))
+    return out
 
 
 #: compile() arguments holding metric objects: they have variables, which

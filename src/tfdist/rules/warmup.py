@@ -75,7 +75,7 @@ def fit_callbacks(ctx, call: cst.Call) -> list:
             raise ctx.unsupported(call, "--warmup-epochs: this file's fit() optimizers mix a learning-rate schedule "
                                         "and a plain rate, warmed up in two different ways; convert without "
                                         "--warmup-epochs, or warm them up by hand")
-        template, class_template = ctx.backend.warmup_epoch_callback(ctx, _keras(ctx), _state(ctx)["schedule"])
+        template, class_template = ctx.backend.warmup_epoch_callback(ctx, keras_module(ctx), _state(ctx)["schedule"])
     else:
         template, class_template = ctx.backend.keras_warmup_callback(
             ctx, ctx.a.code(model) if model is not None and _plain(model) else None)
@@ -109,7 +109,7 @@ def _helper(ctx, key: str, make) -> str:
     return _state(ctx)[key]
 
 
-def _keras(ctx) -> str:
+def keras_module(ctx) -> str:
     """The Keras module the file uses, as a template."""
     return "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
 
@@ -167,7 +167,7 @@ def _schedule_around_rate(ctx, call: cst.Call) -> str:
     if rate is not None:  # the script's own schedule is warmed up inside the wrapper: no fit() refusal for it
         _state(ctx).setdefault("wrapped_schedules", []).extend(
             t.call for t in ctx.a.types(rate.value) if t.kind == A.SCHEDULE and t.call is not None)
-    name = _helper(ctx, "schedule", lambda: ctx.backend.warmup_schedule(ctx, _keras(ctx)))
+    name = _helper(ctx, "schedule", lambda: ctx.backend.warmup_schedule(ctx, keras_module(ctx)))
     _wrap_rate(ctx, call, f"{name}({{rate}}, {ctx.backend.warmup_factor()}, {k})")
     return name
 

@@ -59,15 +59,18 @@ class VerifyInputError(Exception):
 
 def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
           samples_out: dict | None = None, backend: str | None = None,
-          local_devices: int = 1) -> tuple[list[str], list[str], list[str]]:
+          local_devices: int = 1, rate_factor: float | None = None) -> tuple[list[str], list[str], list[str]]:
     """Return (failure reasons, established checks, warnings) as text: the
     typed run_checks() rendered.  ``samples_out`` (a dict) receives the
     sample summary (see check_samples).  ``backend`` defaults to the
     distributed observation's.  ``local_devices``: devices each process
     replicates over (tf-distribute, verify --local-devices): the steps are
     then 1/(np x local_devices) of the original's, and each process's copies
-    of a variable must be identical."""
-    results = run_checks(reference, distributed, np, steps_cap, backend=backend, local_devices=local_devices)
+    of a variable must be identical.  ``rate_factor``: the converted
+    learning rate over the original's the conversion should give (None: not
+    checked)."""
+    results = run_checks(reference, distributed, np, steps_cap, backend=backend, local_devices=local_devices,
+                         rate_factor=rate_factor)
     if samples_out is not None and results.samples is not None:
         samples_out.update(results.samples)
     reasons, checks = as_text(results.checks)
@@ -92,6 +95,19 @@ POLICY_OPTIONS = {"linear": (), "sqrt": ("lr-sqrt",), "none": ("lr-none",)}
 #: What --sweep tries by default; a warmup policy is added when the converter has it.
 DEFAULT_SWEEP = ("linear", "sqrt", "none")
 DEFAULT_SWEEP_WARMUP = "linear:warmup=1"
+
+
+def expected_rate_factor(options: Sequence[str], replicas: int) -> float | None:
+    """The learning rate at the first step of a conversion with ``options``
+    over the original's, on ``replicas`` replicas; None under a warmup (it
+    starts from the rate as written and ramps)."""
+    if any(o.startswith("warmup-") for o in options):
+        return None
+    if "lr-none" in options:
+        return 1.0
+    if "lr-sqrt" in options:
+        return replicas ** 0.5
+    return float(replicas)
 
 
 def policy_options(spec: str, steps_per_epoch: int | None = None) -> tuple[str, ...]:
@@ -201,9 +217,12 @@ def _run_original(setup: _Setup, original: Path, base: Path) -> Observation:
 
 def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_script: Path, status: str, *,
                    policy: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
-                   abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE) -> VerifyReport:
+                   abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE,
+                   rate_factor: float | None = None) -> VerifyReport:
     """Run the conversion (``status`` "given": the script itself) on N
-    processes, check it against the original's run, and compare their losses."""
+    processes, check it against the original's run, and compare their losses.
+    ``rate_factor``: the converted learning rate over the original's that
+    the conversion's options give (None: not checked)."""
     script, np = setup.script, setup.np
     converted = status == "given"
     as_file = script if dist_script != script else None
@@ -219,7 +238,7 @@ def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_scrip
                                   pythonpath=setup.pythonpath, backend=setup.backend, python=setup.python,
                                   record_losses=setup.record_losses)
     results = run_checks(reference, distributed, np, setup.steps, backend=setup.backend,
-                         local_devices=setup.local_devices)
+                         local_devices=setup.local_devices, rate_factor=rate_factor)
     comparison = None
     if setup.record_losses:
         comparison = C.compare(C.curve_of(reference), C.curve_of(distributed, label, policy),
@@ -284,7 +303,8 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
             dist_script, status = convert_to(script, base / "converted", backend, options)
         reference = _run_original(setup, reference_script, base)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
-                                rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance)
+                                rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
+                                rate_factor=None if converted else expected_rate_factor(options, np * local_devices))
         report.workdir = str(base) if keep else None
         return report
     finally:
@@ -324,9 +344,10 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                 chosen.remove((policy, options))
         reference = _run_original(setup, script, base)
         reports = []
-        for i, ((policy, _), (dist_script, status)) in enumerate(zip(chosen, conversions)):
+        for i, ((policy, options), (dist_script, status)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,
-                                          rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance))
+                                          rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
+                                          rate_factor=expected_rate_factor(options, np)))
         best = C.best_of([r.comparison for r in reports if r.comparison is not None])
         return SweepReport(str(script), np, reports, best.converted.policy if best else None,
                            str(base) if keep else None, skipped)

@@ -21,6 +21,9 @@ from .verify_records import TF_DISTRIBUTE, Observation, RankRecord
 #: of this fraction of the expectation and STEP_TOLERANCE_ABS steps.
 STEP_TOLERANCE_REL = 0.2
 STEP_TOLERANCE_ABS = 1
+#: Relative difference allowed between a rank's learning rate and the
+#: original's times the policy's factor (float32 rounding).
+RATE_TOLERANCE_REL = 1e-5
 
 #: The names a Check can have, in the order the checks run.
 CHECK_NAMES = (
@@ -32,6 +35,7 @@ CHECK_NAMES = (
     "world-size",             # Horovod: every rank reports the world size N
     "variables-identical",    # final trainable variables bitwise identical across ranks
     "steps-per-rank",         # each rank took ~1/N of the original's optimizer steps
+    "learning-rate-scaled",   # Keras fit: the first fit's learning rate is the original's x the policy's factor
     "sample-pairs-intact",    # every sample a rank fed carried the labels the original fed it with
     "work-divided",           # the ranks did not all consume the identical samples
     "chief-writes",           # only rank 0 wrote checkpoints/summaries/models (at the user's paths)
@@ -126,7 +130,8 @@ def _by_rank(values: dict) -> dict:
 # --------------------------------------------------------------------------
 
 def run_checks(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
-               backend: str | None = None, local_devices: int = 1) -> CheckResults:
+               backend: str | None = None, local_devices: int = 1,
+               rate_factor: float | None = None) -> CheckResults:
     """Check the distributed run against the original's.  ``backend``
     defaults to the distributed observation's.  ``local_devices``: devices
     each process replicates over (tf-distribute, verify --local-devices): the
@@ -176,6 +181,12 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
     if present and not ref.missing:
         steps = _steps_check(ref, present, np, local_devices, use_planned, tfd)
         checks.append(steps)
+
+    # 3b. the learning rate the conversion's policy gives --------------------
+    if rate_factor is not None and present and not ref.missing:
+        rate = _rate_check(ref, present, rate_factor)
+        if rate is not None:
+            checks.append(rate)
 
     # 4. samples: pairs intact, work divided --------------------------------
     sampled = sample_checks(ref, present, np)
@@ -365,6 +376,27 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
     return Check(name, False, measured, wanted,
                  f"{what} per rank are not ~1/{share} of the original's {ref_steps} "
                  f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
+
+
+def _rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Check | None:
+    """The learning rate the first Model.fit trains with on every rank is the
+    original's times ``factor`` (the conversion's policy: N, sqrt(N), 1);
+    None when the original ran no fit whose rate the probe could read."""
+    original = ref.fit_rates[0] if ref.fit_rates else None
+    if original is None:
+        return None
+    expected = original * factor
+    rates = {r.rank: (r.fit_rates[0] if r.fit_rates else None) for r in present}
+    wrong = {k: v for k, v in rates.items()
+             if v is None or abs(v - expected) > RATE_TOLERANCE_REL * max(abs(expected), 1e-12)}
+    if not wrong:
+        return Check("learning-rate-scaled", True, measured=_by_rank(rates), expected=expected,
+                     detail=f"the first fit trains with learning rate {expected:.6g} on every rank "
+                            f"(the original's {original:.6g} x {factor:.6g})")
+    said = ", ".join(f"rank {k}: {'unread' if v is None else f'{v:.6g}'}" for k, v in sorted(wrong.items()))
+    return Check("learning-rate-scaled", False, measured=_by_rank(rates), expected=expected,
+                 detail=f"the first fit's learning rate is not the original's {original:.6g} x {factor:.6g} = "
+                        f"{expected:.6g} ({said})")
 
 
 def sample_checks(ref: RankRecord, ranks: list[RankRecord], np: int) -> SampleResults:

@@ -48,6 +48,7 @@ class RankRecord:
     optimizer_steps: int = 0
     steps_source: str | None = None
     keras_optimizers: list[dict] = field(default_factory=list)
+    fit_rates: list = field(default_factory=list)   # learning rate at step 0 of each Model.fit (None: unread)
     tf1_train_runs: int = 0
     global_step: int | None = None
     files: list[FileWrite] = field(default_factory=list)
@@ -76,6 +77,7 @@ class RankRecord:
             optimizer_steps=int(optimizer.get("steps", 0) or 0),
             steps_source=optimizer.get("source"),
             keras_optimizers=list(optimizer.get("keras", [])),
+            fit_rates=list(optimizer.get("fit_rates") or []),
             tf1_train_runs=int(optimizer.get("tf1_train_runs", 0) or 0),
             global_step=optimizer.get("global_step"),
             files=[FileWrite(f["path"], f.get("kind", "file"), list(f.get("via", [])), f.get("exists_at_exit"),

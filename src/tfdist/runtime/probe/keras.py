@@ -7,7 +7,7 @@ import os
 from .files import _make_file_wrapper
 from .patch import _patch
 from .samples import _as_array_struct, _record_batch, _slice_struct, _step_counter
-from .state import MAX_LOSS_POINTS, STATE, _busy, _note_error
+from .state import MAX_LOSS_POINTS, STATE, _busy, _note_error, _ProbeBusy
 from .tables import KERAS_MODEL_CLASS, KERAS_OPTIMIZER_BASES, KERAS_SAVE_METHODS
 from .tape import _make_model_call_wrapper
 
@@ -46,6 +46,33 @@ def _record_fit(bound) -> None:
     _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, steps_before=_step_counter(),
                   epochs=max(0, epochs), validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
                   batch_size=args.get("batch_size"))
+
+
+def _rate_at_start(optimizer):
+    """The learning rate ``optimizer`` trains its first step with: a
+    schedule evaluated at step 0, a variable's value, a callable's result;
+    None when it cannot be read. Keras 3 and Keras 2's optimizers keep a
+    schedule in ``_learning_rate``, legacy ones behind ``learning_rate``; a
+    loss-scale wrapper forwards to its ``inner_optimizer``."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    rate = getattr(inner, "_learning_rate", None)
+    if rate is None:
+        rate = getattr(inner, "learning_rate", None)
+    if rate is None:
+        return None
+    if any(c.__name__ == "LearningRateSchedule" for c in type(rate).__mro__):
+        rate = rate(0)
+    elif callable(rate) and not hasattr(rate, "assign"):
+        rate = rate()
+    value = rate.numpy() if hasattr(rate, "numpy") else rate
+    return float(value)
+
+
+def _record_fit_rate(bound) -> None:
+    model = bound.arguments.get("self")
+    optimizer = getattr(model, "optimizer", None)
+    rate = _rate_at_start(optimizer) if optimizer is not None else None
+    STATE.fit_rates.append(rate)
 
 
 def _install_keras_optimizer(module, group):
@@ -203,6 +230,12 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     _record_fit(bound)
                 except Exception as exc:  # noqa: BLE001
                     _note_error("fit_samples", exc)
+                try:
+                    with _ProbeBusy():
+                        _record_fit_rate(bound)
+                except Exception as exc:  # noqa: BLE001
+                    STATE.fit_rates.append(None)
+                    _note_error("fit_rate", exc)
             if bound is not None and STATE.record_losses:
                 try:
                     cbs = bound.arguments.get("callbacks")

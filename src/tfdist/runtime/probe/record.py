@@ -88,6 +88,7 @@ def _optimizer_info():
         "tf1_train_ops": len(STATE.train_ops),
         "tf1_eager_applies": STATE.tf1_eager_applies,
         "global_step": global_step,
+        "fit_rates": list(STATE.fit_rates),
     }
 
 
