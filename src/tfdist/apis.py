@@ -422,10 +422,19 @@ COLLECTIVE_FREE_METHODS = {
 # --- Data sources beyond tf.data constructors -----------------------------------
 # tensorflow_datasets.load: a dataset of known size per split, or -- with
 # with_info=True, a list of splits, or split=None -- a tuple / list / dict of them.
-TFDS_LOAD = {"tensorflow_datasets.load"}
+# A builder's as_dataset(split=None, *, batch_size=None, shuffle_files=False,
+# read_config=None, ...) returns the same as load(): builder = tfds.builder(name).
+TFDS_AS_DATASET = "tensorflow_datasets.core.DatasetBuilder.as_dataset"
+TFDS_LOAD = {"tensorflow_datasets.load", TFDS_AS_DATASET}
 TFDS_READ_CONFIG = "tensorflow_datasets.ReadConfig"
-# load(name, *, split=..., shuffle_files=..., ...)
-TFDS_LOAD_POS = {"split": None, "shuffle_files": None}  # keyword-only in tfds 4
+# load(name, *, split=..., shuffle_files=..., ...): keyword-only in tfds 4;
+# as_dataset(split, ...): split also first positionally.
+TFDS_LOAD_POS = {"split": None, "shuffle_files": None}
+TFDS_SPLIT_POSITION = {"tensorflow_datasets.load": None, TFDS_AS_DATASET: 0}
+# Factories whose result's methods are named by its class: x = factory(...);
+# x.method(...) is "<class>.method" (only for the methods listed).
+FACTORY_INSTANCES = {"tensorflow_datasets.builder": "tensorflow_datasets.core.DatasetBuilder"}
+FACTORY_INSTANCE_METHODS = {"as_dataset"}
 # Keras directory readers: a BATCHED dataset of known size (shuffled with
 # ``seed``, a random one when absent); subset="both" returns (train, val).
 KERAS_DIRECTORY_DATASETS = {

@@ -182,8 +182,38 @@ class Analysis:
             p = self.parent(p)
 
     def qualified(self, node: cst.CSTNode) -> Set[str]:
-        """Raw qualified names (relative imports made absolute)."""
-        return {self.project.absolute(q) for q in self.scopes.qualified(node, follow_aliases=True)}
+        """Raw qualified names (relative imports made absolute); a method of
+        an object a known factory returned is named by the factory's class
+        (:meth:`_instance_method_names`)."""
+        out = {self.project.absolute(q) for q in self.scopes.qualified(node, follow_aliases=True)}
+        return out | self._instance_method_names(node)
+
+    def _instance_method_names(self, node: cst.CSTNode) -> Set[str]:
+        """``<class>.method`` for ``x.method`` when every binding of ``x``
+        reaching it is a call of a factory returning that class
+        (``builder = tfds.builder(name)``; ``tfds.builder(name).method``
+        too): ``apis.FACTORY_INSTANCES``, for the methods they list."""
+        if isinstance(node, cst.Call):
+            node = node.func
+        if not isinstance(node, cst.Attribute) or node.attr.value not in apis.FACTORY_INSTANCE_METHODS:
+            return set()
+        receiver = node.value
+        if isinstance(receiver, cst.Call):
+            values = [receiver]
+        elif isinstance(receiver, cst.Name):
+            values = [v for _, v in self.assigned_values(receiver)]
+        else:
+            return set()
+        classes = set()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return set()
+            made = {apis.FACTORY_INSTANCES.get(canonical(self.project.absolute(q)))
+                    for q in self.scopes.qualified(value, follow_aliases=True)} - {None}
+            if not made:
+                return set()
+            classes |= made
+        return {f"{c}.{node.attr.value}" for c in classes}
 
     def names(self, node: cst.CSTNode) -> Set[str]:
         """Canonical qualified names of a Name/Attribute/Call (its callee)."""

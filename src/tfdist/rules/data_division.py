@@ -105,7 +105,7 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _shard_records(ctx, dataset, src, what)
             continue
         if ctx.a.is_name(src, apis.TFDS_LOAD):
-            if flow.tfds_shape(src) != ("single", False):
+            if flow.tfds_shape(ctx.a, src) != ("single", False):
                 ctx.warn(src, RULE, ctx.say("this tfds.load(...) returns several datasets: shard the one used for training with .shard({size}, {rank}).take(len // {size})"))
                 continue
             _tfds_fixed_file_order(ctx, src)
@@ -373,7 +373,9 @@ def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
     if sf is None or not flow.literal_true(sf.value):
         return
     rc = find_arg(src, "read_config")
-    module = a.code(src.func.value) if isinstance(src.func, cst.Attribute) else None
+    # tfds.load(...): the module it is called on (not a builder's as_dataset)
+    module = a.code(src.func.value) if isinstance(src.func, cst.Attribute) and a.is_name(
+        src, apis.TFDS_LOAD - {apis.TFDS_AS_DATASET}) else None
     if rc is None and module is not None:
         add_kwarg(ctx, src, "read_config", f"{module}.ReadConfig(shuffle_seed={SHARED_SEED})")
         ctx.change(src, RULE, "shuffle_files: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
@@ -471,7 +473,7 @@ def _dict_of_splits(ctx, expr) -> bool:
     if not isinstance(expr, cst.Name):
         return False
     for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and flow.tfds_shape(value) == ("dict", False):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and flow.tfds_shape(a, value) == ("dict", False):
             _prepare_source(ctx, value)
             return True
         if value is None and isinstance(origin, cst.Name):
@@ -627,8 +629,47 @@ def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
     known = all(flow.size_known(other, r) for r in rets)
     methods = [m for r in rets for m in flow.chain_methods(other, r)]
     name = ctx.a.code(call.func)
+    shuffled = "shuffle" in methods and not external_shuffles_alike(ctx, other, fdef, call, name)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
-                            "shuffle" in methods, what, "it is defined in another module")
+                            shuffled, what, "it is defined in another module")
+
+
+def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, helper: str) -> bool:
+    """Every dataset shuffle of a helper of another module (and of the
+    functions of that module it calls) has a seed that is the same on every
+    rank: a number written there, or a parameter this call sets to one --
+    or leaves at None, when the shared seed is given here. Then every rank
+    shuffles the same stream, and the shards taken at the call are disjoint."""
+    bodies = [fdef] + [f for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
+                       for f in other._local_functions(c.func)]
+    shuffles = [c for body in bodies for c in walk(body.body) if isinstance(c, cst.Call)
+                and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"]
+    if not shuffles or has_star_args(call):
+        return False
+    params = list(fdef.params.params)
+    missing = []
+    for shuffle in shuffles:
+        seed = find_arg(shuffle, "seed", 1)
+        if seed is None:
+            return False
+        if flow.same_on_every_rank(other, seed.value):
+            continue
+        param = flow.helper_param(other, fdef, seed.value)
+        if param is None:
+            return False
+        given = find_arg(call, param.name.value, params.index(param))
+        if given is not None:
+            if not flow.same_on_every_rank(ctx.a, given.value):
+                return False
+        elif isinstance(param.default, cst.Name) and param.default.value == "None":
+            missing.append(param.name.value)
+        else:
+            return False
+    for name in sorted(set(missing)):
+        add_kwarg(ctx, call, name, SHARED_SEED)
+        ctx.change(call, RULE, f"{helper}() shuffles by its {name} argument: one seed given, the same on every "
+                               "rank, so the shares each rank takes at this call are disjoint")
+    return True
 
 
 # --- list_files pipelines: shard records, not files -------------------------

@@ -157,9 +157,10 @@ def flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
     return None
 
 
-def tfds_shape(call: cst.Call) -> Tuple[str, bool]:
-    """('single' | 'list' | 'dict', with_info) of what tfds.load returns."""
-    split = find_arg(call, "split", apis.TFDS_LOAD_POS["split"])
+def tfds_shape(a, call: cst.Call) -> Tuple[str, bool]:
+    """('single' | 'list' | 'dict', with_info) of what tfds.load (or a
+    builder's as_dataset, whose split may be positional) returns."""
+    split = find_arg(call, "split", apis.TFDS_SPLIT_POSITION.get(a.is_name(call, apis.TFDS_LOAD)))
     info = find_arg(call, "with_info")
     with_info = info is not None and literal_true(info.value)
     if split is None or (isinstance(split.value, cst.Name) and split.value.value == "None"):
@@ -198,7 +199,7 @@ def tuple_source_element(a, value, path: List[int]):
     if not isinstance(value, cst.Call):
         return None, None
     if a.is_name(value, apis.TFDS_LOAD):
-        shape, with_info = tfds_shape(value)
+        shape, with_info = tfds_shape(a, value)
         rest = list(path)
         if with_info:
             if rest[:1] != [0]:
@@ -233,7 +234,7 @@ def list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
     if depth > 4:
         return None
     if isinstance(expr, cst.Call):
-        return expr if a.is_name(expr, apis.TFDS_LOAD) and tfds_shape(expr) == ("list", False) else None
+        return expr if a.is_name(expr, apis.TFDS_LOAD) and tfds_shape(a, expr) == ("list", False) else None
     if not isinstance(expr, cst.Name):
         return None
     bound = a.assigned_values(expr)
@@ -277,7 +278,7 @@ def dict_of_splits_source(a, expr) -> Optional[cst.Call]:
     if not isinstance(expr, cst.Name):
         return None
     for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and tfds_shape(value) == ("dict", False):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and tfds_shape(a, value) == ("dict", False):
             return value
         if value is None and isinstance(origin, cst.Name):
             unpack = unpacked(a, origin)
@@ -493,6 +494,47 @@ def external_function(ctx, call: cst.Call):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
                 return Analysis(module, ProjectContext(module_name)), stmt
     return None
+
+
+def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:
+    """The parameter of ``fdef`` (a helper in ``other``'s module) that sets
+    ``value``, an argument inside it: a name bound to that parameter, or to
+    a parameter of a function of the module that ``fdef`` calls once and
+    hands it on to (``make(batch_size)`` -> ``build(batch_size=batch_size)``
+    -> ``.batch(batch_size)``); None otherwise."""
+    from ..engine.scopes import walk
+    for _ in range(4):
+        if not isinstance(value, cst.Name):
+            return None
+        bound = other.assigned_values(value)
+        if len(bound) != 1 or not isinstance(bound[0][0], cst.Param):
+            return None
+        param = bound[0][0]
+        if param in fdef.params.params:
+            return param
+        inner = other.enclosing_function(param)
+        if inner is None or param not in inner.params.params:
+            return None
+        calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
+                 and inner in other._local_functions(c.func)]
+        if len(calls) != 1 or has_star_args(calls[0]):
+            return None
+        arg = find_arg(calls[0], param.name.value, list(inner.params.params).index(param))
+        if arg is None:
+            return None
+        value = arg.value
+    return None
+
+
+def same_on_every_rank(a, value) -> bool:
+    """``value`` is the same number in every process: an integer literal,
+    or a name every binding reaching it binds to one."""
+    if isinstance(value, cst.Integer):
+        return True
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        return bool(bound) and all(isinstance(v, cst.Integer) for _, v in bound)
+    return False
 
 
 def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:

@@ -326,6 +326,20 @@ BATCH_METHODS = ("batch", "padded_batch")
 COMBINERS = "sample_from_datasets"
 
 
+def reader_batches(a: A.Analysis, call: cst.Call) -> bool:
+    """A reader that batches what it yields: one of apis.BATCHING_SOURCES
+    given a batch size other than None, or batching by its default
+    (``tfds.load`` without ``batch_size`` yields single examples)."""
+    reader = a.is_name(call, apis.BATCHING_SOURCES)
+    if reader is None:
+        return False
+    keyword, position, default = apis.BATCHING_SOURCES[reader]
+    arg = find_arg(call, keyword, position)
+    if arg is None:
+        return default is not None
+    return not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+
+
 def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
     """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
     from its sources, or None when the flow cannot be followed to them."""
@@ -336,7 +350,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
     if isinstance(expr, cst.Call):
         if a.is_name(expr, apis.DATASET_SOURCES):
             # a reader that batches its elements itself is a batch call
-            return [expr] if "batch" in methods and a.is_name(expr, apis.BATCHING_SOURCES) else []
+            return [expr] if "batch" in methods and reader_batches(a, expr) else []
         combined = a._combined_datasets(expr)
         if combined is not None:  # sample_from_datasets([a, b]): the batches of a and b
             out: List[cst.Call] = [expr] if COMBINERS in methods else []
@@ -579,11 +593,7 @@ def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
         reader = other.is_name(b, apis.BATCHING_SOURCES)
         keyword, position = (apis.BATCHING_SOURCES[reader][:2] if reader is not None else ("batch_size", 0))
         arg = find_arg(b, keyword, position)
-        param = None
-        if arg is not None and isinstance(arg.value, cst.Name):
-            bound = other.assigned_values(arg.value)
-            if len(bound) == 1 and isinstance(bound[0][0], cst.Param) and bound[0][0] in params:
-                param = bound[0][0]
+        param = flow.helper_param(other, fdef, arg.value) if arg is not None else None
         given = find_arg(call, param.name.value, params.index(param)) if param is not None else None
         if given is not None and not any(x.star for x in call.args):
             keep_batch_per_replica(ctx, given.value, what)
@@ -613,14 +623,14 @@ def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
         else:
             ctx.change(call, SPLIT_RULE, ctx.say("{what}: {engine} splits the dataset {helper}() returns between "
                                                  "workers (by file where it can)", what=what, helper=helper))
-        for r in rets:
-            for shuffle in batch_calls(other, r, methods=("shuffle",)) or []:
-                if find_arg(shuffle, "seed", 1) is None:
-                    ctx.warn(call, SPLIT_RULE, ctx.say(
-                        "{what}: {helper}() shuffles without a seed ({module}, line {line}): the workers' "
-                        "shares overlap unless every worker shuffles alike: give it seed={seed}",
-                        what=what, helper=helper, line=str(other.line(shuffle)), seed=data_division.SHARED_SEED,
-                        module=_module_file(other)))
+        shuffles = [c for r in rets for c in batch_calls(other, r, methods=("shuffle",)) or []]
+        if shuffles and not data_division.external_shuffles_alike(ctx, other, fdef, call, helper):
+            shuffle = shuffles[0]
+            ctx.warn(call, SPLIT_RULE, ctx.say(
+                "{what}: {helper}() shuffles without a seed that is the same on every worker ({module}, line "
+                "{line}): the workers' shares overlap unless every worker shuffles alike: give it seed={seed}",
+                what=what, helper=helper, line=str(other.line(shuffle)), seed=data_division.SHARED_SEED,
+                module=_module_file(other)))
 
 
 def _module_file(other: A.Analysis) -> str:

@@ -10,6 +10,8 @@ name and split, with tfds' calling conventions and return shapes:
   ``"train[:80%]"``, ``"train[10:500]"``, ``"train+test"``), a list/tuple
   of them (a list of datasets comes back), or None (a dict by split name);
   ``with_info=True`` returns ``(result, info)``.
+* ``builder(name)``: ``.info``, ``.download_and_prepare()`` and
+  ``.as_dataset(split=...)``, as load() for the same arguments.
 * Datasets have a known cardinality, as tfds' do.
 * Records live in "files" (fixed shards of each split); ``shuffle_files``
   shuffles the file order (a random seed per process unless
@@ -241,6 +243,28 @@ def load(name, *, split=None, data_dir=None, batch_size=None, shuffle_files=Fals
     return (result, info) if with_info else result
 
 
+class DatasetBuilder:
+    """Like tfds.builder(name): ``info``, ``download_and_prepare()`` (nothing
+    to fetch) and ``as_dataset(split=None, ...)``, which returns what load()
+    returns for the same arguments."""
+
+    def __init__(self, name):
+        self.name = name.split(":")[0].split("/")[0]
+        self.info = builder_info(self.name)
+
+    def download_and_prepare(self, **kwargs):
+        return None
+
+    def as_dataset(self, split=None, *, batch_size=None, shuffle_files=False, decoders=None, read_config=None,
+                   as_supervised=False):
+        return load(self.name, split=split, batch_size=batch_size, shuffle_files=shuffle_files,
+                    as_supervised=as_supervised, read_config=read_config)
+
+
+def builder(name, **kwargs):
+    return DatasetBuilder(name)
+
+
 def as_numpy(dataset):
     if isinstance(dataset, dict):
         return {k: as_numpy(v) for k, v in dataset.items()}
@@ -253,5 +277,5 @@ def even_splits(split, n):
     return [f"{split}[{k * 100 // n}%:{(k + 1) * 100 // n}%]" for k in range(n)]
 
 
-__all__ = ["load", "ReadConfig", "Split", "DatasetInfo", "list_builders", "as_numpy", "even_splits",
+__all__ = ["load", "builder", "DatasetBuilder", "ReadConfig", "Split", "DatasetInfo", "list_builders", "as_numpy", "even_splits",
            "DatasetNotFoundError"]
