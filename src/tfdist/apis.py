@@ -243,6 +243,12 @@ RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "pas
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"
+#: Calls returning plain data (strings, numbers): no field of their result
+#: is an object of the script (``args.optimizer`` is a name, not an optimizer).
+PLAIN_DATA_CALLS = {"argparse.ArgumentParser.parse_args", "argparse.ArgumentParser.parse_known_args"}
+#: Keras functions making an optimizer from a configuration or a name (and
+#: every class's ``from_config``).
+OPTIMIZER_FROM_CONFIG = {"keras.optimizers.deserialize", "keras.optimizers.get"}
 #: Builtins that read a container without changing its elements.
 READ_ONLY_BUILTINS = {"builtins.len", "builtins.list", "builtins.tuple", "builtins.sorted", "builtins.enumerate",
                       "builtins.zip", "builtins.print", "builtins.iter", "builtins.reversed"}
@@ -282,8 +288,16 @@ ROW_KEEPING_CONVERSIONS = {"astype", "copy"}
 # the same rows: np.array(x_list) is sliced as np.array(x_list[...]).
 ROW_KEEPING_ARRAY_FUNCTIONS = {
     "numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray",
-    "tensorflow.convert_to_tensor",
+    "tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.cast",
+    # row i of the result is made from row i alone: labels one-hot encoded,
+    # images resized, a feature axis added after the rows
+    "tensorflow.one_hot", "keras.utils.to_categorical", "tensorflow.image.resize",
 }
+# Of those, the ones that keep the rows only when the axis they add is not
+# the first: name -> (keyword of the axis, its position). Kept when the axis
+# is an integer >= 1 or -1 (a new last axis).
+ROW_KEEPING_WITH_AXIS = {"tensorflow.expand_dims": ("axis", 1), "numpy.expand_dims": ("axis", 1)}
+ROW_KEEPING_ARRAY_FUNCTIONS |= set(ROW_KEEPING_WITH_AXIS)
 # Keras' bundled data sets: ``(x_train, y_train), (x_test, y_test) =
 # keras.datasets.<name>.load_data()`` unpacks NumPy arrays.
 KERAS_ARRAY_DATASETS_MODULE = "keras.datasets."
@@ -433,8 +447,9 @@ TFDS_LOAD_POS = {"split": None, "shuffle_files": None}
 TFDS_SPLIT_POSITION = {"tensorflow_datasets.load": None, TFDS_AS_DATASET: 0}
 # Factories whose result's methods are named by its class: x = factory(...);
 # x.method(...) is "<class>.method" (only for the methods listed).
-FACTORY_INSTANCES = {"tensorflow_datasets.builder": "tensorflow_datasets.core.DatasetBuilder"}
-FACTORY_INSTANCE_METHODS = {"as_dataset"}
+FACTORY_INSTANCES = {"tensorflow_datasets.builder": "tensorflow_datasets.core.DatasetBuilder",
+                     "argparse.ArgumentParser": "argparse.ArgumentParser"}
+FACTORY_INSTANCE_METHODS = {"as_dataset", "parse_args", "parse_known_args"}
 # Keras directory readers: a BATCHED dataset of known size (shuffled with
 # ``seed``, a random one when absent); subset="both" returns (train, val).
 KERAS_DIRECTORY_DATASETS = {

@@ -33,9 +33,14 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
         return array_leaves(value.func.value, a)  # x.astype(np.float32): the rows of x, sliced before converting
     if isinstance(value, cst.Call) and a is not None and not has_star_args(value):
         first = value.args[0] if value.args and value.args[0].keyword is None else None
-        if first is not None and isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript)) \
-                and a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS):
-            return [first.value]  # np.array(x_list): the rows of x_list, sliced before converting
+        keeping = a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS)
+        if first is not None and keeping is not None and _keeps_rows(value, keeping) \
+                and isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            # np.array(x_list), tf.one_hot(labels, 10): the rows of the array handed
+            # in, sliced before converting
+            inner = array_leaves(first.value, a)
+            if inner is not None:
+                return inner
         if a.is_name(value, apis.ARRAY_CONSTRUCTORS):
             return [value]
         return None
@@ -56,6 +61,21 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
             return None
         out += leaves
     return out
+
+
+def _keeps_rows(call: cst.Call, name: str) -> bool:
+    """A row-keeping function's call keeps the rows: for one adding an axis,
+    that axis is not the first (apis.ROW_KEEPING_WITH_AXIS)."""
+    if name not in apis.ROW_KEEPING_WITH_AXIS:
+        return True
+    arg = find_arg(call, *apis.ROW_KEEPING_WITH_AXIS[name])
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) \
+            and isinstance(value.expression, cst.Integer):
+        return value.expression.value == "1"
+    return isinstance(value, cst.Integer) and int(value.value, 0) >= 1
 
 
 def numpy_array(a, expr, depth: int = 0) -> bool:

@@ -219,15 +219,22 @@ def _unseen_optimizer(ctx, value: cst.BaseExpression) -> None:
         _wrap(ctx, value, what)
         return
     scaled = None
-    if not ctx.backend.warmup_epochs and not _may_be_built_here(a, value):
+    maybe_scaled = _may_be_built_here(a, value)
+    if not ctx.backend.warmup_epochs and not maybe_scaled:
         scaled = lr_scaling.scale_at_run_time(ctx, value, warmup.keras_module(ctx))
     _wrap(ctx, value, what, scaled)
-    if scaled is None:
+    if scaled is None and maybe_scaled:
+        ctx.warn(value, "lr-scaling", f"cannot tell where {a.code(value)} is built: it may be an optimizer this file "
+                                      f"builds, or rebuilds from one's saved configuration (its rate then scaled "
+                                      f"already), or another: make sure its learning rate is multiplied by the "
+                                      f"number of processes once")
+    elif scaled is None:
         ctx.warn(value, "lr-scaling", f"where {a.code(value)} is created is unknown: multiply its learning rate by the number of processes by hand")
 
 
 def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
-    """Can ``value`` be an optimizer constructed in this file? Through the
+    """Can ``value`` be an optimizer constructed in this file (a call the
+    rules scale where it is built; ``Adam.from_config(c)`` is not)? Through the
     names it reads (their bindings, a parameter's arguments, a container's
     elements) and the local functions it calls (their returns)."""
     seen = set() if seen is None else seen
@@ -235,15 +242,23 @@ def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
         return False
     seen.add(id(value))
     for node in walk(value):
+        if isinstance(node, cst.Attribute) and _object_attribute(a, node) and not (
+                isinstance(a.parent(node), cst.Call) and a.parent(node).func is node
+                and a.is_name(a.parent(node), apis.PLAIN_DATA_CALLS)):
+            return True  # model.optimizer: an optimizer of this file, maybe scaled already
         if isinstance(node, cst.Call):
-            if any(t.kind in OPTIMIZER_KINDS for t in a.types(node)):
-                return True
+            if any(t.kind in OPTIMIZER_KINDS and t.call is node for t in a.types(node)):
+                return True  # a construction: the rule scales it where it is built
+            if _from_unseen_config(a, node):
+                return True  # a configuration saved from an optimizer of this file carries its scaled rate
             if isinstance(node.func, cst.Name):
                 for fdef in a._local_functions(node.func):
                     if any(_may_be_built_here(a, r, depth + 1, seen) for r in A._returns(fdef)):
                         return True
-        elif isinstance(node, cst.Name):
+        elif isinstance(node, cst.Name) and _read(a, node):
             for origin, bound in a.assigned_values(node):
+                if origin is None:
+                    continue  # a built-in (True, len)
                 if bound is not None:
                     sources = [bound]
                 elif isinstance(origin, cst.Param):
@@ -255,6 +270,58 @@ def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
                 if any(_may_be_built_here(a, v, depth + 1, seen) for v in sources):
                     return True
     return False
+
+
+def _object_attribute(a: A.Analysis, attr: cst.Attribute) -> bool:
+    """``x.y`` reads an attribute of an object (``model.optimizer``), not a
+    name of a module or class (``tf.keras.optimizers``) nor a field of
+    plain data (``args.optimizer`` of ``parser.parse_args()``,
+    apis.PLAIN_DATA_CALLS)."""
+    root = attr
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return True
+    bound = a.assigned_values(root)
+    if not bound:
+        return True
+    for origin, value in bound:
+        if origin is None or isinstance(origin, (cst.Import, cst.ImportFrom)) or any(
+                isinstance(p, (cst.Import, cst.ImportFrom)) for p in a.ancestors(origin)):
+            continue  # a module or a class
+        if isinstance(value, cst.Call) and a.is_name(value, apis.PLAIN_DATA_CALLS):
+            continue
+        return True
+    return False
+
+
+def _from_unseen_config(a: A.Analysis, call: cst.Call) -> bool:
+    """An optimizer rebuilt from a configuration (``Adam.from_config(c)``,
+    ``optimizers.deserialize(c)``, ``optimizers.get(c)``) that is not written
+    here as a literal: it may be a saved optimizer's, whose rate the
+    conversion scaled already."""
+    if not (method_name(call) == "from_config" or a.is_name(call, apis.OPTIMIZER_FROM_CONFIG)):
+        return False
+    config = call.args[0].value if call.args else None
+
+    def literal(v):
+        return isinstance(v, (cst.Dict, cst.SimpleString))
+
+    if literal(config):
+        return False
+    if isinstance(config, cst.Name):
+        bound = a.assigned_values(config)
+        return not bound or not all(literal(v) for _, v in bound)
+    return True
+
+
+def _read(a: A.Analysis, name: cst.Name) -> bool:
+    """``name`` is read as a value (not an argument's keyword, not the
+    attribute of ``x.name``)."""
+    parent = a.parent(name)
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    return not (isinstance(parent, cst.Attribute) and parent.attr is name)
 
 
 def _binding_sources(a: A.Analysis, target: cst.CSTNode):
