@@ -342,7 +342,9 @@ def test_no_block_spans_cells(backend):
     would run them): no ``with``/``if`` opened in one cell and closed in another."""
     import re
     assert NB_CASES
-    for case in sorted(NB_FIXTURES.glob("*")):
+    # every notebook fixture converted for this backend (one the engine
+    # refuses, e.g. a NumPy sampler loop under tf.distribute, has none)
+    for case in sorted(c for c, b, _ in NB_CASES if b == backend):
         r = convert_notebook(str(case / "input.ipynb"), (case / "input.ipynb").read_bytes(), backend=backend)
         assert r.result.status == "converted", (case.name, r.result.error)
         for i, src in enumerate(_code_cells(r.result.data)):

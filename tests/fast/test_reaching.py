@@ -286,3 +286,26 @@ def test_a_with_as_binding_hides_the_earlier_one():
     """
     assert reach(src, 4, "tape") == [2]
     assert reach(src, 7, "tape") == [5]
+
+
+def test_a_use_in_a_with_body_sees_only_its_as_binding():
+    # Progress bars bound by ``with trange(...) as steps`` cell after cell:
+    # the loop in the second block iterates the second block's steps, even
+    # inside an epoch loop (the with runs again before every iteration's use).
+    src = """\
+    with trange(1, n + 1) as steps:
+        for step in steps:
+            train()
+    for epoch in range(3):
+        with trange(1, m + 1) as steps:
+            x = 1
+            for step in steps:
+                train()
+    with open("log") as f:
+        if cond:
+            f = other()
+        f.write("x")
+    """
+    assert reach(src, 2, "steps") == [1]
+    assert reach(src, 7, "steps") == [5]
+    assert reach(src, 12, "f") == [9, 11]   # a binding in the body that may have run stays

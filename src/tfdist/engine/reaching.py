@@ -152,7 +152,10 @@ class Reaching:
                     raise _Undecided()
             elif isinstance(parent, cst.With):
                 if node is parent.body:
-                    out += [b for b in every if any(self._inside(b, item) for item in parent.items) and b not in out]
+                    items = [b for b in every if any(self._inside(b, item) for item in parent.items)]
+                    out += [b for b in items if b not in out]
+                    if items:
+                        return out  # ``with ... as name`` binds it before the body runs, always
                 elif any(self._inside(b, parent) for b in every):
                     raise _Undecided()
             elif isinstance(parent, cst.FunctionDef):
