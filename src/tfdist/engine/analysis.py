@@ -447,11 +447,30 @@ class Analysis:
         return out
 
     def _param_types(self, param: cst.Param, depth: int) -> Set[Type]:
-        """A parameter's type: the types passed at this module's call sites."""
+        """A parameter's type: the types passed at this module's call sites,
+        and its default's where a call leaves it out."""
         out: Set[Type] = set()
-        for _call, arg in self.argument_values(param, depth):
-            out |= self.types(arg, depth + 1)
+        for value in self.parameter_values(param, depth):
+            out |= self.types(value, depth + 1)
         return out
+
+    def parameter_values(self, param: cst.Param, depth: int = 0) -> List[cst.BaseExpression]:
+        """What a parameter can be bound to by this module's calls: every
+        argument passed for it (:meth:`argument_values`), and its default
+        when a call of the function by its name leaves it out."""
+        out = [arg for _call, arg in self.argument_values(param, depth)]
+        if param.default is not None and len(out) < len(self._calls_binding(param)):
+            out.append(param.default)
+        return out
+
+    def _calls_binding(self, param: cst.Param) -> List[cst.Call]:
+        """The calls of a module-level function of this module by its name
+        (the calls argument_values reads), whether they pass ``param`` or not."""
+        fdef = next((x for x in self.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
+        if fdef is None or self.method_owner(fdef) is not None:
+            return []
+        return [c for c in self.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
+                and fdef in self._local_functions(c.func) and not any(x.star for x in c.args)]
 
     def argument_values(self, param: cst.Param, depth: int = 0) -> List[Tuple[cst.Call, cst.BaseExpression]]:
         """(call, argument) for each call of this module that binds param:
@@ -661,8 +680,8 @@ class Analysis:
             for origin, value in self.assigned_values(expr):
                 if value is not None:
                     out += self.dataset_sources(value, seen)
-                elif isinstance(origin, cst.Param):  # passed in: where the callers built it
-                    for _call, arg in self.argument_values(origin):
+                elif isinstance(origin, cst.Param):  # passed in (or its default): where the callers built it
+                    for arg in self.parameter_values(origin):
                         out += self.dataset_sources(arg, seen)
                 else:  # one element of a tuple assignment
                     for element in self.tuple_element_values(origin):

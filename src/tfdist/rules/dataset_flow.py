@@ -340,7 +340,7 @@ def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst
             if value is not None:
                 out += dataset_sources(a, value, seen, through_params)
             elif isinstance(origin, cst.Param):
-                for _call, arg in a.argument_values(origin) if through_params else ():
+                for arg in a.parameter_values(origin) if through_params else ():
                     out += dataset_sources(a, arg, seen)
             else:
                 src = unpacked_source(a, origin)

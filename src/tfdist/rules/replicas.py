@@ -401,11 +401,11 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
                             return None
                         out += [c for c in inner if c not in out]
                     continue
-            if v is None and isinstance(origin, cst.Param):  # passed in: where every caller built it
-                passed = a.argument_values(origin)
+            if v is None and isinstance(origin, cst.Param):  # passed in (or its default): where every caller built it
+                passed = a.parameter_values(origin)
                 if not passed:
                     return None
-                for _call, arg in passed:
+                for arg in passed:
                     inner = batch_calls(a, arg, seen, methods)
                     if inner is None:
                         return None
