@@ -62,6 +62,8 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
     # engines whose optimizer alone communicates (Horovod); under
     # tf.distribute, evaluate/predict on a distributed model gather across
     # workers, so they must run on every worker.
+    if m in apis.KERAS_PRINT_METHODS and a.is_kind(receiver(c), A.MODEL):
+        return True  # model.summary() prints what it knows
     if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
         return not _INFERENCE_RUNS_COLLECTIVES.get(a, False)
     if a.is_kind(c.func, A.MODEL):
@@ -112,6 +114,12 @@ def _guard(ctx, call: cst.Call, what: str) -> None:
         new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
         ctx.plan.replace(call, lambda old: new)
         ctx.change(call, RULE, f"{what} on rank 0 only (None elsewhere)")
+    elif isinstance(small, cst.Expr) and all(_collective_free(a, c, set()) for c in calls_in(small.value)):
+        # the output inside an expression statement that does nothing else
+        # (``print(model.summary())``, ``print(...),``): the statement is guarded
+        if ctx.plan.guard(stmt, ctx.expr(chief)) or stmt in ctx.state(__name__ + ".whole"):
+            ctx.state(__name__ + ".whole").add(stmt)
+            ctx.change(call, RULE, f"{what} on rank 0 only")
     elif isinstance(a.parent(call), cst.Expr) and isinstance(a.parent(a.parent(call)), cst.SimpleStatementSuite):
         # ``if cond: print(...)`` on one line: no room for an if block, so
         # the call itself becomes conditional
