@@ -163,28 +163,33 @@ def test_the_loss_comparison_is_a_check_too():
     assert diverged[0].measured["ratio"] > diverged[0].expected["rel_tolerance"]
 
 
-def _with_rates(record, *rates):
-    record.fit_rates = list(rates)
+def _with_rates(record, *fits):
+    record.fit_rates = [list(f) if isinstance(f, (list, tuple)) else f for f in fits]
     return record
 
 
 def test_the_learning_rate_check_fails_an_unscaled_or_twice_scaled_rate_and_passes_the_policys():
-    ref = _run([_with_rates(_rank(0, size=1, steps=20), 0.05, 0.01)], 1)
+    ref = _run([_with_rates(_rank(0, size=1, steps=20), [0.05], [0.01])], 1)
 
-    def rate_check(*rates, factor=2.0):
-        dist = _run([_with_rates(_rank(0), r) for r in rates[:1]] + [_with_rates(_rank(1), r) for r in rates[1:]], 2)
-        return _by_name(run_checks(ref, dist, 2, rate_factor=factor)).get("learning-rate-scaled")
+    def rate_check(*fits, factor=2.0, original=ref):
+        dist = _run([_with_rates(_rank(0), *fits[:1]), _with_rates(_rank(1), *fits[1:])], 2)
+        return _by_name(run_checks(original, dist, 2, rate_factor=factor)).get("learning-rate-scaled")
 
-    assert rate_check(0.1, 0.1).passed                      # linear: 0.05 x 2
-    assert rate_check(0.05 * 2 ** 0.5, 0.05 * 2 ** 0.5, factor=2 ** 0.5).passed
-    unscaled = rate_check(0.05, 0.05)
+    assert rate_check([0.1], [0.1]).passed                      # linear: 0.05 x 2
+    assert rate_check([0.05 * 2 ** 0.5], [0.05 * 2 ** 0.5], factor=2 ** 0.5).passed
+    unscaled = rate_check([0.05], [0.05])
     assert not unscaled.passed and "0.05 x 2 = 0.1" in unscaled.detail and "rank 0: 0.05" in unscaled.detail
-    twice = rate_check(0.1, 0.2)
+    twice = rate_check([0.1], [0.2])
     assert not twice.passed and "rank 1: 0.2" in twice.detail and "rank 0" not in twice.detail
-    unread = rate_check(None, 0.1)
+    unread = rate_check([None], [0.1])
     assert not unread.passed and "rank 0: unread" in unread.detail
+    # a GAN's fit steps two optimizers: both are checked, in the order they were built
+    gan = _run([_with_rates(_rank(0, size=1, steps=20), [1e-3, 2e-3])], 1)
+    assert rate_check([2e-3, 4e-3], [2e-3, 4e-3], original=gan).passed
+    one_missed = rate_check([2e-3, 2e-3], [2e-3, 4e-3], original=gan)
+    assert not one_missed.passed and "rank 0: 0.002, 0.002" in one_missed.detail
     # no factor (a conversion given as is, a warmup) or no fit in the original: nothing to check
-    dist = _run([_with_rates(_rank(0), 0.05), _with_rates(_rank(1), 0.05)], 2)
+    dist = _run([_with_rates(_rank(0), [0.05]), _with_rates(_rank(1), [0.05])], 2)
     assert "learning-rate-scaled" not in _by_name(run_checks(ref, dist, 2))
     assert "learning-rate-scaled" not in _by_name(run_checks(_original(), dist, 2, rate_factor=2.0))
 

@@ -315,9 +315,10 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
     # the same optimizer again must not scale it again.
     for rec in ranks:
         assert len(rec.fit_rates) == len(ref.fit_rates), (rec.fit_rates, ref.fit_rates)
-        for got, original_rate in zip(rec.fit_rates, ref.fit_rates):
-            assert original_rate is not None and got is not None, (rec.fit_rates, ref.fit_rates)
-            assert abs(got - original_rate * np_) <= 1e-5 * original_rate * np_, (rec.fit_rates, ref.fit_rates)
+        for got, original in zip(rec.fit_rates, ref.fit_rates):
+            assert len(got) == len(original) and None not in got + original, (rec.fit_rates, ref.fit_rates)
+            assert all(abs(g - o * np_) <= 1e-5 * o * np_ for g, o in zip(got, original)), (rec.fit_rates,
+                                                                                         ref.fit_rates)
 
     # Only rank 0 wrote checkpoints/summaries/models, the same kinds as the original.
     writers = {r.rank for r in ranks if r.gated_files()}

@@ -379,24 +379,33 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
 
 
 def _rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Check | None:
-    """The learning rate the first Model.fit trains with on every rank is the
-    original's times ``factor`` (the conversion's policy: N, sqrt(N), 1);
-    None when the original ran no fit whose rate the probe could read."""
+    """The learning rates the first Model.fit trains with (of the optimizers
+    it steps: the model's, or those a custom train_step applies) are, on
+    every rank, the original's times ``factor`` (the conversion's policy: N,
+    sqrt(N), 1); None when the original ran no fit whose rates the probe
+    could read."""
     original = ref.fit_rates[0] if ref.fit_rates else None
-    if original is None:
+    if not isinstance(original, list) or not original or any(r is None for r in original):
         return None
-    expected = original * factor
+    expected = [r * factor for r in original]
+
+    def right(got):
+        return isinstance(got, list) and len(got) == len(expected) and all(
+            g is not None and abs(g - e) <= RATE_TOLERANCE_REL * max(abs(e), 1e-12) for g, e in zip(got, expected))
+
+    def said(values):
+        return "unread" if not isinstance(values, list) or any(v is None for v in values) else \
+            ", ".join(f"{v:.6g}" for v in values) or "none"
+
     rates = {r.rank: (r.fit_rates[0] if r.fit_rates else None) for r in present}
-    wrong = {k: v for k, v in rates.items()
-             if v is None or abs(v - expected) > RATE_TOLERANCE_REL * max(abs(expected), 1e-12)}
+    wrong = {k: v for k, v in rates.items() if not right(v)}
+    what = f"the original's {said(original)} x {factor:.6g}"
     if not wrong:
         return Check("learning-rate-scaled", True, measured=_by_rank(rates), expected=expected,
-                     detail=f"the first fit trains with learning rate {expected:.6g} on every rank "
-                            f"(the original's {original:.6g} x {factor:.6g})")
-    said = ", ".join(f"rank {k}: {'unread' if v is None else f'{v:.6g}'}" for k, v in sorted(wrong.items()))
+                     detail=f"the first fit trains with learning rate {said(expected)} on every rank ({what})")
     return Check("learning-rate-scaled", False, measured=_by_rank(rates), expected=expected,
-                 detail=f"the first fit's learning rate is not the original's {original:.6g} x {factor:.6g} = "
-                        f"{expected:.6g} ({said})")
+                 detail=f"the first fit's learning rate is not {what} = {said(expected)} ("
+                        + "; ".join(f"rank {k}: {said(v)}" for k, v in sorted(wrong.items())) + ")")
 
 
 def sample_checks(ref: RankRecord, ranks: list[RankRecord], np: int) -> SampleResults:

@@ -48,7 +48,7 @@ class RankRecord:
     optimizer_steps: int = 0
     steps_source: str | None = None
     keras_optimizers: list[dict] = field(default_factory=list)
-    fit_rates: list = field(default_factory=list)   # learning rate at step 0 of each Model.fit (None: unread)
+    fit_rates: list = field(default_factory=list)   # per Model.fit: step-0 rates of the optimizers it stepped
     tf1_train_runs: int = 0
     global_step: int | None = None
     files: list[FileWrite] = field(default_factory=list)

@@ -8,7 +8,8 @@ from .files import _make_file_wrapper
 from .patch import _patch
 from .samples import _as_array_struct, _record_batch, _slice_struct, _step_counter
 from .state import MAX_LOSS_POINTS, STATE, _busy, _note_error, _ProbeBusy
-from .tables import KERAS_MODEL_CLASS, KERAS_OPTIMIZER_BASES, KERAS_SAVE_METHODS
+from .tables import KERAS_ITERATIONS_ATTR, KERAS_MODEL_CLASS, KERAS_OPTIMIZER_BASES, KERAS_SAVE_METHODS
+from .variables import _eager_value
 from .tape import _make_model_call_wrapper
 
 
@@ -68,11 +69,37 @@ def _rate_at_start(optimizer):
     return float(value)
 
 
-def _record_fit_rate(bound) -> None:
-    model = bound.arguments.get("self")
-    optimizer = getattr(model, "optimizer", None)
-    rate = _rate_at_start(optimizer) if optimizer is not None else None
-    STATE.fit_rates.append(rate)
+def _iterations(optimizer):
+    """Steps the optimizer took (0 before its step counter exists: legacy
+    Keras optimizers make it at their first step)."""
+    it = getattr(optimizer, KERAS_ITERATIONS_ATTR, None)
+    return 0 if it is None else int(_eager_value(it))
+
+
+def _rates_before_fit() -> list:
+    """(optimizer, its step count, the rate its first step trains with) of
+    every Keras optimizer built so far, when a fit starts."""
+    out = []
+    for opt in list(STATE.keras_optimizers):
+        try:
+            out.append((opt, _iterations(opt), _rate_at_start(opt)))
+        except Exception:  # noqa: BLE001
+            out.append((opt, None, None))
+    return out
+
+
+def _record_fit_rates(before: list) -> None:
+    """The rates of the optimizers this fit stepped (model.optimizer, or the
+    ones a custom train_step applies), in the order they were built."""
+    stepped = []
+    for opt, count, rate in before:
+        try:
+            after = _iterations(opt)
+        except Exception:  # noqa: BLE001
+            after = None
+        if count is not None and after is not None and after > count:
+            stepped.append(rate)
+    STATE.fit_rates.append(stepped)
 
 
 def _install_keras_optimizer(module, group):
@@ -230,12 +257,6 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     _record_fit(bound)
                 except Exception as exc:  # noqa: BLE001
                     _note_error("fit_samples", exc)
-                try:
-                    with _ProbeBusy():
-                        _record_fit_rate(bound)
-                except Exception as exc:  # noqa: BLE001
-                    STATE.fit_rates.append(None)
-                    _note_error("fit_rate", exc)
             if bound is not None and STATE.record_losses:
                 try:
                     cbs = bound.arguments.get("callbacks")
@@ -257,11 +278,25 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     args, kwargs = bound.args, bound.kwargs
                 except Exception as exc:  # noqa: BLE001
                     _note_error("fit_cap", exc)
+            before = None
+            if bound is not None:
+                try:
+                    with _ProbeBusy():
+                        before = _rates_before_fit()
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_rate", exc)
             STATE.keras_fit_depth += 1
             try:
-                return orig(*args, **kwargs)
+                result = orig(*args, **kwargs)
             finally:
                 STATE.keras_fit_depth -= 1
+            if before is not None:
+                try:
+                    with _ProbeBusy():
+                        _record_fit_rates(before)
+                except Exception as exc:  # noqa: BLE001
+                    _note_error("fit_rate", exc)
+            return result
         return fit
 
     _patch(module_name, cls_name + ".fit", make)

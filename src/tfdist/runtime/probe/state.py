@@ -96,7 +96,7 @@ class _State:
         self.loss_batches: list = []       # Keras fit: [fit call, epoch, batch, logs]
         self.loss_epochs: list = []        # Keras fit: [fit call, epoch, logs]
         self.fit_loss_calls = 0
-        self.fit_rates: list = []          # Keras fit: the optimizer's learning rate at step 0, per fit call
+        self.fit_rates: list = []          # Keras fit: per fit call, the step-0 learning rates of the optimizers it stepped
         self.tf1_losses: dict = {}         # (id(graph), train op name) -> loss tensor
         self.tf1_pending_loss: dict = {}   # id(graph) -> loss of the last compute_gradients
         self.exit_code = None
