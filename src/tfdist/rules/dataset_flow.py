@@ -26,6 +26,8 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     named or indexed (a call, a comprehension, a ``**`` entry...). With the
     analysis ``a``, also the array ``np.array(x)`` converts (x), and a new
     array made by a constructor (``np.ones((64, 8))``: the call itself)."""
+    if isinstance(value, cst.Name) and value.value == "None":
+        return []  # validation_data=(x, None): no labels, nothing to slice
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return [value]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
@@ -85,6 +87,12 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
     every binding of a name?"""
     if depth > 8:
         return False
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        # several inputs of one model ([images, conditions]): every one an array
+        return all(not isinstance(e, cst.StarredElement) and numpy_array(a, e.value, depth + 1)
+                   for e in expr.elements)
+    if isinstance(expr, cst.Dict) and expr.elements:
+        return all(isinstance(e, cst.DictElement) and numpy_array(a, e.value, depth + 1) for e in expr.elements)
     if isinstance(expr, cst.Call):
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS:
