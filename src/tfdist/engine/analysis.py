@@ -152,6 +152,7 @@ class Analysis:
         for cd in self.classdefs:
             self._class_fact(cd, set())
         self._type_cache: Dict[int, Set[Type]] = {}
+        self._name_calls: Dict[int, List[cst.Call]] = {}  # id(FunctionDef) -> its calls by name
         self._code_cache: Dict[cst.CSTNode, str] = {}
 
     def _start(self, node: cst.CSTNode):
@@ -459,18 +460,20 @@ class Analysis:
         argument passed for it (:meth:`argument_values`), and its default
         when a call of the function by its name leaves it out."""
         out = [arg for _call, arg in self.argument_values(param, depth)]
-        if param.default is not None and len(out) < len(self._calls_binding(param)):
+        fdef = next((x for x in self.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
+        if param.default is not None and fdef is not None and self.method_owner(fdef) is None and len(out) < len(
+                [c for c in self._calls_by_name(fdef) if not any(x.star for x in c.args)]):
             out.append(param.default)
         return out
 
-    def _calls_binding(self, param: cst.Param) -> List[cst.Call]:
-        """The calls of a module-level function of this module by its name
-        (the calls argument_values reads), whether they pass ``param`` or not."""
-        fdef = next((x for x in self.ancestors(param) if isinstance(x, cst.FunctionDef)), None)
-        if fdef is None or self.method_owner(fdef) is not None:
-            return []
-        return [c for c in self.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
-                and fdef in self._local_functions(c.func) and not any(x.star for x in c.args)]
+    def _calls_by_name(self, fdef: cst.FunctionDef) -> List[cst.Call]:
+        """The calls of a function of this module by its name (``f(...)``)."""
+        found = self._name_calls.get(id(fdef))
+        if found is None:
+            found = self._name_calls[id(fdef)] = [
+                c for c in self.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
+                and fdef in self._local_functions(c.func)]
+        return found
 
     def argument_values(self, param: cst.Param, depth: int = 0) -> List[Tuple[cst.Call, cst.BaseExpression]]:
         """(call, argument) for each call of this module that binds param:
@@ -501,11 +504,7 @@ class Analysis:
                 if arg is not None:
                     out.append((call, arg))
             return out
-        for call in self.calls:
-            if not (isinstance(call.func, cst.Name) and call.func.value == fdef.name.value):
-                continue
-            if fdef not in self._local_functions(call.func):
-                continue
+        for call in self._calls_by_name(fdef):
             arg = self._argument(call, index, name)
             if arg is not None:
                 out.append((call, arg))

@@ -277,22 +277,13 @@ def _object_attribute(a: A.Analysis, attr: cst.Attribute) -> bool:
     name of a module or class (``tf.keras.optimizers``) nor a field of
     plain data (``args.optimizer`` of ``parser.parse_args()``,
     apis.PLAIN_DATA_CALLS)."""
+    if a._is_import_binding(attr):
+        return False
     root = attr
     while isinstance(root, cst.Attribute):
         root = root.value
-    if not isinstance(root, cst.Name):
-        return True
-    bound = a.assigned_values(root)
-    if not bound:
-        return True
-    for origin, value in bound:
-        if origin is None or isinstance(origin, (cst.Import, cst.ImportFrom)) or any(
-                isinstance(p, (cst.Import, cst.ImportFrom)) for p in a.ancestors(origin)):
-            continue  # a module or a class
-        if isinstance(value, cst.Call) and a.is_name(value, apis.PLAIN_DATA_CALLS):
-            continue
-        return True
-    return False
+    bound = a.assigned_values(root) if isinstance(root, cst.Name) else []
+    return not bound or not all(isinstance(v, cst.Call) and a.is_name(v, apis.PLAIN_DATA_CALLS) for _, v in bound)
 
 
 def _from_unseen_config(a: A.Analysis, call: cst.Call) -> bool:
