@@ -250,6 +250,8 @@ PLAIN_DATA_CALLS = {"argparse.ArgumentParser.parse_args", "argparse.ArgumentPars
 #: every class's ``from_config``).
 OPTIMIZER_FROM_CONFIG = {"keras.optimizers.deserialize", "keras.optimizers.get"}
 #: Builtins that read a container without changing its elements.
+# dict(k=v, ...): a mapping whose keys are its keywords (``**dict(...)`` in a call).
+DICT_CONSTRUCTORS = {"builtins.dict"}
 READ_ONLY_BUILTINS = {"builtins.len", "builtins.list", "builtins.tuple", "builtins.sorted", "builtins.enumerate",
                       "builtins.zip", "builtins.print", "builtins.iter", "builtins.reversed"}
 # TF1 tutorial data sets: ``read_data_sets(...)`` returns an object whose

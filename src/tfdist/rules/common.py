@@ -140,3 +140,23 @@ def mentions(node: cst.CSTNode, names) -> bool:
 
 def calls_in(node: cst.CSTNode) -> List[cst.Call]:
     return [n for n in walk(node) if isinstance(n, cst.Call)]
+
+
+def keyword_free(ctx, call: cst.Call, keyword: str, code: str, rule: str) -> bool:
+    """True when ``keyword=`` can be added to call: no ``**mapping`` argument
+    of it may already pass that keyword (both would fail with "got multiple
+    values for keyword argument"). Otherwise warn with the edit to make by
+    hand, in the mapping, and return False."""
+    for arg in call.args:
+        if arg.star != "**":
+            continue
+        keys = ctx.a.mapping_keys(arg.value)
+        if keys is not None and keyword not in keys:
+            continue
+        held = "holds" if keys is not None else "may hold"
+        mapping = ctx.a.code(arg.value)
+        ctx.warn(arg, rule, f"**{mapping} {held} {keyword}= here, so {keyword}={code} cannot be added beside it (a "
+                            f"keyword given twice fails): set {mapping}[{keyword!r}] to {code}, keeping what it "
+                            f"holds, by hand")
+        return False
+    return True

@@ -17,7 +17,7 @@ from ..engine import analysis as A
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
 from ..engine.scopes import walk
-from .common import (append_arg, find_arg, kwarg, method_name, prepend_elements,
+from .common import (append_arg, find_arg, keyword_free, kwarg, method_name, prepend_elements,
                      receiver, source)
 
 PATTERN = "Keras"
@@ -165,6 +165,8 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
     arg = find_arg(compile_call, "optimizer", 0)
     if arg is None:
         short = apis.KERAS_OPTIMIZER_STRINGS[apis.KERAS_DEFAULT_COMPILE_OPTIMIZER]
+        if not keyword_free(ctx, compile_call, "optimizer", _new_optimizer(ctx, short), "distributed-optimizer"):
+            return
         new = cst.parse_expression(_new_optimizer(ctx, short))
         ctx.plan.replace(compile_call, lambda c: append_arg(c, kwarg("optimizer", new)))
         ctx.change(compile_call, "distributed-optimizer", ctx.say("default optimizer made explicit ({short}), {lr_done}, wrapped in {optimizer_wrapper}", short=short, lr_done=_lr_done(ctx)))
@@ -563,7 +565,10 @@ def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:
     if not isinstance(flow, cst.Name):
         ctx.warn(flow, data_division.RULE, ctx.say("each rank reads its own shuffled stream from this flow: pass {key}=len(flow) // {size} (bind the flow to a name first)", key=key))
         return
-    new = ctx.expr(ctx.backend.divide_count(f"len({flow.value})"))
+    count = ctx.fill(ctx.backend.divide_count(f"len({flow.value})"))
+    if not keyword_free(ctx, call, key, count, data_division.RULE):
+        return
+    new = ctx.expr(count)
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(key, new)))
     ctx.change(call, data_division.RULE, f"{key}=len({flow.value}) // size: each rank reads its own shuffled stream from {flow.value}, 1/size of its batches")
 
@@ -572,6 +577,8 @@ def _rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
     arg = find_arg(call, "verbose", position)
     chief = ctx.backend.is_chief()
     if arg is None:
+        if not keyword_free(ctx, call, "verbose", ctx.fill(f"{default} if {chief} else 0"), "rank0-output"):
+            return
         new = ctx.expr(f"{default} if {chief} else 0")
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("verbose", new)))
     elif isinstance(arg.value, cst.Integer) and arg.value.value == "0":
@@ -592,6 +599,8 @@ def _callbacks(ctx, call: cst.Call) -> None:
     first = [ctx.fill(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
     arg = find_arg(call, "callbacks", FIT_POS["callbacks"])
     if arg is None:
+        if not keyword_free(ctx, call, "callbacks", "[" + ", ".join(first) + ", ...]", "keras-callbacks"):
+            return
         new = ctx.expr("[" + ", ".join(first) + "]")
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("callbacks", new)))
         ctx.change(call, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks added")

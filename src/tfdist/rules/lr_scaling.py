@@ -20,7 +20,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from . import warmup
-from .common import append_arg, find_arg, kwarg, source
+from .common import append_arg, find_arg, keyword_free, kwarg, source
 
 RULE = "lr-scaling"
 
@@ -59,6 +59,8 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
         if text is None:
             ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")
             return True
+        if not keyword_free(ctx, call, "learning_rate", ctx.fill(text), RULE):
+            return False
         scaled = ctx.expr(text)
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("learning_rate", scaled)))
         ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")

@@ -13,7 +13,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
-from .common import append_arg, calls_in, find_arg, kwarg, receiver, source
+from .common import append_arg, calls_in, find_arg, keyword_free, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
 RULE = "keras"
@@ -334,6 +334,8 @@ def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> N
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         value = ctx.expr(f"[{new}]")
         if arg is None:
+            if not keyword_free(ctx, call, "callbacks", f"[{new}, ...]", "keras-callbacks"):
+                return
             ctx.plan.replace(call, lambda c: append_arg(c, kwarg("callbacks", value)))
         else:
             ctx.plan.replace(arg.value, lambda old: value)
@@ -384,8 +386,11 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
                 "a generator has no length to count: give fit() {key}=<its batches per epoch> // {size} (the "
                 "distributed stream has no epochs of its own)", key=steps_key))
         elif isinstance(value, (cst.Name, cst.Attribute)):
-            count = ctx.expr(ctx.backend.divide_count(f"len({a.code(value)})"))
+            text = ctx.fill(ctx.backend.divide_count(f"len({a.code(value)})"))
+            count = ctx.expr(text)
             if steps is None:
+                if not keyword_free(ctx, call, steps_key, text, data_division.RULE):
+                    return
                 ctx.plan.replace(call, lambda c, count=count: append_arg(c, kwarg(steps_key, count)))
             else:
                 ctx.plan.replace(steps.value, lambda old, count=count: count)
@@ -427,6 +432,9 @@ def _arrays(ctx, call: cst.Call) -> None:
         replicas.keep_batch_per_replica(ctx, arg.value, "training data")
         return
     new = ctx.expr(ctx.backend.per_replica_batch(KERAS_DEFAULT_BATCH))
+    if arg is None and not keyword_free(ctx, call, "batch_size", ctx.fill(ctx.backend.per_replica_batch(KERAS_DEFAULT_BATCH)),
+                                       replicas.BATCH_RULE):
+        return
     if arg is not None:
         ctx.plan.replace(arg.value, lambda old: new)
     else:

@@ -471,7 +471,9 @@ def _batch_reader_default(ctx, call: cst.Call, keyword: str, default: int, what:
     if call in _batched(ctx):
         return
     _batched(ctx).add(call)
-    from .common import append_arg, kwarg
+    from .common import append_arg, keyword_free, kwarg
+    if not keyword_free(ctx, call, keyword, ctx.fill(ctx.backend.per_replica_batch(str(default))), BATCH_RULE):
+        return
     new = ctx.expr(ctx.backend.per_replica_batch(str(default)))
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, new)))
     ctx.change(call, BATCH_RULE, ctx.say("{what}: {reader}'s default batch {batch} kept per replica (the global batch "
