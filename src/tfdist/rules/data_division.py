@@ -8,7 +8,7 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import libcst as cst
 
@@ -17,7 +17,7 @@ from ..engine import analysis as A
 from ..engine.analysis import _returns
 from ..engine.scopes import walk
 from . import dataset_flow as flow
-from .common import find_arg, has_star_args, method_name, source
+from .common import append_arg, find_arg, has_star_args, kwarg, method_name, source
 
 RULE = "data-division"
 
@@ -52,6 +52,8 @@ def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
             ".shard({size}, {rank}) and an equal count per rank", layer=ctx.a.code(adapt.func.value),
             line=str(ctx.a.line(adapt))))
         return False
+    template = _conditional_template(ctx, node, template)
+
     def rewrite(upd):
         return ctx.expr(template, inner=source(ctx.module, upd))
     ctx.plan.replace(node, rewrite)
@@ -394,7 +396,7 @@ def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -
         return
     _sharded(ctx).add(key)
     stmt = ctx.a.statement_of(assign)
-    template = ctx.backend.shard_dataset_known_size(name)
+    template = _conditional_template(ctx, assign, ctx.backend.shard_dataset_known_size("{inner}")).replace("{inner}", name)
     ctx.plan.insert_after(stmt, ctx.stmts(f"{name} = {template}", comment=ctx.say("{engine}: an equal, disjoint share of the dataset per rank.")))
     ctx.change(assign, RULE, f"{what}: {name} (from {ctx.a.code(src.func)}) sharded by rank, equal share per rank")
 
@@ -448,6 +450,12 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
         for origin, value in a.assigned_values(expr):
             if value is not None:
                 found |= _shard_unresolved(ctx, value, what, seen)
+                continue
+            if isinstance(origin, cst.Param):
+                # a helper's parameter: what every call of the helper hands it,
+                # each divided where it is built (all of them, or a warning)
+                passed = a.parameter_values(origin)
+                found |= bool(passed) and all([_shard_unresolved(ctx, v, what, set(seen)) for v in passed])
                 continue
             if not isinstance(origin, cst.Name):
                 continue
@@ -577,16 +585,109 @@ def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
     fdefs = a._local_functions(call.func)
     if len(fdefs) != 1:
         return False
-    sites = flow.call_sites(a, fdefs[0])
-    if not sites or not all(_feeds_fit_only(a, site) for site in sites):
+    fdef = fdefs[0]
+    sites = flow.call_sites(a, fdef)
+    rets = _returns(fdef)
+    if not sites or not rets or not all(flow.dataset_sources(a, r, through_params=False) for r in rets):
         return False
-    rets = _returns(fdefs[0])
-    if not rets or not all(flow.dataset_sources(a, r, through_params=False) for r in rets):
+    if all(_feeds_fit_only(a, site) for site in sites):
+        _sharded(ctx).update(sites)
+        for r in rets:
+            shard_dataset(ctx, r, f"{what} ({call.func.value}() makes the data of every fit() that calls it)")
+        return True
+    uses = [_site_use(a, site) for site in sites]
+    if None in uses or "train" not in uses:
         return False
+    # Some calls train, others only look at the data or evaluate on it: the
+    # helper shards when asked to, and only the training calls ask.
+    flag = _new_parameter_name(a, fdef, "shard_by_rank")
+    _conditional_shards(ctx)[id(fdef)] = flag
     _sharded(ctx).update(sites)
     for r in rets:
-        shard_dataset(ctx, r, f"{what} ({call.func.value}() makes the data of every fit() that calls it)")
+        shard_dataset(ctx, r, f"{what} ({call.func.value}(..., {flag}=True) makes the data of the fit() calls that "
+                              f"train on it)")
+    ctx.plan.replace(fdef.params, lambda params: _with_keyword_only(params, flag))
+    ctx.change(fdef, RULE, f"{fdef.name.value}() shards its dataset by rank when called with {flag}=True (its calls "
+                           f"that feed training); its other calls get the whole data as before")
+    for site, use in zip(sites, uses):
+        if use == "train":
+            ctx.plan.replace(site, lambda c: append_arg(c, kwarg(flag, cst.Name("True"))))
+            ctx.change(site, RULE, f"{fdef.name.value}(..., {flag}=True): this call feeds fit(), so its dataset is "
+                                   f"this rank's equal share")
     return True
+
+
+def _conditional_shards(ctx) -> dict:
+    """id(helper def) -> the parameter that turns its shard on."""
+    return ctx.state(__name__ + ".conditional_shards", dict)
+
+
+def _conditional_template(ctx, node: cst.CSTNode, template: str) -> str:
+    """template (of ``{inner}``), applied only when the helper node is in was asked to shard."""
+    fdef = ctx.a.enclosing_function(node)
+    flag = _conditional_shards(ctx).get(id(fdef)) if fdef is not None else None
+    if flag is None:
+        return template
+    return "{inner}.apply(lambda ds: " + template.replace("{inner}", "ds") + f" if {flag} else ds)"
+
+
+def _new_parameter_name(a, fdef: cst.FunctionDef, base: str) -> str:
+    used = {n.value for n in walk(fdef) if isinstance(n, cst.Name)}
+    name, i = base, 2
+    while name in used:
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def _with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
+    """params plus a keyword-only ``name=False`` (after ``*`` or ``*args``)."""
+    new = cst.Param(name=cst.Name(name), default=cst.Name("False"),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")))
+    star = params.star_arg
+    if not isinstance(star, (cst.Param, cst.ParamStar)):
+        star = cst.ParamStar()
+    return params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, new])
+
+
+def _site_use(a, site: cst.Call) -> Optional[str]:
+    """What a helper call's dataset is used for: "train" when it reaches
+    fit()'s training or validation data (directly or through the name it is
+    bound to; any other use then sees the shard too), "other" when every use
+    only evaluates or looks (evaluate/predict, a for loop, list()/next()/
+    print()), None when tfdist cannot tell."""
+    parent = a.parent(site)
+    if isinstance(parent, cst.Assign) and parent.value is site and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        reads = a.reads_bound_to(parent.targets[0].target.value, site)
+    else:
+        reads = [site]
+    if any(isinstance(a.parent(r), cst.Arg) and _fit_data_argument(a, a.parent(r)) for r in reads):
+        return "train"
+    return "other" if all(_only_looks(a, r) for r in reads) else None
+
+
+def _only_looks(a, node: cst.CSTNode) -> bool:
+    """node is read where its data is only evaluated on or looked at."""
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.For) and child is anc.iter:
+            return True
+        if isinstance(anc, cst.Arg):
+            call = a.parent(anc)
+            if isinstance(call, cst.Call) and (method_name(call) in apis.KERAS_VERBOSE_METHODS
+                                               or a.names(call) & apis.READ_ONLY_BUILTINS):
+                return True
+        if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in apis.DATASET_METHODS:
+            child = anc
+            continue
+        if isinstance(anc, cst.Call) and anc.func is child:
+            child = anc
+            continue
+        if not isinstance(anc, cst.Arg):
+            return False
+        child = anc
+    return False
 
 
 def _feeds_fit_only(a, value: cst.BaseExpression) -> bool:

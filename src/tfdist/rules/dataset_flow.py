@@ -95,7 +95,8 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
         return all(isinstance(e, cst.DictElement) and numpy_array(a, e.value, depth + 1) for e in expr.elements)
     if isinstance(expr, cst.Call):
         f = expr.func
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS:
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS \
+                and not any(n.startswith("numpy.") for n in a.names(expr)):  # np.reshape(x, ...) is a function
             return numpy_array(a, f.value, depth + 1)  # x.astype(...), x.reshape(...)
         if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
                 and _numpy_generator(a, f.value):
