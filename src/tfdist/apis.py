@@ -434,6 +434,16 @@ COLLECTIVE_FREE_METHODS = {
     "split", "strip", "replace", "upper", "lower", "startswith", "endswith",
     "zfill", "rjust", "ljust", "center", "rstrip", "lstrip", "title",
 }
+# Methods that read a text encoder's or a layer's own state -- a tfds
+# encoder's decode/encode, a Keras Tokenizer's texts_to_sequences, a
+# TextVectorization/StringLookup vocabulary, a layer's get_weights() -- and
+# run no collective operation (an embedding projector's vecs.tsv/meta.tsv
+# export calls them while writing). Not for an instance of a class of the
+# user's code, whose method of that name may do anything.
+STATE_READING_METHODS = {
+    "get_vocabulary", "vocabulary_size", "decode", "encode", "texts_to_sequences", "sequences_to_texts",
+    "get_weights",
+}
 
 # --- Data sources beyond tf.data constructors -----------------------------------
 # tensorflow_datasets.load: a dataset of known size per split, or -- with

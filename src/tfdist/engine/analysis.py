@@ -558,6 +558,32 @@ class Analysis:
             return None
         return keys
 
+    def mapping_value(self, expr: cst.BaseExpression, key: str) -> Optional[cst.CSTNode]:
+        """The element (a dict literal's DictElement, a ``dict(...)`` call's
+        Arg) that gives ``key`` in the mapping ``expr`` -- the literal itself
+        or a name bound once to it and never written to afterwards -- whose
+        ``.value`` is what ``**expr`` passes for key; None otherwise."""
+        if isinstance(expr, cst.Name):
+            bound = self.assigned_values(expr)
+            if len(bound) != 1 or bound[0][1] is None or self.mapping_keys(expr) is None:
+                return None
+            literal = bound[0][1]
+            for use in walk(self.module):
+                if isinstance(use, cst.Name) and use.value == expr.value and use is not expr \
+                        and any(o is bound[0][0] for o, _ in self.assigned_values(use)):
+                    par = self.parent(use)
+                    if isinstance(par, cst.Attribute) and par.attr.value == "setdefault" \
+                            or isinstance(par, cst.Subscript) and isinstance(self.parent(par), cst.AssignTarget):
+                        return None  # written after the literal: its value may not be the literal's
+            expr = literal
+        if isinstance(expr, cst.Dict):
+            found = [e for e in expr.elements if isinstance(e, cst.DictElement)
+                     and isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == key]
+            return found[-1] if found else None
+        if isinstance(expr, cst.Call) and self.is_name(expr.func, apis.DICT_CONSTRUCTORS) is not None:
+            return next((arg for arg in expr.args if arg.keyword is not None and arg.keyword.value == key), None)
+        return None
+
     def _is_star_kwarg(self, param: cst.Param) -> bool:
         params = self.parent(param)
         return isinstance(params, cst.Parameters) and params.star_kwarg is param

@@ -33,6 +33,22 @@ def find_arg(call: cst.Call, keyword: Keywords = (), position: Optional[int] = N
     return None
 
 
+def find_passed(a, call: cst.Call, keyword: str, position: Optional[int] = None):
+    """find_arg, or else the element of a ``**mapping`` of call whose keys
+    tfdist can read (``compile(**train_config)``, ``train_config =
+    dict(optimizer=opt, ...)``) that passes keyword: its ``.value`` is the
+    argument either way, and editing it edits what the call gets."""
+    arg = find_arg(call, keyword, position)
+    if arg is not None:
+        return arg
+    for star in call.args:
+        if star.star == "**":
+            element = a.mapping_value(star.value, keyword)
+            if element is not None:
+                return element
+    return None
+
+
 def has_star_args(call: cst.Call) -> bool:
     return any(a.star for a in call.args)
 
@@ -142,11 +158,11 @@ def calls_in(node: cst.CSTNode) -> List[cst.Call]:
     return [n for n in walk(node) if isinstance(n, cst.Call)]
 
 
-def keyword_free(ctx, call: cst.Call, keyword: str, code: str, rule: str) -> bool:
+def keyword_free(ctx, call: cst.Call, keyword: str, code: str, rule: str, edit: Optional[str] = None) -> bool:
     """True when ``keyword=`` can be added to call: no ``**mapping`` argument
     of it may already pass that keyword (both would fail with "got multiple
     values for keyword argument"). Otherwise warn with the edit to make by
-    hand, in the mapping, and return False."""
+    hand (``edit``, else: set it in the mapping) and return False."""
     for arg in call.args:
         if arg.star != "**":
             continue
@@ -156,7 +172,7 @@ def keyword_free(ctx, call: cst.Call, keyword: str, code: str, rule: str) -> boo
         held = "holds" if keys is not None else "may hold"
         mapping = ctx.a.code(arg.value)
         ctx.warn(arg, rule, f"**{mapping} {held} {keyword}= here, so {keyword}={code} cannot be added beside it (a "
-                            f"keyword given twice fails): set {mapping}[{keyword!r}] to {code}, keeping what it "
-                            f"holds, by hand")
+                            f"keyword given twice fails): " + (edit.format(mapping=mapping) if edit else
+                            f"set {mapping}[{keyword!r}] to {code}, keeping what it holds, by hand"))
         return False
     return True

@@ -17,7 +17,7 @@ from ..engine import analysis as A
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
 from ..engine.scopes import walk
-from .common import (append_arg, find_arg, keyword_free, kwarg, method_name, prepend_elements,
+from .common import (append_arg, find_arg, find_passed, keyword_free, kwarg, method_name, prepend_elements,
                      receiver, source)
 
 PATTERN = "Keras"
@@ -107,7 +107,7 @@ def apply(ctx) -> None:
             gradient_tape.wrap_tape(ctx, w, item, name, calls)
     compiles = model_calls(a, {"compile"})
     for call in compiles:
-        if find_arg(call, "optimizer", 0) is None and override_without_optimizer(a, call):
+        if find_passed(a, call, "optimizer", 0) is None and override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): scaled where the step applies them
         _optimizer(ctx, call)
     for p in gradient_tape.apply_calls(a):
@@ -162,7 +162,7 @@ def _lr_done(ctx) -> str:
 
 def _optimizer(ctx, compile_call: cst.Call) -> None:
     a = ctx.a
-    arg = find_arg(compile_call, "optimizer", 0)
+    arg = find_passed(a, compile_call, "optimizer", 0)
     if arg is None:
         short = apis.KERAS_OPTIMIZER_STRINGS[apis.KERAS_DEFAULT_COMPILE_OPTIMIZER]
         if not keyword_free(ctx, compile_call, "optimizer", _new_optimizer(ctx, short), "distributed-optimizer"):
@@ -574,7 +574,7 @@ def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:
 
 
 def _rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
-    arg = find_arg(call, "verbose", position)
+    arg = find_passed(ctx.a, call, "verbose", position)
     chief = ctx.backend.is_chief()
     if arg is None:
         if not keyword_free(ctx, call, "verbose", ctx.fill(f"{default} if {chief} else 0"), "rank0-output"):
@@ -597,9 +597,15 @@ def _callbacks(ctx, call: cst.Call) -> None:
     a = ctx.a
     extra = warmup.fit_callbacks(ctx, call)  # after the engine's own (Horovod's documented order)
     first = [ctx.fill(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
+    # Not through a **mapping (find_passed): a list there is made once and
+    # would hand one broadcast callback to every fit() unpacking it.
     arg = find_arg(call, "callbacks", FIT_POS["callbacks"])
     if arg is None:
-        if not keyword_free(ctx, call, "callbacks", "[" + ", ".join(first) + ", ...]", "keras-callbacks"):
+        if not keyword_free(ctx, call, "callbacks", "[" + ", ".join(first) + ", ...]", "keras-callbacks",
+                            edit="take the callbacks out of {mapping} and pass callbacks=[" + ", ".join(first)
+                                 + ", *those] to each fit() itself, by hand (made per call: a broadcast callback "
+                                   "broadcasts one model once), keeping checkpoint/TensorBoard/CSV callbacks on "
+                                   "rank 0 only"):
             return
         new = ctx.expr("[" + ", ".join(first) + "]")
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("callbacks", new)))
@@ -617,8 +623,16 @@ def _callbacks(ctx, call: cst.Call) -> None:
     if isinstance(value, cst.Name):
         bound = a.assigned_values(value)
         if len(bound) == 1 and isinstance(bound[0][1], cst.List):
-            _callback_list(ctx, bound[0][1], extra)
+            # The engine's callbacks are made at this call, not put in the
+            # list: a list given to several fit() calls (two models, a fit in
+            # a loop) would hold one broadcast callback, which broadcasts once
+            # -- only the first model would start equal on every rank.
+            _callback_list(ctx, bound[0][1], engine=False)
             _guard_appends(ctx, value, bound[0][0])
+            new = ctx.expr("[" + ", ".join(first) + ", *" + value.value + "]")
+            ctx.plan.replace(value, lambda old: new)
+            ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks "
+                                                 f"made for this fit(), before those in {value.value}")
             return
     single = _single_callback(a, value)
     if single is not None:
@@ -700,12 +714,15 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
     return returns
 
 
-def _callback_list(ctx, node: cst.List, extra=()) -> None:
+def _callback_list(ctx, node: cst.List, extra=(), engine: bool = True) -> None:
+    """The engine's callbacks put first in a list literal (unless not
+    ``engine``), its rank-0 callbacks (checkpoints, logs) moved to a list
+    kept on rank 0 only."""
     if node in _wrapped(ctx):
         return
     _wrapped(ctx).add(node)
     a = ctx.a
-    first = [ctx.expr(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
+    first = [ctx.expr(t) for t in [*ctx.backend.keras_callbacks(), *extra]] if engine else []
     rank0 = [e for e in node.elements if not isinstance(e, cst.StarredElement) and _is_rank0_callback(a, e.value)]
 
     def rewrite(upd: cst.List):
@@ -715,7 +732,8 @@ def _callback_list(ctx, node: cst.List, extra=()) -> None:
             last = keep[-1]
             trailing = node.elements[-1].comma if isinstance(node.elements[-1].comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
             keep[-1] = last.with_changes(comma=trailing)
-        base = prepend_elements(upd.with_changes(elements=keep), first, layout=node)
+        base = prepend_elements(upd.with_changes(elements=keep), first, layout=node) if first else \
+            upd.with_changes(elements=keep)
         if not moved:
             return base
         # The rank-0 callbacks keep their own layout, in a list of their own.
@@ -728,6 +746,8 @@ def _callback_list(ctx, node: cst.List, extra=()) -> None:
             orelse=cst.List([]),
             lpar=[cst.LeftParen()], rpar=[cst.RightParen()],
         )
+        if not keep and not first:
+            return tail  # every callback of the list writes files
         return cst.BinaryOperation(
             left=base.with_changes(lpar=[], rpar=[]),
             operator=cst.Add(),
@@ -735,8 +755,14 @@ def _callback_list(ctx, node: cst.List, extra=()) -> None:
             lpar=upd.lpar, rpar=upd.rpar,
         )
 
+    if not first and not rank0:
+        return
     ctx.plan.replace(node, rewrite)
-    ctx.change(node, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks put first")
+    if first:
+        ctx.change(node, "keras-callbacks", "broadcast of initial variables and metric averaging callbacks put first")
+    else:
+        ctx.change(node, "rank0-io", "the list's file-writing callbacks moved to a list of their own, kept on rank 0 "
+                                     "only")
     for e in rank0:
         ctx.change(e.value, "rank0-io", f"{a.code(e.value.func) if isinstance(e.value, cst.Call) else a.code(e.value)} runs on rank 0 only")
 

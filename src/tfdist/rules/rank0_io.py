@@ -58,6 +58,8 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
         return True
     if _is_io_call(a, c):
         return True
+    if m in apis.STATE_READING_METHODS and not a.instance_classes(receiver(c)):
+        return True
     # Keras evaluate/predict and forward passes run no collective under
     # engines whose optimizer alone communicates (Horovod); under
     # tf.distribute, evaluate/predict on a distributed model gather across

@@ -13,7 +13,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
-from .common import append_arg, calls_in, find_arg, keyword_free, kwarg, receiver, source
+from .common import append_arg, calls_in, find_arg, find_passed, keyword_free, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
 RULE = "keras"
@@ -51,7 +51,7 @@ def apply(ctx) -> None:
     for call in compiles:
         if id(call) in kept:
             continue
-        if find_arg(call, "optimizer", 0) is None and keras_fit.override_without_optimizer(a, call):
+        if find_passed(a, call, "optimizer", 0) is None and keras_fit.override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
         keras_fit._optimizer(ctx, call)
     fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
@@ -204,7 +204,7 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
             stmt = a.statement_of(call)
             if stmt not in stmts:
                 stmts.append(stmt)
-            arg = find_arg(call, "optimizer", 0)
+            arg = find_passed(a, call, "optimizer", 0)
             if arg is not None:
                 # followed through names, parameters and factories (make_optimizer())
                 built = keras_fit._constructions(a, arg.value, 0)
@@ -427,7 +427,7 @@ def _warn_own_shuffle(ctx, value) -> None:
 def _arrays(ctx, call: cst.Call) -> None:
     """NumPy inputs: Keras makes a dataset of them that the strategy splits
     by sample; its batch (fit's batch_size) is kept per replica."""
-    arg = find_arg(call, "batch_size", 2)
+    arg = find_passed(ctx.a, call, "batch_size", 2)
     if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         replicas.keep_batch_per_replica(ctx, arg.value, "training data")
         return
