@@ -17,6 +17,7 @@ from ..engine import analysis as A
 from ..engine.analysis import _returns
 from ..engine.scopes import walk
 from . import dataset_flow as flow
+from . import rank0_io
 from .common import append_arg, find_arg, has_star_args, kwarg, method_name, source
 
 RULE = "data-division"
@@ -604,16 +605,16 @@ def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
     _conditional_shards(ctx)[id(fdef)] = flag
     _sharded(ctx).update(sites)
     for r in rets:
-        shard_dataset(ctx, r, f"{what} ({call.func.value}(..., {flag}=True) makes the data of the fit() calls that "
-                              f"train on it)")
+        shard_dataset(ctx, r, f"{what} ({call.func.value}(..., {flag}=True) makes the data of the calls that train "
+                              f"on it)")
     ctx.plan.replace(fdef.params, lambda params: _with_keyword_only(params, flag))
     ctx.change(fdef, RULE, f"{fdef.name.value}() shards its dataset by rank when called with {flag}=True (its calls "
-                           f"that feed training); its other calls get the whole data as before")
+                           f"that feed training); its other calls (a look, evaluate/predict) get the whole data as before")
     for site, use in zip(sites, uses):
         if use == "train":
             ctx.plan.replace(site, lambda c: append_arg(c, kwarg(flag, cst.Name("True"))))
-            ctx.change(site, RULE, f"{fdef.name.value}(..., {flag}=True): this call feeds fit(), so its dataset is "
-                                   f"this rank's equal share")
+            ctx.change(site, RULE, f"{fdef.name.value}(..., {flag}=True): this call feeds training (fit() or a loop "
+                                   f"stepping an optimizer), so its dataset is this rank's equal share")
     return True
 
 
@@ -652,42 +653,55 @@ def _with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
 
 def _site_use(a, site: cst.Call) -> Optional[str]:
     """What a helper call's dataset is used for: "train" when it reaches
-    fit()'s training or validation data (directly or through the name it is
-    bound to; any other use then sees the shard too), "other" when every use
-    only evaluates or looks (evaluate/predict, a for loop, list()/next()/
-    print()), None when tfdist cannot tell."""
+    fit()'s training or validation data, or a loop that trains on it
+    (directly or through the name it is bound to; any other use then sees
+    the shard too), "other" when every use only evaluates or looks
+    (evaluate/predict, a loop that steps no optimizer, list()/print()),
+    None when tfdist cannot tell."""
     parent = a.parent(site)
     if isinstance(parent, cst.Assign) and parent.value is site and len(parent.targets) == 1 \
             and isinstance(parent.targets[0].target, cst.Name):
         reads = a.reads_bound_to(parent.targets[0].target.value, site)
     else:
         reads = [site]
-    if any(isinstance(a.parent(r), cst.Arg) and _fit_data_argument(a, a.parent(r)) for r in reads):
+    uses = [_read_use(a, r) for r in reads]
+    if "train" in uses:
         return "train"
-    return "other" if all(_only_looks(a, r) for r in reads) else None
+    return "other" if uses and all(u == "look" for u in uses) else None
 
 
-def _only_looks(a, node: cst.CSTNode) -> bool:
-    """node is read where its data is only evaluated on or looked at."""
+def _read_use(a, node: cst.CSTNode) -> Optional[str]:
+    """"train" (fit()'s data, or iterated by a loop that steps an optimizer
+    or runs a collective), "look" (evaluate/predict, a loop that does
+    neither, a built-in like list() whose value is dropped) or None."""
+    par = a.parent(node)
+    if isinstance(par, cst.Arg) and _fit_data_argument(a, par):
+        return "train"
     child = node
     for anc in a.ancestors(node):
         if isinstance(anc, cst.For) and child is anc.iter:
-            return True
-        if isinstance(anc, cst.Arg):
-            call = a.parent(anc)
-            if isinstance(call, cst.Call) and (method_name(call) in apis.KERAS_VERBOSE_METHODS
-                                               or a.names(call) & apis.READ_ONLY_BUILTINS):
-                return True
+            free = all(rank0_io.collective_free(a, c) for c in walk(anc.body) if isinstance(c, cst.Call))
+            return "look" if free else "train"
         if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in apis.DATASET_METHODS:
             child = anc
-            continue
-        if isinstance(anc, cst.Call) and anc.func is child:
+        elif isinstance(anc, cst.Call) and anc.func is child:
             child = anc
-            continue
-        if not isinstance(anc, cst.Arg):
-            return False
-        child = anc
-    return False
+        elif isinstance(anc, cst.Arg):
+            call = a.parent(anc)
+            if not isinstance(call, cst.Call):
+                return None
+            if method_name(call) in apis.KERAS_VERBOSE_METHODS:
+                return "look"
+            if not a.names(call) & apis.READ_ONLY_BUILTINS:
+                return None
+            child = anc  # list(ds), enumerate(ds): what they feed decides
+        elif isinstance(anc, cst.Call) and isinstance(child, cst.Arg):
+            child = anc
+        elif isinstance(anc, cst.Expr):
+            return "look"  # a value computed and dropped (shown in a notebook)
+        else:
+            return None
+    return None
 
 
 def _feeds_fit_only(a, value: cst.BaseExpression) -> bool:

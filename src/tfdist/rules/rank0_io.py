@@ -333,14 +333,15 @@ def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
 _WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
 
 
-def _free(a: A.Analysis, c: cst.Call) -> bool:
+def collective_free(a: A.Analysis, c: cst.Call) -> bool:
+    """Can this call never run a collective operation (nor step an optimizer)?"""
     return _collective_free(a, c, set())
 
 
 def _first_collective(a: A.Analysis, node: cst.CSTNode):
     """The first call in node that may run a collective operation, or None."""
     for c in calls_in(node):
-        if not _free(a, c):
+        if not collective_free(a, c):
             return c
     return None
 
