@@ -240,6 +240,9 @@ PURE_METHODS = {"numpy", "result", "format", "item", "mean", "std", "sum", "min"
 # its Python 2 compatibility spellings).
 RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "past.builtins.xrange",
                    "builtins.xrange", "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange"}
+# Wrappers yielding one item per item of their first argument (a progress
+# bar, a numbering): ``for i in tqdm(range(n))`` runs range(n)'s steps.
+ITERATION_WRAPPERS = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "builtins.enumerate"}
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"

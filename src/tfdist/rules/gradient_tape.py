@@ -379,6 +379,9 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
     for loop in step_loops_found:
         sliced = _slice_rows_read(ctx, loop, applies)
         found = _samplers_feeding(a, loop, applies)
+        if sliced is None:  # rows not sliced by rank: random rows must differ per rank
+            found += _global_numpy_draws(a, loop, {n.value for spot in _step_spots(a, loop, applies)
+                                                   for n in walk(spot) if isinstance(n, cst.Name)})
         if found:
             samplers.draw_per_rank(ctx, found)
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
@@ -462,6 +465,33 @@ def _samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.S
         if found is not None:
             out.append(found)
     return out
+
+
+def _global_numpy_draws(a: A.Analysis, loop, read: Set[str]) -> List[samplers.Sampler]:
+    """Draws from NumPy's global generator in the loop body that pick the
+    rows of the step's batch (``idx = np.random.choice(n, bs)``; ``xb =
+    x[idx]``), followed back from what the step reads: a script that seeds
+    NumPy once would give every rank the same batches. Only draws used as
+    an index: another draw (a rate, a choice between steps) must stay the
+    same on every rank."""
+    body = [s for s in walk(loop.body) if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
+    indexes = [n for e in walk(loop.body) if isinstance(e, cst.SubscriptElement) for n in walk(e)]
+    index_names = {n.value for n in indexes if isinstance(n, cst.Name)}
+    index_calls = {id(n) for n in indexes if isinstance(n, cst.Call)}
+    needed = set(read)
+    draws = []
+    for stmt in reversed(body):
+        target = stmt.targets[0].target if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 else \
+            getattr(stmt, "target", None)
+        if target is None or stmt.value is None:
+            continue
+        if not {n.value for n in walk(target) if isinstance(n, cst.Name)} & needed:
+            continue
+        needed |= {n.value for n in walk(stmt.value) if isinstance(n, cst.Name)}
+        names = {n.value for n in walk(target) if isinstance(n, cst.Name)}
+        draws += [c for c in walk(stmt.value) if isinstance(c, cst.Call) and a.names(c) & apis.NUMPY_GLOBAL_RANDOM
+                  and (id(c) in index_calls or names & index_names)]
+    return [samplers.Sampler(c, samplers.GLOBAL_STREAM) for c in draws]
 
 
 def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced]:

@@ -422,7 +422,7 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
         raise refuse(loop, "it is not a for loop over range(...) numbering its steps")
     counter = loop.target.value
-    it = loop.iter
+    it = step_loops.unwrapped(a, loop.iter)  # tqdm(range(n)): range(n)'s steps
     args = step_loops._plain_args(it) if step_loops._is_range(a, it) else None
     zero = lambda e: isinstance(e, cst.Integer) and e.evaluated_value == 0  # noqa: E731
     if args is None or not (len(args) == 1 or len(args) == 2 and zero(args[0])
@@ -521,7 +521,7 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     a = ctx.a
     size = ctx.backend.size()
     # 1. The loop runs 1/N of the steps.
-    it = loop.iter
+    it = step_loops.unwrapped(a, loop.iter)
     args = step_loops._plain_args(it)
     stop = args[0] if len(args) == 1 else args[1]
     stop_code = source(ctx.module, stop)

@@ -193,7 +193,12 @@ def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
 
 def seed_numpy_before(ctx, stmt) -> None:
     """NumPy's global generator re-seeded by rank right before stmt, from a
-    value drawn from the user's own stream (a seeded script stays reproducible)."""
+    value drawn from the user's own stream (a seeded script stays
+    reproducible); once per statement, whichever rules ask."""
+    done = ctx.state(__name__ + ".numpy_seeded_before")
+    if id(stmt) in done:
+        return
+    done.add(id(stmt))
     np_name = ctx.imports.require("numpy", "np")
     seed = ctx.backend.seed_per_rank(f"{np_name}.random.randint(2 ** 31 - 1)")
     ctx.plan.insert_before(stmt, ctx.stmts(

@@ -153,14 +153,24 @@ def divide_enumerated_cap(ctx, loop) -> None:
         data_division.divide(ctx, bound, "steps before the loop breaks")
 
 
+def unwrapped(a, it):
+    """The iterable inside progress bars and numberings: range(n) in
+    ``tqdm(range(n))``, ``enumerate(tqdm(range(n)))``."""
+    while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star \
+            and a.is_name(it, apis.ITERATION_WRAPPERS):
+        it = it.args[0].value
+    return it
+
+
 def step_count(a, loop) -> Optional[StepCount]:
     """The step count of a training loop, or None when tfdist cannot see it."""
     if isinstance(loop, cst.For):
         it = loop.iter
         if isinstance(it, cst.Name):  # t = trange(n); for i in t: (the count is where t is bound)
             bound = a.assigned_values(it)
-            if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and _is_range(a, bound[0][1]):
+            if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and _is_range(a, unwrapped(a, bound[0][1])):
                 it = bound[0][1]
+        it = unwrapped(a, it)
         if _is_range(a, it):
             return _range_count(a, it)
         if isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS):
