@@ -243,6 +243,16 @@ RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "pas
 # Wrappers yielding one item per item of their first argument (a progress
 # bar, a numbering): ``for i in tqdm(range(n))`` runs range(n)'s steps.
 ITERATION_WRAPPERS = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "builtins.enumerate"}
+# Stateful TensorFlow draws a step loop may pick its rows with
+# (``idx = tf.random.uniform([bs], maxval=n, dtype=tf.int32)``): after
+# tf.random.set_seed(s), every process draws the same sequence.
+TF_GLOBAL_RANDOM = {
+    "tensorflow.random.uniform", "tensorflow.random.shuffle", "tensorflow.random.categorical",
+    "tensorflow.random.normal", "tensorflow.random.truncated_normal",
+}
+# Functions picking rows of their first argument by the indices they are
+# given next (x[idx] spelled as a call).
+GATHER_FUNCTIONS = {"tensorflow.gather", "tensorflow.gather_nd", "numpy.take"}
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"

@@ -380,8 +380,15 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         sliced = _slice_rows_read(ctx, loop, applies)
         found = _samplers_feeding(a, loop, applies)
         if sliced is None:  # rows not sliced by rank: random rows must differ per rank
-            found += _global_numpy_draws(a, loop, {n.value for spot in _step_spots(a, loop, applies)
-                                                   for n in walk(spot) if isinstance(n, cst.Name)})
+            read = {n.value for spot in _step_spots(a, loop, applies) for n in walk(spot) if isinstance(n, cst.Name)}
+            found += [samplers.Sampler(c, samplers.GLOBAL_STREAM)
+                      for c in _random_index_draws(a, loop, read, apis.NUMPY_GLOBAL_RANDOM)]
+            if data_division.global_seed_set_before(a, loop):
+                for draw in _random_index_draws(a, loop, read, apis.TF_GLOBAL_RANDOM):
+                    ctx.warn(draw, data_division.RULE, ctx.say(
+                        "the rows of each step are drawn with {draw}(...) after the script seeds TensorFlow, so every "
+                        "rank draws the same rows: seed it per rank right before this loop, e.g. "
+                        "tf.random.set_seed(<seed> + {rank}), by hand", draw=a.code(draw.func)))
         if found:
             samplers.draw_per_rank(ctx, found)
         if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
@@ -467,15 +474,17 @@ def _samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.S
     return out
 
 
-def _global_numpy_draws(a: A.Analysis, loop, read: Set[str]) -> List[samplers.Sampler]:
-    """Draws from NumPy's global generator in the loop body that pick the
+def _random_index_draws(a: A.Analysis, loop, read: Set[str], functions) -> List[cst.Call]:
+    """Draws from a global generator (``functions``: NumPy's, TensorFlow's) in the loop body that pick the
     rows of the step's batch (``idx = np.random.choice(n, bs)``; ``xb =
     x[idx]``), followed back from what the step reads: a script that seeds
     NumPy once would give every rank the same batches. Only draws used as
     an index: another draw (a rate, a choice between steps) must stay the
     same on every rank."""
     body = [s for s in walk(loop.body) if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
-    indexes = [n for e in walk(loop.body) if isinstance(e, cst.SubscriptElement) for n in walk(e)]
+    indexes = [n for e in walk(loop.body) if isinstance(e, cst.SubscriptElement) for n in walk(e)] + [
+        n for c in walk(loop.body) if isinstance(c, cst.Call) and a.names(c) & apis.GATHER_FUNCTIONS
+        for arg in c.args[1:] for n in walk(arg)]
     index_names = {n.value for n in indexes if isinstance(n, cst.Name)}
     index_calls = {id(n) for n in indexes if isinstance(n, cst.Call)}
     needed = set(read)
@@ -489,9 +498,9 @@ def _global_numpy_draws(a: A.Analysis, loop, read: Set[str]) -> List[samplers.Sa
             continue
         needed |= {n.value for n in walk(stmt.value) if isinstance(n, cst.Name)}
         names = {n.value for n in walk(target) if isinstance(n, cst.Name)}
-        draws += [c for c in walk(stmt.value) if isinstance(c, cst.Call) and a.names(c) & apis.NUMPY_GLOBAL_RANDOM
+        draws += [c for c in walk(stmt.value) if isinstance(c, cst.Call) and a.names(c) & functions
                   and (id(c) in index_calls or names & index_names)]
-    return [samplers.Sampler(c, samplers.GLOBAL_STREAM) for c in draws]
+    return draws
 
 
 def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced]:
