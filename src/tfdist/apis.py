@@ -170,6 +170,11 @@ DATASET_SOURCES = {
     "tensorflow.data.experimental.make_csv_dataset",
     "tensorflow.data.experimental.CsvDataset",
 }
+# Dataset.zip(datasets): one element of each dataset of a tuple/list/dict
+# (or, TF >= 2.13, of its positional arguments) per element. A source as
+# far as sharding goes (its elements are pairs), but batched where its
+# datasets are: zip((a.batch(n), b.batch(n))) gives batches of n.
+DATASET_ZIP = "tensorflow.data.Dataset.zip"
 # Sources whose number of elements TensorFlow knows when the pipeline is
 # built (Dataset.cardinality()): sharded with an equal take, which costs
 # nothing per element.

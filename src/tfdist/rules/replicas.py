@@ -340,6 +340,21 @@ def reader_batches(a: A.Analysis, call: cst.Call) -> bool:
     return not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
 
 
+def _zipped(call: cst.Call) -> List[cst.BaseExpression]:
+    """The datasets Dataset.zip(...) is handed in a tuple/list/dict literal
+    or as its positional arguments; [] when not written out."""
+    args = [arg for arg in call.args if arg.keyword is None or arg.keyword.value == "datasets"]
+    if any(arg.star for arg in args) or not args:
+        return []
+    if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)):
+        elements = args[0].value.elements
+        return [] if any(isinstance(e, cst.StarredElement) for e in elements) else [e.value for e in elements]
+    if len(args) == 1 and isinstance(args[0].value, cst.Dict):
+        elements = args[0].value.elements
+        return [] if any(isinstance(e, cst.StarredDictElement) for e in elements) else [e.value for e in elements]
+    return [arg.value for arg in args]
+
+
 def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
     """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
     from its sources, or None when the flow cannot be followed to them."""
@@ -348,6 +363,15 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
         return []
     seen.add(id(expr))
     if isinstance(expr, cst.Call):
+        if a.is_name(expr, {apis.DATASET_ZIP}) and "batch" in methods and _zipped(expr):
+            # the batches of zip((a.batch(n), b.batch(n))) are a's and b's
+            out: List[cst.Call] = []
+            for d in _zipped(expr):
+                inner = batch_calls(a, d, seen, methods)
+                if inner is None:
+                    return None
+                out += inner
+            return out
         if a.is_name(expr, apis.DATASET_SOURCES):
             # a reader that batches its elements itself is a batch call
             return [expr] if "batch" in methods and reader_batches(a, expr) else []
