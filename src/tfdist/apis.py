@@ -258,6 +258,10 @@ TF_GLOBAL_RANDOM = {
 # Functions picking rows of their first argument by the indices they are
 # given next (x[idx] spelled as a call).
 GATHER_FUNCTIONS = {"tensorflow.gather", "tensorflow.gather_nd", "numpy.take"}
+# A training step written by hand: the gradients applied to variables with
+# their own update methods (``w.assign_sub(lr * g)``, ``w.assign(w - lr * g)``).
+VARIABLE_UPDATE_METHODS = {"assign_sub", "assign"}
+TF_VARIABLE = "tensorflow.Variable"
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
 ENUMERATE = "builtins.enumerate"

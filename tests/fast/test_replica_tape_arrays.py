@@ -95,3 +95,28 @@ def test_unsafe_array_feed_is_refused_at_its_line(name):
     lines = source.splitlines()
     assert line_text in lines[result.error_line - 1], (result.error_line, lines[result.error_line - 1], result.error)
     assert result.data is None
+
+
+def test_variables_updated_by_hand_are_refused_with_the_optimizer_to_use():
+    """No optimizer aggregates the replicas' gradients when a step updates
+    its variables by hand (w.assign_sub(lr * g)): tf.distribute refuses it at
+    the update, naming the optimizer call and the Horovod engine that converts
+    it (fixtures gradient_tape/manual_sgd_*)."""
+    source = textwrap.dedent('''\
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices((tf.zeros([64, 3]), tf.zeros([64, 1]))).batch(8)
+        w = tf.Variable(tf.zeros([3, 1]))
+        for xb, yb in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(xb @ w - yb))
+            dw = tape.gradient(loss, w)
+            w.assign_sub(0.1 * dw)
+        ''')
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "unsupported"
+    assert "updates variables by hand" in result.error and "apply_gradients" in result.error
+    assert "w.assign_sub(0.1 * dw)" in source.splitlines()[result.error_line - 1]
+    hvd = convert_source(source.encode(), "train.py", backend="horovod")
+    assert hvd.status == "converted" and hvd.warnings == [], [w.message for w in hvd.warnings]
+    assert "hvd.broadcast_variables([w], root_rank=0)" in hvd.code

@@ -203,6 +203,10 @@ class Backend(ABC):
     @abstractmethod
     def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str) -> str: ...
 
+    def broadcast_now(self, variables: str) -> str:
+        """Statements setting these variables to rank 0's values, run where they stand."""
+        raise NotImplementedError
+
     @abstractmethod
     def tf1_broadcast_op(self) -> str: ...
 

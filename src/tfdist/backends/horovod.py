@@ -139,6 +139,9 @@ class HorovodBackend(Backend):
         lines.append(f"    {{hvd}}.broadcast_variables({optimizer_vars}, root_rank=0)")
         return "\n".join(lines)
 
+    def broadcast_now(self, variables: str) -> str:
+        return f"{{hvd}}.broadcast_variables({variables}, root_rank=0)"
+
     def tf1_broadcast_op(self) -> str:
         return "{hvd}.broadcast_global_variables(0)"
 

@@ -145,7 +145,21 @@ def applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     for p in apply_calls(a):
         if mentions(p, names) or any(g in _calls_under(p) for g in grad_calls):
             return True
-    return False
+    return bool(manual_updates(a, grad_calls))
+
+
+def manual_updates(a: A.Analysis, grad_calls: List[cst.Call]) -> List[cst.Call]:
+    """A step written by hand: variables updated with these gradients by
+    their own methods (``w.assign_sub(lr * dw)``, ``v.assign(v - lr * g)``,
+    also in ``for g, v in zip(grads, variables)``), no optimizer."""
+    if not grad_calls:
+        return []
+    names = gradient_names(a, grad_calls)
+    for loop in a.for_loops:
+        if mentions(loop.iter, names):
+            names |= set(_names_in_target(loop.target))
+    return [c for c in a.calls if method_name(c) in apis.VARIABLE_UPDATE_METHODS and isinstance(c.func, cst.Attribute)
+            and c.args and (mentions(c.args[0].value, names) or any(g in _calls_under(c) for g in grad_calls))]
 
 
 def _calls_under(node) -> List[cst.Call]:
@@ -178,8 +192,15 @@ def training_tapes(a: A.Analysis, keras_train_step: bool = False):
 
 
 def detect(a: A.Analysis) -> List[Evidence]:
-    return [Evidence(PATTERN, f"with {a.code(item.item)} as {name}: gradients applied by an optimizer", a.line(w))
-            for w, item, name, _ in training_tapes(a)]
+    return [Evidence(PATTERN, f"with {a.code(item.item)} as {name}: gradients applied "
+                              + ("by hand" if manual_updates(a, calls) and not _optimizer_applied(a, calls)
+                                 else "by an optimizer"), a.line(w))
+            for w, item, name, calls in training_tapes(a)]
+
+
+def _optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
+    names = gradient_names(a, grad_calls)
+    return any(mentions(p, names) or any(g in _calls_under(p) for g in grad_calls) for p in apply_calls(a))
 
 
 # ------------------------------------------------------------------- rewrite
@@ -199,7 +220,90 @@ def apply(ctx) -> None:
         if len(calls) > 1:
             _broadcast_at_every_site(ctx, calls, grad_calls)
         _scale(ctx, receiver(calls[0]))
-    _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs})
+    by_hand = [u for *_, cs in found if not _optimizer_applied(a, cs) for u in manual_updates(a, cs)]
+    if by_hand:
+        _steps_by_hand(ctx, by_hand, [c for *_, cs in found if not _optimizer_applied(a, cs) for c in cs])
+    _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in by_hand})
+
+
+# ------------------------------------------------------ steps written by hand
+def _steps_by_hand(ctx, updates: List[cst.Call], grad_calls: List[cst.Call]) -> None:
+    """Variables updated by hand with the tape's gradients: the tape (wrapped
+    above) averages the gradients; the variables, made before the training
+    loop, are broadcast from rank 0 right before it; the rate each update
+    multiplies the gradient by is scaled."""
+    a = ctx.a
+    variables: List[str] = []
+    for g in grad_calls:
+        sources = find_arg(g, "sources", 1)
+        names = _plain_variables(a, sources.value) if sources is not None else None
+        if names is None:
+            raise ctx.unsupported(g, "this step updates variables by hand (no optimizer) and tfdist cannot see that "
+                                     "the variables it differentiates are tf.Variables made before the training "
+                                     "loop, to broadcast them from rank 0: list them as tf.Variable names, or use "
+                                     "an optimizer's apply_gradients")
+        variables += [n for n in names if n not in variables]
+    loops = {id(l): l for l in (dataflow.outermost_loop(a, u) for u in updates) if l is not None}
+    if len(loops) != 1 or len(loops) != len({id(dataflow.outermost_loop(a, u)) for u in updates}):
+        raise ctx.unsupported(updates[0], "this step updates variables by hand (no optimizer) outside one training "
+                                          "loop: tfdist cannot place the broadcast of their initial values")
+    loop = next(iter(loops.values()))
+    stmt = a.statement_of(loop) or loop
+    ctx.plan.insert_before(stmt, ctx.stmts(ctx.backend.broadcast_now(f"[{', '.join(variables)}]"),
+                                           comment=ctx.say("{engine}: every rank starts from rank 0's variables.")))
+    ctx.change(loop, "broadcast", f"{', '.join(variables)} broadcast from rank 0 before the training loop (updated by "
+                                  f"hand, with no optimizer state)")
+    gradients = gradient_names(a, grad_calls)
+    for loop_ in a.for_loops:
+        if mentions(loop_.iter, gradients):
+            gradients |= set(_names_in_target(loop_.target))
+    for u in updates:
+        rate = _update_rate(a, u, gradients)
+        if rate is None:
+            ctx.warn(u, lr_scaling.RULE, f"cannot tell the learning rate of {a.code(u)}: multiply it by the number "
+                                         "of processes by hand")
+        else:
+            lr_scaling.scale_value(ctx, rate, u)
+
+
+def _plain_variables(a: A.Analysis, expr) -> Optional[List[str]]:
+    """The names of the tf.Variables a list of them (or a name bound once to
+    such a list) holds; None for anything else (a model's variables, which
+    may not exist before the first step)."""
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and a.is_name(bound[0][1], {apis.TF_VARIABLE}):
+            return [expr.value]
+        if len(bound) == 1 and isinstance(bound[0][1], (cst.List, cst.Tuple)):
+            return _plain_variables(a, bound[0][1])
+        return None
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        out = []
+        for e in expr.elements:
+            inner = _plain_variables(a, e.value) if isinstance(e.value, cst.Name) else None
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _update_rate(a: A.Analysis, update: cst.Call, gradients: Set[str]) -> Optional[cst.BaseExpression]:
+    """The factor a hand-written update multiplies the gradient by: ``lr`` in
+    ``w.assign_sub(lr * dw)`` or ``w.assign(w - lr * dw)``."""
+    step = update.args[0].value
+    if method_name(update) == "assign":
+        if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Subtract)):
+            return None
+        step = step.right
+    if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Multiply)):
+        return None
+    sides = [step.left, step.right]
+    with_gradient = [mentions(s, gradients) for s in sides]
+    if with_gradient.count(True) != 1:
+        return None
+    rate = sides[with_gradient.index(False)]
+    return rate if isinstance(rate, (cst.Name, cst.Float, cst.Integer, cst.Attribute)) else None
 
 
 def wrap_tape(ctx, w, item, name, calls) -> None:
@@ -371,8 +475,11 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
             ctx.warn(loop.iter, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
         data_division.divide_steps_taken(ctx, ds)
         step_loops.divide_enumerated_cap(ctx, loop)
+    # A loop inside a loop over a dataset is part of its step (the updates
+    # of a step written by hand: for g, v in zip(grads, variables)).
     candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
-                  if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)]
+                  if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)
+                  and not any(anc in dataset_loops for anc in a.ancestors(l))]
     # Only the innermost loop is the step loop; one around it (directly or
     # through a function it calls) is an epoch loop and keeps its count.
     step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]

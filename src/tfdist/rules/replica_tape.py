@@ -26,6 +26,14 @@ detect = gradient_tape.detect
 def apply(ctx) -> None:
     a = ctx.a
     found = gradient_tape.training_tapes(a)
+    for w, _item, _name, calls in found:
+        updates = gradient_tape.manual_updates(a, calls)
+        if updates and not gradient_tape._optimizer_applied(a, calls):
+            raise ctx.unsupported(updates[0], ctx.say(
+                "this step updates variables by hand ({update}, no optimizer): under {engine} an optimizer "
+                "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
+                "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
+                update=a.code(updates[0].func)))
     applies = [p for p in gradient_tape.apply_calls(a) if not gradient_tape.in_keras_train_step(a, p)]
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)

@@ -80,6 +80,9 @@ def _optimizer_info():
             source = "tf1-eager-apply"
     elif global_step:
         steps, source = global_step, "global-step"
+    elif STATE.eager_tape_gradients:
+        # no optimizer stepped: a step written by hand, one gradient() per step
+        steps, source = STATE.eager_tape_gradients, "eager-tape-gradients"
     return {
         "steps": steps,
         "source": source,
@@ -87,6 +90,7 @@ def _optimizer_info():
         "tf1_train_runs": STATE.tf1_train_runs,
         "tf1_train_ops": len(STATE.train_ops),
         "tf1_eager_applies": STATE.tf1_eager_applies,
+        "eager_tape_gradients": STATE.eager_tape_gradients,
         "global_step": global_step,
         "fit_rates": list(STATE.fit_rates),
     }

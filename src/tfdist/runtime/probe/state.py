@@ -58,6 +58,9 @@ class _State:
         self.train_dep_cache: dict = {}
         self.tf1_train_runs = 0
         self.tf1_eager_applies = 0
+        # eager GradientTape.gradient calls outside fit(): the steps of a loop
+        # updating its variables by hand (no optimizer counts them)
+        self.eager_tape_gradients = 0
         self.in_probe = threading.local()
         self.files: dict = {}              # absolute path -> entry
         # files opened read-write without truncating ("r+b": tf-keras

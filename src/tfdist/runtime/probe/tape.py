@@ -126,6 +126,11 @@ def _install_tape_hooks():
     def make_gradient(orig):
         def gradient(self, target, *args, **kwargs):
             grads = orig(self, target, *args, **kwargs)
+            if STATE.keras_fit_depth == 0 and not _busy() and STATE.pid == os.getpid() and getattr(_TAPES, "depth", 0) == 0:
+                from tensorflow.python.eager import context  # noqa: PLC0415
+
+                if context.executing_eagerly():
+                    STATE.eager_tape_gradients += 1
             if STATE.record_losses and STATE.keras_fit_depth == 0 and not _busy() and STATE.pid == os.getpid():
                 try:
                     grads = _record_gradient_target(target, grads)
