@@ -207,6 +207,10 @@ def _optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
 def apply(ctx) -> None:
     a = ctx.a
     found = training_tapes(a)
+    by_hand = [t for t in found if not _optimizer_applied(a, t[3])]
+    plan = _plan_by_hand(ctx, by_hand) if by_hand else None
+    if by_hand and plan is None:
+        found = [t for t in found if t not in by_hand]  # warned: the file's other training is converted
     for w, item, name, calls in found:
         _wrap_tape(ctx, w, item, name, calls)
     per_optimizer: Dict[object, List[cst.Call]] = {}
@@ -220,36 +224,59 @@ def apply(ctx) -> None:
         if len(calls) > 1:
             _broadcast_at_every_site(ctx, calls, grad_calls)
         _scale(ctx, receiver(calls[0]))
-    by_hand = [u for *_, cs in found if not _optimizer_applied(a, cs) for u in manual_updates(a, cs)]
-    if by_hand:
-        _steps_by_hand(ctx, by_hand, [c for *_, cs in found if not _optimizer_applied(a, cs) for c in cs])
-    _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in by_hand})
+    updates = plan[2] if plan is not None else []
+    if plan is not None:
+        _steps_by_hand(ctx, *plan)
+    _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in updates})
 
 
 # ------------------------------------------------------ steps written by hand
-def _steps_by_hand(ctx, updates: List[cst.Call], grad_calls: List[cst.Call]) -> None:
-    """Variables updated by hand with the tape's gradients: the tape (wrapped
-    above) averages the gradients; the variables, made before the training
-    loop, are broadcast from rank 0 right before it; the rate each update
-    multiplies the gradient by is scaled."""
+def _plan_by_hand(ctx, tapes) -> Optional[tuple]:
+    """(variables, training loop, updates, gradient calls) of the steps
+    written by hand in these tapes, when tfdist can convert them: every
+    variable differentiated is a tf.Variable that exists before the loop
+    (to be broadcast there), and the updates sit in one training loop.
+    Otherwise None after a warning naming the edit, when the file trains
+    something else that is converted, or a refusal."""
     a = ctx.a
+    grad_calls = [c for *_, cs in tapes for c in cs]
+    updates = [u for *_, cs in tapes for u in manual_updates(a, cs)]
+    why, where = None, None
     variables: List[str] = []
     for g in grad_calls:
         sources = find_arg(g, "sources", 1)
         names = _plain_variables(a, sources.value) if sources is not None else None
         if names is None:
-            raise ctx.unsupported(g, "this step updates variables by hand (no optimizer) and tfdist cannot see that "
-                                     "the variables it differentiates are tf.Variables made before the training "
-                                     "loop, to broadcast them from rank 0: list them as tf.Variable names, or use "
-                                     "an optimizer's apply_gradients")
+            why, where = ("tfdist cannot see that the variables it differentiates are tf.Variables made before the "
+                          "training loop, to broadcast them from rank 0 there"), g
+            break
         variables += [n for n in names if n not in variables]
-    loops = {id(l): l for l in (dataflow.outermost_loop(a, u) for u in updates) if l is not None}
-    if len(loops) != 1 or len(loops) != len({id(dataflow.outermost_loop(a, u)) for u in updates}):
-        raise ctx.unsupported(updates[0], "this step updates variables by hand (no optimizer) outside one training "
-                                          "loop: tfdist cannot place the broadcast of their initial values")
-    loop = next(iter(loops.values()))
+    loops = {id(dataflow.outermost_loop(a, u)): dataflow.outermost_loop(a, u) for u in updates}
+    if why is None and (len(loops) != 1 or None in loops.values()):
+        why, where = "its updates are not in one training loop, before which their initial values can be broadcast", updates[0]
+    if why is None:
+        return variables, next(iter(loops.values())), updates, grad_calls
+    message = (f"this step updates variables by hand ({a.code(updates[0].func)}, no optimizer) and {why}: use an "
+               "optimizer's apply_gradients, or broadcast the variables from rank 0 once before training, average "
+               "the gradients and scale the rate by hand")
+    if any(p != PATTERN for p in ctx.patterns) or len(tapes) < len(training_tapes(a)):
+        ctx.warn(where, data_division.RULE, message)
+        return None
+    raise ctx.unsupported(where, message)
+
+
+def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], grad_calls: List[cst.Call]) -> None:
+    """Variables updated by hand with the tape's gradients: the tape (wrapped
+    above) averages the gradients; the variables, made before the training
+    loop, are broadcast from rank 0 right before it; the rate each update
+    multiplies the gradient by is scaled."""
+    a = ctx.a
     stmt = a.statement_of(loop) or loop
-    ctx.plan.insert_before(stmt, ctx.stmts(ctx.backend.broadcast_now(f"[{', '.join(variables)}]"),
+    # tf.Variables by name in one list; a tf.Module's ``variables`` added whole
+    single = [v for v in variables if not v.endswith(".variables")]
+    whole = [f"list({v})" for v in variables if v.endswith(".variables")]
+    listed = " + ".join(([f"[{', '.join(single)}]"] if single else []) + whole)
+    ctx.plan.insert_before(stmt, ctx.stmts(ctx.backend.broadcast_now(listed),
                                            comment=ctx.say("{engine}: every rank starts from rank 0's variables.")))
     ctx.change(loop, "broadcast", f"{', '.join(variables)} broadcast from rank 0 before the training loop (updated by "
                                   f"hand, with no optimizer state)")
@@ -267,9 +294,20 @@ def _steps_by_hand(ctx, updates: List[cst.Call], grad_calls: List[cst.Call]) -> 
 
 
 def _plain_variables(a: A.Analysis, expr) -> Optional[List[str]]:
-    """The names of the tf.Variables a list of them (or a name bound once to
-    such a list) holds; None for anything else (a model's variables, which
-    may not exist before the first step)."""
+    """The tf.Variables a list of them (or a name bound once to such a list)
+    holds, as code: names bound to tf.Variable(...), attributes a class of
+    the user's sets to tf.Variable(...) (``model.w``), a tf.Module's
+    ``variables``; None for anything else (a Keras model's variables, which
+    may not exist before its first call)."""
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value in ("trainable_variables", "variables") and a.is_kind(expr.value, A.MODULE) \
+                and not a.is_kind(expr.value, A.MODEL):
+            return [f"{a.code(expr.value)}.variables"]
+        classes = a.instance_classes(expr.value)
+        values = [v for cd in classes for v in a.attribute_values(cd, expr.attr.value)]
+        if classes and values and all(isinstance(v, cst.Call) and a.is_name(v, {apis.TF_VARIABLE}) for v in values):
+            return [a.code(expr)]
+        return None
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and a.is_name(bound[0][1], {apis.TF_VARIABLE}):
@@ -280,7 +318,7 @@ def _plain_variables(a: A.Analysis, expr) -> Optional[List[str]]:
     if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
         out = []
         for e in expr.elements:
-            inner = _plain_variables(a, e.value) if isinstance(e.value, cst.Name) else None
+            inner = _plain_variables(a, e.value) if isinstance(e.value, (cst.Name, cst.Attribute)) else None
             if inner is None:
                 return None
             out += inner

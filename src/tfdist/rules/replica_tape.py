@@ -26,15 +26,22 @@ detect = gradient_tape.detect
 def apply(ctx) -> None:
     a = ctx.a
     found = gradient_tape.training_tapes(a)
-    for w, _item, _name, calls in found:
+    by_hand = [t for t in found if not gradient_tape._optimizer_applied(a, t[3])]
+    for w, _item, _name, calls in by_hand:
         updates = gradient_tape.manual_updates(a, calls)
-        if updates and not gradient_tape._optimizer_applied(a, calls):
-            raise ctx.unsupported(updates[0], ctx.say(
-                "this step updates variables by hand ({update}, no optimizer): under {engine} an optimizer "
-                "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
-                "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
-                update=a.code(updates[0].func)))
+        message = ctx.say(
+            "this step updates variables by hand ({update}, no optimizer): under {engine} an optimizer "
+            "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
+            "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
+            update=a.code(updates[0].func))
+        if any(p != PATTERN for p in ctx.patterns) or len(by_hand) < len(found):
+            ctx.warn(updates[0], data_division.RULE, message)  # the file's other training is converted
+        else:
+            raise ctx.unsupported(updates[0], message)
+    found = [t for t in found if t not in by_hand]
     applies = [p for p in gradient_tape.apply_calls(a) if not gradient_tape.in_keras_train_step(a, p)]
+    if by_hand and not found and not applies:
+        return  # only steps written by hand, warned above: the file's other training is converted
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)
     for p in applies:
