@@ -667,7 +667,8 @@ def _site_use(a, site: cst.Call) -> Optional[str]:
     uses = [_read_use(a, r) for r in reads]
     if "train" in uses:
         return "train"
-    return "other" if uses and all(u == "look" for u in uses) else None
+    # a name never read (rebound before any use) does not train either
+    return "other" if all(u == "look" for u in uses) else None
 
 
 def _read_use(a, node: cst.CSTNode) -> Optional[str]:
