@@ -126,6 +126,10 @@ KERAS_CALLBACK_BASES = {"keras.callbacks.Callback"}
 TF_MODULE_BASES = {"tensorflow.Module", "keras.layers.Layer"}
 
 # Callbacks that write files: they run on rank 0 only.
+# Callbacks that set the optimizer's rate each epoch from a function of the
+# script's -> (keyword, position) of that function. Its rates replace the
+# scaled one, so they are scaled in turn.
+KERAS_EPOCH_RATE_CALLBACKS = {"keras.callbacks.LearningRateScheduler": ("schedule", 0)}
 KERAS_RANK0_CALLBACKS = {
     "keras.callbacks.ModelCheckpoint",
     "keras.callbacks.TensorBoard",

@@ -76,3 +76,66 @@ with tf.Session() as sess:
     out = convert_source(src).data.decode()
     assert "tf.train.exponential_decay(0.1, step, 100, 0.9)" in out
     assert "range(100)" in out
+
+
+# ------------------------------------------------- LearningRateScheduler
+def _scaled_epoch_rates():
+    from tfdist.backends.base import scaled_epoch_rates_definition
+    namespace: dict = {}
+    exec(scaled_epoch_rates_definition("scaled_epoch_rates"), namespace)  # the code written into scripts
+    return namespace["scaled_epoch_rates"]
+
+
+def test_epoch_schedule_of_the_epoch_only_is_scaled():
+    """schedule(epoch) -> absolute rates (the forecasting notebooks' rate
+    finder): every rate times the factor, called as Keras calls it."""
+    wrap = _scaled_epoch_rates()
+    finder = wrap(lambda epoch: 1e-8 * 10 ** (epoch / 20), 4)
+    assert finder(0, 4e-8) == pytest.approx(4e-8)
+    assert finder(20, 123.0) == pytest.approx(4e-7)
+
+
+def test_epoch_schedule_of_epoch_and_rate_gets_the_single_process_rate():
+    """schedule(epoch, rate): handed the rate as one process had it, so an
+    absolute branch is scaled and a relative one stays relative to the
+    scaled rate."""
+    wrap = _scaled_epoch_rates()
+
+    def schedule(epoch, lr):
+        if epoch < 10:
+            return 1e-3          # absolute
+        return lr * 0.5          # relative
+
+    scaled = wrap(schedule, 2)
+    assert scaled(0, 2e-3) == pytest.approx(2e-3)
+    assert scaled(12, 2e-3) == pytest.approx(1e-3)   # half the scaled rate
+    seen = []
+    wrap(lambda epoch, lr: seen.append(lr) or lr, 8)(3, 0.8)
+    assert seen == [pytest.approx(0.1)]
+
+
+def test_learning_rate_scheduler_is_scaled_on_both_engines():
+    source = '''\
+import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(64, 2).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(1e-3), loss="mse")
+
+
+def schedule(epoch, lr):
+    return 1e-3 if epoch < 5 else lr * 0.9
+
+
+model.fit(x, y, epochs=10, callbacks=[tf.keras.callbacks.LearningRateScheduler(schedule)])
+'''
+    from tfdist.api import convert_source
+    for backend, size in (("horovod", "hvd.size()"), ("tf-distribute", "strategy.num_replicas_in_sync")):
+        result = convert_source(source.encode(), "train.py", backend=backend)
+        assert result.status == "converted" and result.warnings == [], (backend, result.warnings)
+        assert f"LearningRateScheduler(scaled_epoch_rates(schedule, {size}))" in result.code, result.code
+        assert "def scaled_epoch_rates(schedule, factor):" in result.code
+    none = convert_source(source.encode(), "train.py", backend="horovod+lr-none")
+    assert "scaled_epoch_rates" not in none.code

@@ -167,6 +167,16 @@ class Backend(ABC):
         return (f"{function}({{inner}}, {factor})",
                 scaled_rate_definitions(function, schedule, keras, ctx.quoted))
 
+    def scale_epoch_rates(self, ctx):
+        """(call template over ``{inner}``, definitions template): a
+        LearningRateScheduler function whose rates are the script's own
+        times this policy's factor; None under --lr-scaling none."""
+        if self.lr_scaling == "none":
+            return None
+        function = ctx.imports.free_name("scaled_epoch_rates")
+        factor = lr_factor(self.lr_scaling, self.size())
+        return f"{function}({{inner}}, {factor})", scaled_epoch_rates_definition(function)
+
     def warmup_epoch_callback(self, ctx, keras: str, schedule: str):
         """(callback template, class template): a Keras callback telling the
         warmup schedule class ``schedule`` fit()'s steps per epoch."""
@@ -273,6 +283,27 @@ class Backend(ABC):
         """Shard a finite dataset that is then repeated forever: every rank
         runs the same (divided) steps_per_epoch, so shares need not be equal."""
         raise NotImplementedError
+
+
+def scaled_epoch_rates_definition(function: str) -> str:
+    """A LearningRateScheduler function wrapping the script's: Keras calls it
+    as it calls any schedule, ``(epoch, rate)``; it calls the script's the
+    way Keras would (with the rate, else without: a TypeError means the
+    function takes the epoch only), hands it the rate as the single process
+    had it, and returns its rate times ``factor`` -- an absolute rate
+    (``1e-3 if epoch < 10 else 1e-4``) is scaled, a relative one (``rate *
+    0.9``) stays relative to the scaled rate."""
+    return (
+        f"def {function}(schedule, factor):\n"
+        f"    \"\"\"The script's LearningRateScheduler function, its rates multiplied by `factor`.\"\"\"\n"
+        f"    def scaled(epoch, rate):\n"
+        f"        try:\n"
+        f"            new_rate = schedule(epoch, rate / factor)\n"
+        f"        except TypeError:\n"
+        f"            new_rate = schedule(epoch)\n"
+        f"        return new_rate * factor\n"
+        f"    return scaled\n"
+    )
 
 
 def scaled_rate_definitions(function: str, schedule: str, keras: str, quoted) -> str:

@@ -118,6 +118,7 @@ def apply(ctx) -> None:
             gradient_tape._scale(ctx, r)
     for call in model_calls(a, apis.KERAS_FIT_METHODS):
         _fit(ctx, call)
+    lr_scaling.scale_epoch_schedulers(ctx)
     if stepped:
         train_on_batch.apply_horovod(ctx, stepped)
     for method, pos in EVAL_VERBOSE_POS.items():

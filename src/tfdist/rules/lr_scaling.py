@@ -178,5 +178,33 @@ def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str) -> Optional[st
     return call
 
 
+def scale_epoch_schedulers(ctx) -> None:
+    """A LearningRateScheduler sets the optimizer's rate every epoch from the
+    script's function, replacing the scaled rate: its function's rates are
+    scaled in turn, by a wrapper written into the module once."""
+    a = ctx.a
+    state = _run_time(ctx)
+    for call in a.calls:
+        name = a.is_name(call, apis.KERAS_EPOCH_RATE_CALLBACKS)
+        if name is None:
+            continue
+        keyword, position = apis.KERAS_EPOCH_RATE_CALLBACKS[name]
+        arg = find_arg(call, keyword, position)
+        if arg is None:
+            continue
+        if "epoch" not in state:
+            made = ctx.backend.scale_epoch_rates(ctx)
+            if made is None:
+                return  # --lr-scaling none
+            state["epoch"], definition = made
+            ctx.define(definition, ctx.say("{engine}: the rates a LearningRateScheduler sets, scaled as the "
+                                           "optimizer's was."))
+        template = state["epoch"]
+        ctx.plan.replace(arg.value, lambda upd, template=template: ctx.expr(
+            template, inner=ctx.module.code_for_node(upd)))
+        ctx.change(arg.value, RULE, f"{a.code(call.func)}: the rates {a.code(arg.value)} sets each epoch replace "
+                                    f"the scaled one, so they are {policy_phrase(ctx)} too")
+
+
 def _run_time(ctx) -> dict:
     return ctx.state(__name__ + ".run_time", dict)

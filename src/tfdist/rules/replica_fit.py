@@ -12,7 +12,8 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, replica_train_step, replicas, samplers, warmup
+from . import (data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, lr_scaling, replica_train_step,
+               replicas, samplers, warmup)
 from .common import append_arg, calls_in, find_arg, find_passed, keyword_free, kwarg, receiver, source
 
 PATTERN = keras_fit.PATTERN
@@ -60,6 +61,7 @@ def apply(ctx) -> None:
         _fit(ctx, call)
         _mark_built_without_call(ctx, call)
         _build_step_optimizers(ctx, call)
+    lr_scaling.scale_epoch_schedulers(ctx)
     # a model only evaluated is mirrored too: built outside the scope, every
     # worker would hold its own random weights and their metrics be averaged
     for call in keras_fit.model_calls(a, {"evaluate"}):
