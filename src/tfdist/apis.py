@@ -612,6 +612,20 @@ SEEDED_DATASET_COMBINERS = {
     "tensorflow.data.Dataset.sample_from_datasets": ("seed", 2),
     "tensorflow.data.experimental.sample_from_datasets": ("seed", 2),
 }
+# Functions splitting or shuffling arrays at random -> (keyword, position)
+# of their seed: left out, every process draws its own split, so the
+# ranks' shares of "the training data" would overlap, and hold test rows.
+RANDOM_ARRAY_SPLITTERS = {
+    "sklearn.model_selection.train_test_split": ("random_state", None),
+    "sklearn.utils.shuffle": ("random_state", None),
+}
+# NumPy global draws that reorder or pick rows of data (not ones making
+# values): unseeded before the arrays are sliced by rank, each process
+# would reorder its own way.
+NUMPY_REORDERING_DRAWS = {"numpy.random.permutation", "numpy.random.shuffle", "numpy.random.choice"}
+# Calls seeding NumPy's global generator (which those fall back on).
+NUMPY_GLOBAL_SEED_SETTERS = {"numpy.random.seed", "tensorflow.keras.utils.set_random_seed",
+                             "keras.utils.set_random_seed"}
 # Dataset methods that draw random numbers per process: a shard taken after
 # one of them is not disjoint from the other ranks' shards.
 RANDOM_DATASET_METHODS = {"shuffle"}

@@ -14,6 +14,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from ..engine.analysis import _returns
 from ..engine.scopes import walk
 from . import dataset_flow as flow
@@ -192,18 +193,92 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
         ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
 
 
-def global_seed_set_before(a, node) -> bool:
+def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
+    """Arrays given to training that come from a random split or shuffle
+    (sklearn's train_test_split) without a seed: every process would draw
+    its own split, so the ranks' shares would overlap and hold each other's
+    test rows. The call gets the shared seed, unless NumPy's global
+    generator is seeded before it (the same draw everywhere then)."""
+    a = ctx.a
+    done = ctx.state(__name__ + ".split_seeded")
+    names: set = set()
+    splits = _random_splits(a, arrays, names=names)
+    # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
+    # np.random.shuffle(x)): one seed for every rank before the first of them
+    draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
+        c for c in a.calls if a.names(c) & {"numpy.random.shuffle"} and c.args
+        and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value in names]
+    draws = [c for c in draws if a.enclosing_function(c) is None]
+    if draws:
+        first = min(draws, key=lambda c: (a.line(c), a.col(c)))
+        # before the loops around it: seeded once, each epoch still draws anew
+        outer = dataflow.outermost_loop(a, first)
+        stmt = a.statement_of(outer) if outer is not None else a.statement_of(first)
+        if stmt is not None and stmt not in done and not global_seed_set_before(a, first, apis.NUMPY_GLOBAL_SEED_SETTERS):
+            done.add(stmt)
+            np_name = ctx.imports.require("numpy", "np")
+            ctx.plan.insert_before(stmt, ctx.stmts(
+                f"{np_name}.random.seed({SHARED_SEED})",
+                comment=ctx.say("{engine}: every rank shuffles the data the same way, so the shares it takes are "
+                                "disjoint.")))
+            ctx.change(first, RULE, f"{a.code(first.func)}(): NumPy seeded the same on every rank before it, so every "
+                                    f"rank draws the same order and the shares taken from it are disjoint")
+    for call in splits:
+        if not a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS):
+            continue
+        keyword, position = apis.RANDOM_ARRAY_SPLITTERS[a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS)]
+        if call in done or find_arg(call, keyword, position) is not None or has_star_args(call) \
+                or global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
+            continue
+        done.add(call)
+        add_kwarg(ctx, call, keyword, SHARED_SEED)
+        ctx.change(call, RULE, f"{a.code(call.func)}(): one {keyword} on every rank, so every rank draws the same "
+                               f"split and the shares taken from it are disjoint")
+
+
+def _random_splits(a, exprs, depth: int = 0, seen=None, names=None) -> List[cst.Call]:
+    """The random splitters (apis.RANDOM_ARRAY_SPLITTERS) and NumPy global
+    draws the values of these expressions come from, followed through the
+    names they read (collected in ``names``)."""
+    seen = seen if seen is not None else set()
+    names = names if names is not None else set()
+    out: List[cst.Call] = []
+    for expr in exprs:
+        if depth > 8 or id(expr) in seen:
+            continue
+        seen.add(id(expr))
+        for node in walk(expr):
+            if isinstance(node, cst.Call) and node not in out and (
+                    a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS):
+                out.append(node)
+            if not isinstance(node, cst.Name):
+                continue
+            names.add(node.value)
+            for origin, value in a.assigned_values(node):
+                if value is not None:
+                    out += [c for c in _random_splits(a, [value], depth + 1, seen, names) if c not in out]
+                elif isinstance(origin, cst.Name):
+                    unpack = flow.unpacked(a, origin)
+                    if unpack is not None:
+                        out += [c for c in _random_splits(a, [unpack[0].value], depth + 1, seen, names)
+                                if c not in out]
+    return out
+
+
+def global_seed_set_before(a, node, setters_table=None) -> bool:
     """Does the script set TensorFlow's global seed (tf.random.set_seed,
     keras.utils.set_random_seed) at module level before the code building
     ``node`` runs? Then an unseeded shuffle there draws the same order on
     every rank, and the user's own order (their split) is kept as it is. The
     code runs at its module-level statement, or, inside a function, at the
-    first module-level statement calling that function."""
+    first module-level statement calling that function. ``setters_table``:
+    other seeding calls to look for (NumPy's)."""
     def top(n):
         while n is not None and not isinstance(a.parent(n), cst.Module):
             n = a.parent(n)
         return n
-    setters = [top(c) for c in a.calls if a.names(c) & apis.TF_GLOBAL_SEED_SETTERS and a.enclosing_function(c) is None]
+    table = setters_table if setters_table is not None else apis.TF_GLOBAL_SEED_SETTERS
+    setters = [top(c) for c in a.calls if a.names(c) & table and a.enclosing_function(c) is None]
     if not setters:
         return False
     fdef = a.enclosing_function(node)
@@ -224,6 +299,7 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     array by array with the same rows on each: every array of one fit()
     holds the same samples in the same order, so the same strided rows keep
     the inputs and labels of a sample together."""
+    same_random_split(ctx, values)
     leaves: List[cst.BaseExpression] = []
     for v in values:
         found = flow.array_leaves(v, ctx.a)

@@ -306,6 +306,7 @@ def _fit(ctx, call: cst.Call) -> None:
     elif y is None and replicas.external_helper_call(ctx, x.value) is not None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")
     elif y is not None or dataset_flow.numpy_array(a, x.value):
+        data_division.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
         _arrays(ctx, call)
     elif _is_sequence(a, x.value):
         _sequence(ctx, call, x.value, "steps_per_epoch", "training data")
