@@ -129,13 +129,13 @@ def schedule(epoch, lr):
     return 1e-3 if epoch < 5 else lr * 0.9
 
 
-model.fit(x, y, epochs=10, callbacks=[tf.keras.callbacks.LearningRateScheduler(schedule)])
+model.fit(x, y, epochs=10, callbacks=[tf.keras.callbacks.LearningRateScheduler(schedule, verbose=1)])
 '''
     from tfdist.api import convert_source
     for backend, size in (("horovod", "hvd.size()"), ("tf-distribute", "strategy.num_replicas_in_sync")):
         result = convert_source(source.encode(), "train.py", backend=backend)
         assert result.status == "converted" and result.warnings == [], (backend, result.warnings)
-        assert f"LearningRateScheduler(scaled_epoch_rates(schedule, {size}))" in result.code, result.code
+        assert f"LearningRateScheduler(scaled_epoch_rates(schedule, {size}), verbose=1 if " in result.code, result.code
         assert "def scaled_epoch_rates(schedule, factor):" in result.code
     none = convert_source(source.encode(), "train.py", backend="horovod+lr-none")
     assert "scaled_epoch_rates" not in none.code

@@ -204,6 +204,12 @@ def scale_epoch_schedulers(ctx) -> None:
             template, inner=ctx.module.code_for_node(upd)))
         ctx.change(arg.value, RULE, f"{a.code(call.func)}: the rates {a.code(arg.value)} sets each epoch replace "
                                     f"the scaled one, so they are {policy_phrase(ctx)} too")
+        verbose = find_arg(call, "verbose", 1)
+        if verbose is not None and not (isinstance(verbose.value, cst.Integer) and verbose.value.value == "0"):
+            # it prints the rate it sets, on every process
+            new = ctx.expr(f"{{v}} if {ctx.backend.is_chief()} else 0", v=source(a.module, verbose.value))
+            ctx.plan.replace(verbose.value, lambda old, new=new: new)
+            ctx.change(verbose.value, "rank0-output", f"{a.code(call.func)} prints the rates it sets on rank 0 only")
 
 
 def _run_time(ctx) -> dict:
