@@ -161,6 +161,17 @@ def _lr_done(ctx) -> str:
             }.get(ctx.backend.lr_scaling, "learning rate kept as written (--lr-scaling none)") + warmup.phrase(ctx)
 
 
+def _mapping_unpackings(a: A.Analysis, call: cst.Call) -> List[cst.Call]:
+    """The calls unpacking the same named ``**mapping`` (the same binding) as call."""
+    star = next((arg.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)), None)
+    if star is None:
+        return [call]
+    origins = {id(o) for o, _ in a.assigned_values(star)}
+    return [c for c in a.calls if any(
+        arg.star == "**" and isinstance(arg.value, cst.Name) and arg.value.value == star.value
+        and {id(o) for o, _ in a.assigned_values(arg.value)} & origins for arg in c.args)]
+
+
 def _optimizer(ctx, compile_call: cst.Call) -> None:
     a = ctx.a
     arg = find_passed(a, compile_call, "optimizer", 0)
@@ -172,6 +183,16 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
         ctx.plan.replace(compile_call, lambda c: append_arg(c, kwarg("optimizer", new)))
         ctx.change(compile_call, "distributed-optimizer", ctx.say("default optimizer made explicit ({short}), {lr_done}, wrapped in {optimizer_wrapper}", short=short, lr_done=_lr_done(ctx)))
         return
+    if arg not in compile_call.args and not isinstance(arg.value, cst.Name):
+        # an optimizer written in a dict of settings: made once, where the dict
+        # is; several compile(**settings) would share one optimizer object
+        unpacked = _mapping_unpackings(a, compile_call)
+        if len(unpacked) > 1:
+            ctx.warn(arg.value, "distributed-optimizer", f"the optimizer {a.code(arg.value)} written in a dict of "
+                     f"settings is unpacked by {len(unpacked)} calls (lines {', '.join(str(a.line(c)) for c in unpacked)}): "
+                     "converted there, one optimizer object would serve every model; give each compile() its own "
+                     "optimizer (optimizer=... beside the **settings), then convert again")
+            return
     value = arg.value
     if isinstance(value, cst.SimpleString):
         ident = str(ast.literal_eval(value.value)).lower()
