@@ -139,13 +139,18 @@ def gradient_names(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
 
 
 def applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
-    if not grad_calls:
-        return False
+    """Are these gradients applied, by an optimizer or by hand?"""
+    return bool(grad_calls) and (optimizer_applied(a, grad_calls) or bool(manual_updates(a, grad_calls)))
+
+
+def _gradients_and_loop_targets(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
+    """gradient_names, plus the targets of for loops over them (``g`` in
+    ``for g, v in zip(grads, variables)``)."""
     names = gradient_names(a, grad_calls)
-    for p in apply_calls(a):
-        if mentions(p, names) or any(g in _calls_under(p) for g in grad_calls):
-            return True
-    return bool(manual_updates(a, grad_calls))
+    for loop in a.for_loops:
+        if mentions(loop.iter, names):
+            names |= set(_names_in_target(loop.target))
+    return names
 
 
 def manual_updates(a: A.Analysis, grad_calls: List[cst.Call]) -> List[cst.Call]:
@@ -154,10 +159,7 @@ def manual_updates(a: A.Analysis, grad_calls: List[cst.Call]) -> List[cst.Call]:
     also in ``for g, v in zip(grads, variables)``), no optimizer."""
     if not grad_calls:
         return []
-    names = gradient_names(a, grad_calls)
-    for loop in a.for_loops:
-        if mentions(loop.iter, names):
-            names |= set(_names_in_target(loop.target))
+    names = _gradients_and_loop_targets(a, grad_calls)
     return [c for c in a.calls if method_name(c) in apis.VARIABLE_UPDATE_METHODS and isinstance(c.func, cst.Attribute)
             and c.args and (mentions(c.args[0].value, names) or any(g in _calls_under(c) for g in grad_calls))]
 
@@ -193,12 +195,13 @@ def training_tapes(a: A.Analysis, keras_train_step: bool = False):
 
 def detect(a: A.Analysis) -> List[Evidence]:
     return [Evidence(PATTERN, f"with {a.code(item.item)} as {name}: gradients applied "
-                              + ("by hand" if manual_updates(a, calls) and not _optimizer_applied(a, calls)
+                              + ("by hand" if manual_updates(a, calls) and not optimizer_applied(a, calls)
                                  else "by an optimizer"), a.line(w))
             for w, item, name, calls in training_tapes(a)]
 
 
-def _optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
+def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
+    """Does an optimizer apply these gradients (else they are applied by hand, or not at all)?"""
     names = gradient_names(a, grad_calls)
     return any(mentions(p, names) or any(g in _calls_under(p) for g in grad_calls) for p in apply_calls(a))
 
@@ -207,7 +210,7 @@ def _optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
 def apply(ctx) -> None:
     a = ctx.a
     found = training_tapes(a)
-    by_hand = [t for t in found if not _optimizer_applied(a, t[3])]
+    by_hand = [t for t in found if not optimizer_applied(a, t[3])]
     plan = _plan_by_hand(ctx, by_hand) if by_hand else None
     if by_hand and plan is None:
         found = [t for t in found if t not in by_hand]  # warned: the file's other training is converted
@@ -280,10 +283,7 @@ def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], gra
                                            comment=ctx.say("{engine}: every rank starts from rank 0's variables.")))
     ctx.change(loop, "broadcast", f"{', '.join(variables)} broadcast from rank 0 before the training loop (updated by "
                                   f"hand, with no optimizer state)")
-    gradients = gradient_names(a, grad_calls)
-    for loop_ in a.for_loops:
-        if mentions(loop_.iter, gradients):
-            gradients |= set(_names_in_target(loop_.target))
+    gradients = _gradients_and_loop_targets(a, grad_calls)
     for u in updates:
         rate = _update_rate(a, u, gradients)
         if rate is None:

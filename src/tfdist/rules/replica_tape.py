@@ -26,7 +26,7 @@ detect = gradient_tape.detect
 def apply(ctx) -> None:
     a = ctx.a
     found = gradient_tape.training_tapes(a)
-    by_hand = [t for t in found if not gradient_tape._optimizer_applied(a, t[3])]
+    by_hand = [t for t in found if not gradient_tape.optimizer_applied(a, t[3])]
     for w, _item, _name, calls in by_hand:
         updates = gradient_tape.manual_updates(a, calls)
         message = ctx.say(
