@@ -619,6 +619,10 @@ RANDOM_ARRAY_SPLITTERS = {
     "sklearn.model_selection.train_test_split": ("random_state", None),
     "sklearn.utils.shuffle": ("random_state", None),
 }
+# Functions returning the arrays they are handed, in the order handed, each
+# reordered by one shared permutation (``X, Y = shuffle(X, Y)``): pairs are
+# kept, and an array rebound to its own reordering holds the same rows.
+JOINT_ROW_SHUFFLES = {"sklearn.utils.shuffle"}
 # NumPy global draws that reorder or pick rows of data (not ones making
 # values): unseeded before the arrays are sliced by rank, each process
 # would reorder its own way.

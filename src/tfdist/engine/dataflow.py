@@ -23,11 +23,19 @@ def names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
             yield n
 
 
-def all_binding_statements(a: Analysis, name: cst.Name) -> Optional[List[cst.BaseStatement]]:
+def all_binding_statements(a: Analysis, name: cst.Name, params: Optional[List[cst.Param]] = None,
+                           skip=None) -> Optional[List[cst.BaseStatement]]:
     """Every statement binding name (plain or tuple assignments), source
-    order; None when a binding is anything else."""
+    order; None when a binding is anything else. With ``params`` a list,
+    parameters binding name are collected there instead of refused; bindings
+    ``skip(origin)`` holds for are left out."""
     out = []
     for origin, _ in a.assigned_values(name, reaching=False):
+        if params is not None and isinstance(origin, cst.Param):
+            params.append(origin)
+            continue
+        if skip is not None and skip(origin):
+            continue
         node = origin
         while node is not None and not isinstance(node, cst.BaseSmallStatement):
             if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
@@ -41,7 +49,7 @@ def all_binding_statements(a: Analysis, name: cst.Name) -> Optional[List[cst.Bas
         if stmt not in out:
             out.append(stmt)
     out.sort(key=lambda s: (a.line(s), a.col(s)))
-    return out or None
+    return out or (out if params else None)
 
 
 def value_of_statement(stmt: cst.SimpleStatementLine) -> Optional[cst.BaseExpression]:
@@ -64,7 +72,9 @@ def depends_on(a: Analysis, expr: cst.CSTNode, targets: Set[str], depth: int = 0
     for n in names_in(expr):
         if n.value in targets:
             return True
-        for _, value in a.assigned_values(n):
+        for origin, value in a.assigned_values(n):
+            if value is None and isinstance(origin, cst.Name):
+                value = element_value(a, origin) or assigned_by(a, origin)  # n, d = x.shape
             if value is not None and id(value) not in seen:
                 seen.add(id(value))
                 if depends_on(a, value, targets, depth + 1, seen):
@@ -109,6 +119,8 @@ def sized_after(a: Analysis, expr: cst.CSTNode, targets: Set[str], point: cst.CS
                 early = True
             continue
         for origin, value in a.assigned_values(n):
+            if value is None and isinstance(origin, cst.Name):
+                value = element_value(a, origin) or assigned_by(a, origin)  # N, D = x.shape: sized from x
             if value is None or id(value) in seen:
                 continue
             seen.add(id(value))

@@ -1,6 +1,7 @@
 """Pieces shared by the TF1 rules (Session and MonitoredSession)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -251,7 +252,7 @@ def _runs_train_op_through_calls(a: A.Analysis, node, runs: List[cst.Call]) -> b
     return dataflow.reaches(a, node, lambda n: any(dataflow.is_inside(a, r, n) for r in runs))
 
 
-def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = None) -> List[cst.Call]:
+def divide_step_loops(ctx, sharded: bool, sliced=None) -> List[cst.Call]:
     """Divide the innermost loop running the train op: each rank runs 1/size of the steps.
 
     A ``while`` loop that stops on its own (``should_stop()``, or the end of
@@ -273,12 +274,23 @@ def divide_step_loops(ctx, sharded: bool, sliced: Optional[step_loops.Sliced] = 
     for loop in innermost:
         if isinstance(loop, cst.While) and (_should_stop_loop(loop) or (sharded and _until_out_of_range(a, loop))):
             continue
-        if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
+        if step_loops.divide(ctx, loop, "training steps", _sliced_for(a, loop, sliced)) == step_loops.UNKNOWN:
             ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
                                                        "run 1/size of its steps (e.g. divide its step count by {size})"))
     if all_runs and not training:
         ctx.warn(all_runs[0], data_division.RULE, "training loop not found: make each rank run 1/size of the training steps")
     return all_runs
+
+
+def _sliced_for(a: A.Analysis, loop, sliced) -> Optional[step_loops.Sliced]:
+    """Of the arrays sliced (one Sliced, or one per function binding
+    some), those the loop's count may be computed from: sliced in the
+    loop's function, or the only ones."""
+    if sliced is None or isinstance(sliced, step_loops.Sliced):
+        return sliced
+    if len(sliced) == 1:
+        return sliced[0]
+    return next((s for s in sliced if a.enclosing_function(s.point) is a.enclosing_function(loop)), None)
 
 
 def _feed_dict_node(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[cst.BaseExpression]:
@@ -365,6 +377,12 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
         zipped = _zip_loop_source(a, bound[0][0], loop)
         if zipped is not None:
             return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in zipped)
+    # X, Y = shuffle(X, Y) each epoch: the same rows again, so X is still the
+    # array bound before the loop (and is divided there)
+    reorders = [o for o, _ in bound if dataflow.is_inside(a, o, loop) and reorders_itself(a, o, expr.value)]
+    if reorders and depth == 0 and not rows:
+        return False  # the whole array, every step
+    bound = [(o, v) for o, v in bound if all(o is not r for r in reorders)]
     inside = [(o, v if v is not None or not isinstance(o, cst.Name) else dataflow.element_value(a, o))
               for o, v in bound if dataflow.is_inside(a, o, loop)]
     if depth == 0 and not rows and not inside and not (len(bound) == 1 and isinstance(bound[0][0], cst.Param)):
@@ -374,16 +392,63 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
             return False
         return all(v is not None and isinstance(v, (cst.Subscript, cst.Name))
                    and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
-    if len(bound) == 1 and isinstance(bound[0][0], cst.Param):
-        calls = a.argument_values(bound[0][0])
-        if len(calls) != 1:
+    params = [o for o, _ in bound if isinstance(o, cst.Param)]
+    # a parameter of the function holding the step loop is divided at the
+    # function's entry (every caller's data alike); one of a function called
+    # per step is followed to the arguments of its one call
+    at_entry = bool(params) and all(a.enclosing_function(p) is a.enclosing_function(loop) for p in params)
+    if len(bound) == 1 and params:
+        calls = a.argument_values(params[0])
+        if len(calls) == 1:
+            call, arg = calls[0]
+            found_out, found_readers = dict(out), list(readers)
+            if _array_roots(a, arg, call, found_out, found_readers, call, depth + 1):
+                out.update(found_out)
+                readers[:] = found_readers
+                return True
+        if not at_entry:
             return False
-        call, arg = calls[0]
-        return _array_roots(a, arg, call, out, readers, call, depth + 1)
+    elif params and not at_entry:
+        return False
     out.setdefault(expr.value, expr)
     if all(r is not reader for r in readers):
         readers.append(reader)
     return True
+
+
+def reorders_itself(a: A.Analysis, origin, name: str) -> bool:
+    """The binding ``origin`` of ``name`` rebinds it to a reordering or a
+    selection of its own rows: ``X, Y = shuffle(X, Y)``, ``X = X[perm]``."""
+    if isinstance(origin, cst.Assign) and len(origin.targets) == 1 and isinstance(origin.targets[0].target, cst.Name):
+        origin = origin.targets[0].target  # a plain assignment is its own origin
+    if not isinstance(origin, cst.Name):
+        return False
+    assign = a.parent(origin)
+    if isinstance(assign, cst.AssignTarget) and assign.target is origin:
+        position = None
+    else:
+        element = a.parent(origin)
+        holder = a.parent(element)
+        assign = a.parent(holder)
+        if not (isinstance(element, cst.Element) and isinstance(holder, (cst.Tuple, cst.List))
+                and isinstance(assign, cst.AssignTarget) and assign.target is holder):
+            return False
+        position = [e.value for e in holder.elements].index(origin)
+    statement = a.parent(assign)
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return False
+    value = statement.value
+    if position is None and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) \
+            and value.value.value == name and len(value.slice) == 1 \
+            and isinstance(value.slice[0].slice, cst.Index) \
+            and isinstance(value.slice[0].slice.value, (cst.Name, cst.Call)):
+        return True  # X = X[perm], X = X[np.random.permutation(n)]
+    if not (isinstance(value, cst.Call) and a.is_name(value, apis.JOINT_ROW_SHUFFLES)):
+        return False
+    arrays = [arg.value for arg in value.args if arg.keyword is None and not arg.star]
+    index = position or 0
+    return index < len(arrays) and isinstance(arrays[index], cst.Name) and arrays[index].value == name \
+        and (position is not None or len(arrays) == 1)
 
 
 def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst.BaseExpression]]:
@@ -428,11 +493,11 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
 
 
 def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
-    """(arrays fed row by row to the train op: name -> a use of it, the
-    nodes that read them), or None when a fed value is not rows of an array
-    bound before the loop."""
-    roots: Dict[str, cst.Name] = {}
-    readers: List[cst.CSTNode] = []
+    """The arrays fed row by row to the train op, grouped by the function
+    they are bound in (two methods may both call theirs ``X``): a list of
+    (name -> a use of it, the nodes that read them); None when a fed value
+    is not rows of an array bound before the loop."""
+    groups: Dict[int, Tuple[Dict[str, cst.Name], List[cst.CSTNode]]] = {}
     fed = [r for r in runs if feeds(r, train_ops)]
     if not fed:
         return None
@@ -443,23 +508,35 @@ def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
         values = _feed_values(a, run, train_ops)
         if values is None:
             return None
+        roots: Dict[str, cst.Name] = {}
+        readers: List[cst.CSTNode] = []
         for v in values:
             if _is_constant(a, v) or _is_noise(a, v, loop):
                 continue
             if not _array_roots(a, v, loop, roots, readers, run):
                 return None
-    return (roots, readers) if roots else None
+        for name, node in roots.items():
+            group_roots, group_readers = groups.setdefault(id(a.enclosing_function(node)), ({}, []))
+            group_roots.setdefault(name, node)
+            group_readers.extend(r for r in readers if all(r is not g for g in group_readers))
+    return list(groups.values()) or None
 
 
 def _full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
-    """Names bound between the first binding of the fed arrays and the
-    slicing point from those arrays (so from the full data), read after the
-    slicing point other than as a loop's step count: (name, line bound, use)."""
+    """Counts of the rows of the fed arrays (and names computed from such
+    counts) bound between the first binding of the arrays and the slicing
+    point (so from the full data), read after the slicing point other than
+    as a loop's step count: (name, line bound, use). Other values taken from
+    the full data -- a vocabulary, a number of classes, a longest sequence --
+    are meant to be the same on every rank (they shape the model)."""
     out = []
     body = list(block_body)
+    if point is None:
+        return out  # sliced at the entry: nothing is computed before
+    sizes: Set[str] = set()
     for stmt in body[body.index(first):body.index(point)]:
         value = dataflow.value_of_statement(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
-        if value is None or not dataflow.depends_on(a, value, roots):
+        if value is None or not (_size_of(a, value, roots) or any(n.value in sizes for n in dataflow.names_in(value))):
             continue
         small = stmt.body[0]
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
@@ -467,6 +544,7 @@ def _full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) ->
             for name in walk(target):
                 if not isinstance(name, cst.Name) or name.value in roots:
                     continue
+                sizes.add(name.value)
                 for use in a.scopes.references(name):
                     if dataflow.after(a, use, point) and not _in_step_count(a, use):
                         out.append((name.value, a.line(stmt), use))
@@ -492,7 +570,7 @@ def _per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) 
     be what the user meant."""
     out = []
     body = list(block_body)
-    for stmt in body[body.index(point) + 1:]:
+    for stmt in body[body.index(point) + 1 if point is not None else 0:]:
         value = dataflow.value_of_statement(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
         if value is None or not _size_of(a, value, roots):
             continue
@@ -524,35 +602,76 @@ def _in_step_count(a: A.Analysis, node) -> bool:
     return False
 
 
-def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[step_loops.Sliced]:
+def shard_fed_arrays(ctx, runs: List[cst.Call]) -> Optional[List[step_loops.Sliced]]:
     """Slice the arrays fed through feed_dict by rank where they and every
     array derived from them are final: right after the last statement
-    binding one of them. Slicing each at its own assignment would slice a
-    derived array twice (``labels = f(data)`` after ``data`` was sliced)
-    and pair samples with labels that are not theirs. Returns what was
-    sliced, or None (nothing changed) when that cannot be done safely."""
+    binding one of them (in each function binding some). Slicing each at
+    its own assignment would slice a derived array twice (``labels =
+    f(data)`` after ``data`` was sliced) and pair samples with labels that
+    are not theirs. Returns what was sliced, or None (nothing changed) when
+    that cannot be done safely."""
     a = ctx.a
     train_ops = train_op_names(a)
-    found = fed_array_roots(a, runs, train_ops)
-    if found is None:
+    groups = fed_array_roots(a, runs, train_ops)
+    if groups is None:
         return None
-    roots, readers = found
-    return slice_where_final(ctx, roots, readers, "fed through feed_dict")
+    points = [_slice_point(ctx, roots, readers) for roots, readers in groups]
+    if any(p is None for p in points):
+        return None
+    return [_slice_at(ctx, point, "fed through feed_dict") for point in points]
 
 
 def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode], what: str) -> Optional[step_loops.Sliced]:
     """Slice arrays read row by row by the training step (``readers``) by
     rank, all at one point: right after the last statement binding any of
     them, where they and the arrays derived from them are final."""
+    point = _slice_point(ctx, roots, readers)
+    return _slice_at(ctx, point, what) if point is not None else None
+
+
+@dataclass
+class _SlicePoint:
+    roots: Dict[str, cst.Name]
+    bindings: Dict[str, List[cst.BaseStatement]]  # the statements binding each (not its parameter)
+    every: List[cst.BaseStatement]
+    body: List[cst.BaseStatement]  # the block they are bound in
+    first: cst.BaseStatement  # the first binding (or the function's first statement)
+    point: Optional[cst.BaseStatement]  # the last binding; None: at the function's entry
+    entry: Optional[cst.BaseStatement]  # the function's first statement, for parameters
+    function: Optional[cst.FunctionDef]
+
+    @property
+    def where(self):
+        return self.point if self.point is not None else self.function.params
+
+
+def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) -> Optional[_SlicePoint]:
+    """Where the arrays are final (checked, nothing changed), or None."""
     a = ctx.a
     bindings = {}
+    params: List[cst.Param] = []
+    reorders: List[cst.Name] = []
     for name, node in roots.items():
-        stmts = dataflow.all_binding_statements(a, node)
+        def reorder(origin, name=name):
+            # reordered in the loop that reads it (each epoch): the same rows
+            loop = dataflow.outermost_loop(a, origin)
+            found = loop is not None and any(dataflow.is_inside(a, r, loop) for r in readers) \
+                and reorders_itself(a, origin, name)
+            if found:
+                reorders.append(origin)
+            return found
+        stmts = dataflow.all_binding_statements(a, node, params=params, skip=reorder)
         if stmts is None:
             return None
         bindings[name] = stmts
     every = [s for stmts in bindings.values() for s in stmts]
-    if len({id(a.parent(s)) for s in every}) != 1:
+    # parameters are bound at the function's entry: its body is their block
+    functions = {id(a.enclosing_function(p)): a.enclosing_function(p) for p in params}
+    if len(functions) > 1:
+        return None
+    function = next(iter(functions.values()), None)
+    blocks = {id(a.parent(s)) for s in every} | ({id(function.body)} if function is not None else set())
+    if len(blocks) != 1:
         lines = ", ".join(str(a.line(s)) for s in sorted(every, key=a.line))
         ctx.warn(every[-1], data_division.RULE, ctx.say(
             "the arrays fed to the training step ({roots}) are bound in different blocks "
@@ -560,29 +679,57 @@ def slice_where_final(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode
             "x = x[{rank}::{size}][:len(x) // {size}]", roots=", ".join(sorted(roots)), lines=lines))
         return None
     order = sorted(every, key=lambda s: (a.line(s), a.col(s)))
-    first, point = order[0], order[-1]
-    if not all(dataflow.after(a, r, point) for r in readers):
+    # with no statement binding them, the arrays are final at the entry
+    body = list(function.body.body if function is not None else a.parent(order[0]).body)
+    entry = next((s for s in body if not _is_docstring(s)), None) if function is not None else None
+    first = entry if entry is not None else order[0]
+    point = order[-1] if order else None
+    where = point if point is not None else function.params
+    if entry is None and point is None:
         return None
-    for name, line, use in _full_size_uses(a, a.parent(point).body, first, point, set(roots)):
+    if not all(dataflow.after(a, r, where) for r in [*readers, *reorders]):
+        return None
+    return _SlicePoint(roots, bindings, every, body, first, point, entry, function)
+
+
+def _slice_at(ctx, found: _SlicePoint, what: str) -> step_loops.Sliced:
+    a = ctx.a
+    roots, bindings, every, body, first = found.roots, found.bindings, found.every, found.body, found.first
+    point, entry, function, where = found.point, found.entry, found.function, found.where
+    for name, line, use in _full_size_uses(a, body, first, point, set(roots)):
         ctx.warn(use, data_division.RULE,
                  f"{name} (line {line}) is computed from the full data, which tfdist slices by rank after line "
                  f"{a.line(point)}, and is used here: compute {name} after line {a.line(point)} so it describes "
                  f"this rank's share")
-    for name, line, use in _per_rank_sizes_in_graph(a, a.parent(point).body, point, set(roots)):
+    for name, line, use in _per_rank_sizes_in_graph(a, body, point, set(roots)):
         ctx.warn(use, data_division.RULE, ctx.say(
             "{name} (line {line}) is computed from the data after tfdist slices it by rank (line "
             "{point}), so it is this rank's count; it is used in a TensorFlow expression here: if it "
             "should be the size of the whole data set (e.g. to normalise the loss), multiply it by {size}",
-            name=name, line=str(line), point=str(a.line(point))))
-    names = sorted(roots, key=lambda n: (a.line(bindings[n][0]), n))
+            name=name, line=str(line), point=str(a.line(where))))
+    # shuffled or split at random on the way (unseeded): one seed on every
+    # rank, or the shares would overlap
+    data_division.same_random_split(ctx, [dataflow.value_of_statement(s) for s in every
+                                          if dataflow.value_of_statement(s) is not None])
+    names = sorted(roots, key=lambda n: (a.line(bindings[n][0]) if bindings[n] else 0, n))
     lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
-    ctx.plan.insert_after(point, ctx.stmts(lines, comment=ctx.say("{engine}: each rank trains on its own equal share of the samples.")))
-    derived = [n for n in names if bindings[n][0] is not first and dataflow.depends_on(
+    sliced = ctx.stmts(lines, comment=ctx.say("{engine}: each rank trains on its own equal share of the samples."))
+    if point is not None:
+        ctx.plan.insert_after(point, sliced)
+    else:
+        ctx.plan.insert_before(entry, sliced)
+    derived = [n for n in names if bindings[n] and bindings[n][0] is not first and dataflow.depends_on(
         a, dataflow.value_of_statement(bindings[n][-1]) or cst.Name("_"), set(roots) - {n})]
     note = f" (after {', '.join(derived)} {'is' if len(derived) == 1 else 'are'} derived, so pairs stay intact)" if derived else ""
-    ctx.change(point, data_division.RULE,
-               f"{', '.join(names)} ({what}) sliced by rank, equal share per rank{note}")
-    return step_loops.Sliced(set(roots), point)
+    place = " at the entry of " + function.name.value + "()" if point is None else ""
+    ctx.change(point if point is not None else entry, data_division.RULE,
+               f"{', '.join(names)} ({what}) sliced by rank{place}, equal share per rank{note}")
+    return step_loops.Sliced(set(roots), where)
+
+
+def _is_docstring(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
 
 def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Optional[List[samplers.Sampler]]:
