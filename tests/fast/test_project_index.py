@@ -112,6 +112,60 @@ def test_broken_sibling_never_stops_the_file(tmp_path):
     assert facts(project_context_for_file(str(tmp_path / "train.py"))) == {}
 
 
+SHUFFLING_HELPER = """import numpy as np
+
+
+def get_normalized_data():
+    data = np.loadtxt("train.csv", delimiter=",")
+    np.random.shuffle(data)
+    X, Y = data[:, 1:], data[:, 0]
+    return X[:-1000], X[-1000:], Y[:-1000], Y[-1000:]
+
+
+def get_seeded_data():
+    np.random.seed(0)
+    data = np.loadtxt("train.csv", delimiter=",")
+    np.random.shuffle(data)
+    return data[:, 1:], data[:, 0]
+"""
+
+KERAS_TRAIN = """import tensorflow as tf
+from util import {helper}
+
+
+def main():
+    {targets} = {helper}()
+    model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+    model.fit(Xtrain, Ytrain, epochs=2)
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_helper_of_another_module_shuffling_unseeded_is_seeded_before_its_call(tmp_path, backend):
+    """util.get_normalized_data() shuffles with NumPy's global generator and
+    no seed: each rank would split its own way and the rank shares would
+    overlap. NumPy is seeded alike right before the call (the helper stays
+    as it is); a helper seeding NumPy itself gets nothing."""
+    (tmp_path / "util.py").write_text(SHUFFLING_HELPER)
+    train = tmp_path / "train.py"
+    train.write_text(KERAS_TRAIN.format(helper="get_normalized_data", targets="Xtrain, Xtest, Ytrain, Ytest"))
+    result = convert_file(train, backend=backend)
+    lines = result.code.splitlines()
+    call = next(i for i, line in enumerate(lines) if "= get_normalized_data()" in line)
+    assert lines[call - 1].strip() == "np.random.seed(1234)", result.code
+    assert "import numpy as np" in result.code
+    assert any("get_normalized_data() reorders the data with NumPy's global generator" in f.message
+               for f in result.changes)
+    train.write_text(KERAS_TRAIN.format(helper="get_seeded_data", targets="Xtrain, Ytrain"))
+    seeded = convert_file(train, backend=backend)
+    assert "np.random.seed(1234)" not in seeded.code
+    assert "get_seeded_data()" in seeded.code
+
+
 @pytest.mark.parametrize("src,hit", [
     (b"import tensorflow as tf\n", True),
     (b"from tensorflow import keras\n", True),

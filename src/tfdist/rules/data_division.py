@@ -202,7 +202,10 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
     a = ctx.a
     done = ctx.state(__name__ + ".split_seeded")
     names: set = set()
-    splits = _random_splits(a, arrays, names=names)
+    helpers: List[cst.Call] = []
+    splits = _random_splits(a, arrays, names=names, helpers=helpers, ctx=ctx)
+    for call in helpers:
+        _seed_before_helper(ctx, call, done)
     # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
     # np.random.shuffle(x)): one seed for every rank before the first of them
     draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
@@ -236,10 +239,81 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
                                f"split and the shares taken from it are disjoint")
 
 
-def _random_splits(a, exprs, depth: int = 0, seen=None, names=None) -> List[cst.Call]:
+def _seed_before_helper(ctx, call: cst.Call, done) -> None:
+    """A helper (of this module or another of the project) reorders or
+    splits the data with NumPy's global generator and no seed of its own
+    (``np.random.shuffle(data)`` inside ``get_data()``): NumPy gets one seed
+    on every rank right before the call, unless it is seeded before. Only
+    where the call runs once: at module level, or in a function never
+    called from a loop, and not in a loop itself (seeded there, every call
+    would draw the same order again)."""
+    a = ctx.a
+    stmt = a.statement_of(call)
+    if stmt is None or stmt in done or dataflow.outermost_loop(a, call) is not None:
+        return
+    fdef = a.enclosing_function(call)
+    if fdef is not None and any(dataflow.outermost_loop(a, site) is not None or a.enclosing_function(site) is not None
+                                for site in flow.call_sites(a, fdef)):
+        return
+    if global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS) or _seeded_earlier_in(a, stmt):
+        return
+    done.add(stmt)
+    np_name = ctx.imports.require("numpy", "np")
+    ctx.plan.insert_before(stmt, ctx.stmts(
+        f"{np_name}.random.seed({SHARED_SEED})",
+        comment=ctx.say("{engine}: every rank shuffles the data the same way, so the shares it takes are disjoint.")))
+    ctx.change(call, RULE, f"{a.code(call.func)}() reorders the data with NumPy's global generator and no seed: "
+                           f"NumPy seeded the same on every rank before it, so the shares taken from it are disjoint")
+
+
+def _seeded_earlier_in(a, stmt) -> bool:
+    """NumPy's global generator is seeded by a statement before ``stmt`` in its block."""
+    body = list(a.parent(stmt).body) if hasattr(a.parent(stmt), "body") else []
+    if stmt not in body:
+        return False
+    return any(a.names(c) & apis.NUMPY_GLOBAL_SEED_SETTERS for s in body[:body.index(stmt)]
+               for c in walk(s) if isinstance(c, cst.Call))
+
+
+def _draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
+    """``fdef`` (a function of the module ``other`` analyses) reorders rows
+    with NumPy's global generator, or splits them at random without a seed,
+    and never seeds NumPy itself -- directly or in a function of its module
+    it calls."""
+    calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
+    if any(other.names(c) & apis.NUMPY_GLOBAL_SEED_SETTERS for c in calls):
+        return False
+    for c in calls:
+        if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
+            return True
+        found = other.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
+        if found:
+            keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]
+            if find_arg(c, keyword, position) is None and not has_star_args(c):
+                return True
+        if depth < 2 and isinstance(c.func, cst.Name):
+            if any(f is not fdef and _draws_unseeded(other, f, depth + 1) for f in other._local_functions(c.func)):
+                return True
+    return False
+
+
+def _helper_draws(ctx, call: cst.Call) -> bool:
+    """The call runs a function of this module or of another module of the
+    project that draws unseeded (see _draws_unseeded)."""
+    a = ctx.a
+    if isinstance(call.func, cst.Name):
+        local = a._local_functions(call.func)
+        if local:
+            return any(_draws_unseeded(a, f) for f in local)
+    external = flow.external_function(ctx, call)
+    return external is not None and _draws_unseeded(*external)
+
+
+def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None, ctx=None) -> List[cst.Call]:
     """The random splitters (apis.RANDOM_ARRAY_SPLITTERS) and NumPy global
     draws the values of these expressions come from, followed through the
-    names they read (collected in ``names``)."""
+    names they read (collected in ``names``); with ``helpers`` a list, calls
+    of functions drawing unseeded inside are collected there."""
     seen = seen if seen is not None else set()
     names = names if names is not None else set()
     out: List[cst.Call] = []
@@ -251,17 +325,24 @@ def _random_splits(a, exprs, depth: int = 0, seen=None, names=None) -> List[cst.
             if isinstance(node, cst.Call) and node not in out and (
                     a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS):
                 out.append(node)
+            elif isinstance(node, cst.Call) and helpers is not None and ctx is not None and node not in helpers \
+                    and _helper_draws(ctx, node):
+                helpers.append(node)
             if not isinstance(node, cst.Name):
                 continue
             names.add(node.value)
             for origin, value in a.assigned_values(node):
                 if value is not None:
-                    out += [c for c in _random_splits(a, [value], depth + 1, seen, names) if c not in out]
+                    out += [c for c in _random_splits(a, [value], depth + 1, seen, names, helpers, ctx) if c not in out]
                 elif isinstance(origin, cst.Name):
                     unpack = flow.unpacked(a, origin)
                     if unpack is not None:
-                        out += [c for c in _random_splits(a, [unpack[0].value], depth + 1, seen, names)
+                        out += [c for c in _random_splits(a, [unpack[0].value], depth + 1, seen, names, helpers, ctx)
                                 if c not in out]
+                    elif dataflow.assigned_by(a, origin) is not None:
+                        # x_train, x_test, ... = get_data(): what the call draws
+                        out += [c for c in _random_splits(a, [dataflow.assigned_by(a, origin)], depth + 1, seen,
+                                                          names, helpers, ctx) if c not in out]
     return out
 
 

@@ -709,8 +709,11 @@ def _slice_at(ctx, found: _SlicePoint, what: str) -> step_loops.Sliced:
             name=name, line=str(line), point=str(a.line(where))))
     # shuffled or split at random on the way (unseeded): one seed on every
     # rank, or the shares would overlap
-    data_division.same_random_split(ctx, [dataflow.value_of_statement(s) for s in every
-                                          if dataflow.value_of_statement(s) is not None])
+    values = [dataflow.value_of_statement(s) for s in every if dataflow.value_of_statement(s) is not None]
+    if function is not None:  # parameters: what the callers hand in
+        values += [arg for p in function.params.params for _, arg in a.argument_values(p)
+                   if p.name.value in roots]
+    data_division.same_random_split(ctx, values)
     names = sorted(roots, key=lambda n: (a.line(bindings[n][0]) if bindings[n] else 0, n))
     lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
     sliced = ctx.stmts(lines, comment=ctx.say("{engine}: each rank trains on its own equal share of the samples."))
