@@ -244,3 +244,38 @@ model.fit([[1.0], [2.0]], [1.0, 2.0], epochs=2, callbacks=[PrintDot()])
     assert result.status == "converted", result.error
     assert "        if epoch % 100 == 0: print('') if hvd.rank() == 0 else None" in result.code.splitlines()
     assert not [w for w in result.warnings if w.rule == "rank0-io"]
+
+
+TF1_SCRIPT = '''import numpy as np
+import tensorflow.compat.v1 as tf
+
+x = tf.placeholder(tf.float32, [None, 2])
+w = tf.Variable(tf.zeros([2, 1]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+opt = tf.train.GradientDescentOptimizer(0.1)
+grads = opt.compute_gradients(loss)
+train_op = opt.apply_gradients(grads)
+data = np.random.rand(64, 2).astype(np.float32)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for step in range(10):
+        sess.run(train_op, feed_dict={x: data[step:step + 4]})
+        print("loss", sess.run(loss, feed_dict={x: data}))
+        print("grads", sess.run(grads, feed_dict={x: data}))
+        print("step", sess.run([train_op, loss], feed_dict={x: data}))
+'''
+
+
+def test_print_of_a_session_run_is_guarded_only_when_the_run_trains_nothing():
+    """Printing a test loss fetched by ``sess.run(loss)`` is console output
+    like any other: rank 0 only. A fetch of gradients (averaged by Horovod:
+    a collective) or of the train op must run on every rank, so that print
+    stays where it is."""
+    result = convert_source(TF1_SCRIPT, "tf1.py")
+    assert result.status == "converted", (result.status, result.error)
+    lines = result.code.splitlines()
+    at = {text: i for i, line in enumerate(lines) for text in ('print("loss"', 'print("grads"', 'print("step"')
+          if line.strip().startswith(text)}
+    assert lines[at['print("loss"'] - 1].strip() == "if hvd.rank() == 0:"
+    assert lines[at['print("grads"'] - 1].strip() != "if hvd.rank() == 0:"
+    assert lines[at['print("step"'] - 1].strip() != "if hvd.rank() == 0:"

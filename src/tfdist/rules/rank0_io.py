@@ -70,6 +70,9 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
         return not _INFERENCE_RUNS_COLLECTIVES.get(a, False)
     if a.is_kind(c.func, A.MODEL):
         return True
+    if m == "run" and a.is_kind(receiver(c), A.SESSION) and c.args and not c.args[0].keyword \
+            and not _fetches_training(a, c.args[0].value, set()):
+        return True  # a session run fetching values no training step makes (a test loss, predictions)
     if m in TRAINING_METHODS:
         return False
     if isinstance(c.func, cst.Name):
@@ -85,6 +88,34 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
                 return False
         return True
     return _is_harmless_library_call(a, c)
+
+
+# TF1 calls building the training step (or its gradients, which Horovod
+# averages): a session run fetching what they make runs a collective.
+_TF1_STEP_BUILDERS = {"minimize", "compute_gradients", "apply_gradients", "gradients"}
+
+
+def _fetches_training(a: A.Analysis, fetches, seen: set, depth: int = 0) -> bool:
+    """The fetches of a session run may hold a training step or gradients:
+    made (directly, or through the values of the names read, or attributes
+    and calls tfdist cannot follow) by one of _TF1_STEP_BUILDERS."""
+    if depth > 8:
+        return True
+    for node in walk(fetches):
+        if isinstance(node, cst.Call) and (method_name(node) in _TF1_STEP_BUILDERS or not isinstance(
+                node.func, (cst.Name, cst.Attribute)) or a.names(node) & {"tensorflow.gradients"}):
+            return True
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+            return True  # an attribute set elsewhere (self.train_op): not followed here
+        if isinstance(node, cst.Name) and id(node) not in seen:
+            seen.add(id(node))
+            bound = [(o, v) for o, v in a.assigned_values(node)
+                     if o is not None and not isinstance(o, (cst.ImportAlias, cst.Import, cst.ImportFrom))]  # tf, None
+            if any(value is None and not isinstance(origin, cst.Param) for origin, value in bound):
+                return True
+            if any(value is not None and _fetches_training(a, value, seen, depth + 1) for _, value in bound):
+                return True
+    return False
 
 
 def _is_io_call(a: A.Analysis, c: cst.Call) -> bool:
