@@ -194,9 +194,21 @@ def tfds_shape(a, call: cst.Call) -> Tuple[str, bool]:
     with_info = info is not None and literal_true(info.value)
     if split is None or (isinstance(split.value, cst.Name) and split.value.value == "None"):
         return "dict", with_info
-    if isinstance(split.value, (cst.List, cst.Tuple)):
-        return "list", with_info
-    return "single", with_info
+    return ("list" if _list_of_split_names(a, split.value) else "single"), with_info
+
+
+def _list_of_split_names(a, value, depth: int = 0) -> bool:
+    """A split argument naming several splits: a list or tuple literal, a
+    comprehension, ``list(...)`` of split names (``list(splits)`` of a
+    subsplit), directly or through a name bound once."""
+    if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(value, cst.Call) and a.is_name(value, {"builtins.list", "builtins.tuple"}):
+        return True
+    if isinstance(value, cst.Name) and depth < 4:
+        bound = a.assigned_values(value)
+        return len(bound) == 1 and bound[0][1] is not None and _list_of_split_names(a, bound[0][1], depth + 1)
+    return False
 
 
 def unpacked(a, name_node: cst.Name):
