@@ -483,6 +483,9 @@ TFDS_READ_CONFIG = "tensorflow_datasets.ReadConfig"
 # as_dataset(split, ...): split also first positionally.
 TFDS_LOAD_POS = {"split": None, "shuffle_files": None}
 TFDS_SPLIT_POSITION = {"tensorflow_datasets.load": None, TFDS_AS_DATASET: 0}
+# tfds split objects whose method returns a list of splits (the older
+# sub-split API: ``tfds.Split.TRAIN.subsplit(weighted=(8, 1, 1))``).
+TFDS_SPLIT_LIST_METHODS = {"subsplit"}
 # Factories whose result's methods are named by its class: x = factory(...);
 # x.method(...) is "<class>.method" (only for the methods listed).
 FACTORY_INSTANCES = {"tensorflow_datasets.builder": "tensorflow_datasets.core.DatasetBuilder",

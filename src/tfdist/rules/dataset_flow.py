@@ -16,7 +16,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine.analysis import _returns
-from .common import find_arg, has_star_args
+from .common import find_arg, has_star_args, method_name
 
 
 def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExpression]]:
@@ -204,6 +204,9 @@ def _list_of_split_names(a, value, depth: int = 0) -> bool:
     if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
         return True
     if isinstance(value, cst.Call) and a.is_name(value, {"builtins.list", "builtins.tuple"}):
+        return True
+    if isinstance(value, cst.Call) and method_name(value) in apis.TFDS_SPLIT_LIST_METHODS \
+            and any(n.startswith("tensorflow_datasets.") for n in a.names(value)):
         return True
     if isinstance(value, cst.Name) and depth < 4:
         bound = a.assigned_values(value)
