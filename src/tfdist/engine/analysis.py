@@ -687,10 +687,40 @@ class Analysis:
 
     # ------------------------------------------------- user classes, methods
     def method_owner(self, fdef: cst.FunctionDef) -> Optional[cst.ClassDef]:
-        """The class a function is a method of (defined directly in its body)."""
+        """The class a function is a method of: defined directly in its
+        body, or attached to it afterwards (``Cls.make_dataset = make_dataset``)."""
         block = self.parent(fdef)
         owner = self.parent(block) if isinstance(block, cst.IndentedBlock) else None
-        return owner if isinstance(owner, cst.ClassDef) else None
+        if isinstance(owner, cst.ClassDef):
+            return owner
+        return self._attached()[0].get(id(fdef))
+
+    def _attached(self):
+        """Functions of this module attached to one of its classes by an
+        assignment at module level (``WindowGenerator.train = train``, the
+        way some notebooks add methods and properties cell by cell):
+        ({id(function): class}, {(id(class), name): [function, ...]})."""
+        cached = self.__dict__.get("_attached_cache")
+        if cached is not None:
+            return cached
+        owners: Dict[int, cst.ClassDef] = {}
+        members: Dict[Tuple[int, str], List[cst.FunctionDef]] = {}
+        self.__dict__["_attached_cache"] = (owners, members)
+        for assign in self.assigns:
+            if self.enclosing_function(assign) is not None or not isinstance(assign.value, cst.Name) \
+                    or len(assign.targets) != 1:
+                continue
+            target = assign.targets[0].target
+            if not isinstance(target, cst.Attribute):
+                continue
+            fact = self.class_of(target.value)
+            if fact is None or fact.node is None:
+                continue
+            for f in self._local_functions(assign.value):
+                if self.enclosing_function(f) is None and id(f) not in owners:
+                    owners[id(f)] = fact.node
+                    members.setdefault((id(fact.node), target.attr.value), []).append(f)
+        return owners, members
 
     def self_class(self, name: cst.Name) -> Optional[cst.ClassDef]:
         """The class whose instance ``name`` is, when name is a method's first parameter."""
@@ -740,6 +770,7 @@ class Analysis:
         """The method ``name`` resolves to on an instance of cd (first in the lineage)."""
         for klass in self._lineage(cd):
             found = [s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+            found += self._attached()[1].get((id(klass), name), [])
             if found:
                 return found
         return []
@@ -765,6 +796,10 @@ class Analysis:
             return cache[key]
         cache[key] = []
         out: List[cst.BaseExpression] = []
+        # a property: what its getter returns (``window.train``)
+        for f in self.class_methods(cd, attr):
+            if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "property" for d in f.decorators):
+                out += _returns(f)
         for klass in self._lineage(cd):
             for assign in self.assigns:
                 fdef = self.enclosing_function(assign)

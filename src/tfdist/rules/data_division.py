@@ -669,6 +669,10 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         return True
     if _wrap_node(ctx, call, template):
         ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
+    for src in flow.dataset_sources(ctx.a, call, through_params=False):
+        # a source shuffling with its own per-process seed (shuffle=True of
+        # timeseries_dataset_from_array): one seed, or the shards overlap
+        share_seed(ctx, src)
     if shuffled and not _seed_helper_shuffles(ctx, call, helper):
         ctx.warn(call, RULE, f"{helper}() shuffles before this shard: each rank takes 1/size of its own shuffled stream (equal step counts, but shares may overlap); for disjoint shares, shard inside {helper}() before .shuffle(...)")
     return True
@@ -680,7 +684,7 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
     shards taken after the shuffle are disjoint. False when a shuffle cannot
     be found or seeded."""
     a = ctx.a
-    shuffles = [c for fdef in a._local_functions(call.func) for c in walk(fdef.body)
+    shuffles = [c for fdef in dataflow.callees(a, call) for c in walk(fdef.body)
                 if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"
                 and a.is_kind(c.func.value, A.DATASET)]
     if not shuffles or any(find_arg(c, "seed", 1) is None and any(x.star for x in c.args) for c in shuffles):
@@ -728,7 +732,7 @@ def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     batched = any(m in apis.BATCHING_DATASET_METHODS for m in methods)
     if not known and batched and _shard_inside_helper(ctx, call, what):
         return True
-    return _shard_call_site(ctx, call, call.func.value, known, batched, "shuffle" in methods,
+    return _shard_call_site(ctx, call, a.code(call.func), known, batched, "shuffle" in methods,
                             what, "it has other calls, divided on their own or not at all")
 
 

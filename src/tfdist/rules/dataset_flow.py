@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from .. import apis
+from ..engine import dataflow
 from ..engine.analysis import _returns
 from .common import find_arg, has_star_args, method_name
 
@@ -351,13 +352,13 @@ def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return dataset_sources(a, f.value, seen, through_params)
-        if isinstance(f, cst.Name):
-            return [s for fdef in a._local_functions(f) for r in _returns(fdef)
-                    for s in dataset_sources(a, r, seen, through_params)]
-        return []
+        return [s for fdef in dataflow.callees(a, expr) for r in _returns(fdef)
+                for s in dataset_sources(a, r, seen, through_params)]
     if isinstance(expr, cst.Subscript):
         src = split_source(a, expr)
         return [src] if src is not None else []
+    if isinstance(expr, cst.Attribute):  # an attribute or property of a user object
+        return [s for v in property_values(a, expr) for s in dataset_sources(a, v, seen, through_params)]
     if isinstance(expr, cst.Name):
         out: List[cst.Call] = []
         for origin, value in a.assigned_values(expr):
@@ -391,13 +392,14 @@ def size_known(a, expr, seen=None) -> bool:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return f.attr.value in apis.SIZE_KEEPING_DATASET_METHODS and size_known(a, f.value, seen)
-        if isinstance(f, cst.Name):
-            rets = [r for fdef in a._local_functions(f) for r in _returns(fdef)]
-            return bool(rets) and all(size_known(a, r, seen) for r in rets)
-        return False
+        rets = [r for fdef in dataflow.callees(a, expr) for r in _returns(fdef)]
+        return bool(rets) and all(size_known(a, r, seen) for r in rets)
     if isinstance(expr, cst.Name):
         values = [v for _, v in a.assigned_values(expr)]
         return bool(values) and all(v is not None and size_known(a, v, seen) for v in values)
+    if isinstance(expr, cst.Attribute):
+        values = property_values(a, expr)
+        return bool(values) and all(size_known(a, v, seen) for v in values)
     return False
 
 
@@ -412,14 +414,16 @@ def chain_methods(a, expr, seen=None) -> List[str]:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return [f.attr.value] + chain_methods(a, f.value, seen)
-        if isinstance(f, cst.Name):
-            for fdef in a._local_functions(f):
-                for r in _returns(fdef):
-                    out += chain_methods(a, r, seen)
+        for fdef in dataflow.callees(a, expr):
+            for r in _returns(fdef):
+                out += chain_methods(a, r, seen)
     elif isinstance(expr, cst.Name):
         for _, v in a.assigned_values(expr):
             if v is not None:
                 out += chain_methods(a, v, seen)
+    elif isinstance(expr, cst.Attribute):
+        for v in property_values(a, expr):
+            out += chain_methods(a, v, seen)
     return out
 
 
@@ -435,17 +439,28 @@ def helper_calls(a, expr, seen=None) -> List[cst.Call]:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return helper_calls(a, f.value, seen)
-        if isinstance(f, cst.Name) and any(a.dataset_sources(r) for fdef in a._local_functions(f) for r in _returns(fdef)):
+        if any(dataset_sources(a, r) for fdef in dataflow.callees(a, expr) for r in _returns(fdef)):
             return [expr]
         return []
     if isinstance(expr, cst.Name):
         return [c for _, v in a.assigned_values(expr) if v is not None for c in helper_calls(a, v, seen)]
+    if isinstance(expr, cst.Attribute):
+        return [c for v in property_values(a, expr) for c in helper_calls(a, v, seen)]
     return []
 
 
+def property_values(a, expr: cst.Attribute) -> List[cst.BaseExpression]:
+    """What an attribute of an instance of a user class holds: the values
+    assigned to ``self.<attr>``, or what its property returns (``window.train``)."""
+    return [v for cd in a.instance_classes(expr.value) for v in a.attribute_values(cd, expr.attr.value)]
+
+
 def call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
-    return [c for c in a.calls if isinstance(c.func, cst.Name) and c.func.value == fdef.name.value
-            and fdef in a._local_functions(c.func)]
+    """The calls of this module running fdef: by its name, or as a method."""
+    name = fdef.name.value
+    return [c for c in a.calls if ((isinstance(c.func, cst.Name) and c.func.value == name)
+                                   or (isinstance(c.func, cst.Attribute) and c.func.attr.value == name))
+            and fdef in dataflow.callees(a, c)]
 
 
 def shared_helpers(a, expr) -> List[cst.Call]:
@@ -455,7 +470,7 @@ def shared_helpers(a, expr) -> List[cst.Call]:
     built by one helper) -- so each call site is sharded instead."""
     out = []
     for call in helper_calls(a, expr):
-        fdefs = a._local_functions(call.func)
+        fdefs = dataflow.callees(a, call)
         if any(site is not call for fdef in fdefs for site in call_sites(a, fdef)):
             out.append(call)
     return out

@@ -14,6 +14,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from . import data_division, dataset_flow as flow
 from .common import find_arg, has_star_args, is_optimizer_step, method_name, source
 
@@ -390,8 +391,8 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             if inner is None:
                 return None
             return ([expr] if f.attr.value in methods else []) + inner
-        if isinstance(f, cst.Name):
-            fdefs = a._local_functions(f)
+        if isinstance(f, (cst.Name, cst.Attribute)):
+            fdefs = dataflow.callees(a, expr)  # a function of this module, or a method of a user class
             if not fdefs:
                 return None
             out: List[cst.Call] = []
@@ -406,6 +407,17 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
     if isinstance(expr, cst.Subscript):  # splits[1] of tfds.load(split=[...])
         src = flow.split_source(a, expr)
         return batch_calls(a, src, seen, methods) if src is not None else None
+    if isinstance(expr, cst.Attribute):  # a user object's attribute or property (window.train)
+        values = flow.property_values(a, expr)
+        if not values:
+            return None
+        out = []
+        for v in values:
+            inner = batch_calls(a, v, seen, methods)
+            if inner is None:
+                return None
+            out += [c for c in inner if c not in out]
+        return out
     if isinstance(expr, cst.Name):
         out = []
         values = a.assigned_values(expr)
