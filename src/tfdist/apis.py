@@ -235,6 +235,12 @@ CHECKPOINT_SAVE_METHODS = {"save", "write"}
 DISTRIBUTED_MODULE_ROOTS = ("horovod",)
 TF_DISTRIBUTE_PREFIX = "tensorflow.distribute."
 ESTIMATOR_PREFIX = "tensorflow.estimator."
+# scikit-learn wrappers that build and fit Keras models themselves, inside
+# scikit-learn's fit / cross_val_score / GridSearchCV (one model per fold).
+KERAS_SKLEARN_WRAPPERS = {
+    f"{module}.{cls}" for module in ("keras.wrappers.scikit_learn", "tensorflow.keras.wrappers.scikit_learn",
+                                     "tensorflow.python.keras.wrappers.scikit_learn", "scikeras.wrappers")
+    for cls in ("KerasClassifier", "KerasRegressor")}
 
 # Calls allowed inside a print() that tfdist moves under a rank-0 guard: they
 # cannot run a collective operation, so guarding them can never deadlock.

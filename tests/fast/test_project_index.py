@@ -179,3 +179,19 @@ def test_helper_of_another_module_shuffling_unseeded_is_seeded_before_its_call(t
 ])
 def test_tf_regex(src, hit):
     assert uses_tf(src) is hit
+
+
+def test_sklearn_wrapper_beside_converted_fit_is_warned_in_each_engines_terms():
+    """A KerasRegressor sharing the model builder with a converted fit():
+    Horovod would average its gradients across differently initialised
+    models; tf.distribute mirrors it with the scaled rate but keeps the
+    wrapper's global batch. Each engine says its own consequence."""
+    source = (Path(__file__).parent / "fixtures" / "keras" / "sklearn_wrapper_beside_fit" / "input.py").read_bytes()
+    said = {}
+    for backend in ("horovod", "tf-distribute"):
+        result = convert_source(source, "wrapped.py", backend=backend)
+        assert result.status == "converted", result.error
+        said[backend] = [w for w in result.warnings if "inside scikit-learn" in w.message]
+        assert [w.line for w in said[backend]] == [21]
+    assert "differently initialised models" in said["horovod"][0].message
+    assert "strategy.num_replicas_in_sync" in said["tf-distribute"][0].message

@@ -100,6 +100,11 @@ class Backend(ABC):
         """Why tf.estimator training is refused, and what to do instead."""
 
     @abstractmethod
+    def sklearn_wrapper_warning(self, wrapper: str) -> str:
+        """What goes wrong when a scikit-learn wrapper (KerasClassifier)
+        trains models beside converted training, and what to do."""
+
+    @abstractmethod
     def implicit_gradients_refusal(self, function: str) -> str:
         """Why TF1 eager training with ``function(...)`` is refused."""
 

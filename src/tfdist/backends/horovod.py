@@ -51,6 +51,12 @@ class HorovodBackend(Backend):
     def estimator_refusal(self) -> str:
         return "tf.estimator training is not supported (use Horovod's estimator recipe by hand)"
 
+    def sklearn_wrapper_warning(self, wrapper: str) -> str:
+        return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: every process "
+                "runs it whole, and a model it builds with an optimizer converted here would average gradients "
+                "with other processes' differently initialised models; build and compile its models with the "
+                "original optimizer, or run it on one process")
+
     def implicit_gradients_refusal(self, function: str) -> str:
         return (f"TF1 eager training with {function}(...) is not supported: Horovod cannot average "
                 "these gradients (compute them with tf.GradientTape and wrap it in hvd.DistributedGradientTape, "

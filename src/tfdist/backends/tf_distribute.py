@@ -78,6 +78,12 @@ class TfDistributeBackend(Backend):
     def estimator_refusal(self) -> str:
         return "tf.estimator training is not supported (tf.distribute's estimator support was removed in TF 2.16)"
 
+    def sklearn_wrapper_warning(self, wrapper: str) -> str:
+        return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: a model it "
+                "builds with a model builder converted here is mirrored and trains with the scaled learning rate, "
+                "but the batch size scikit-learn's fit is given stays the global batch; multiply it by "
+                "strategy.num_replicas_in_sync, or build its models apart with the original optimizer")
+
     def implicit_gradients_refusal(self, function: str) -> str:
         return (f"TF1 eager training with {function}(...) is not supported: compute the gradients with "
                 "tf.GradientTape in a step function")

@@ -84,6 +84,14 @@ class Pipeline:
         implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
         if implicit:
             return _refuse(result, a.line(implicit[0]), self.backend.implicit_gradients_refusal(a.code(implicit[0].func)))
+        wrapped = [c for c in a.calls if a.is_name(c, apis.KERAS_SKLEARN_WRAPPERS)]
+        if wrapped and pattern == P.UNKNOWN:
+            # training there is, but scikit-learn runs it: not "no training loop"
+            return _refuse(result, a.line(wrapped[0]), (
+                f"{a.code(wrapped[0].func)} (line {a.line(wrapped[0])}) trains Keras models inside scikit-learn "
+                "(its fit, cross_val_score, GridSearchCV: one model per fold or candidate), where tfdist cannot "
+                "divide the data or average the gradients: nothing converted. To distribute it, build the model "
+                "and train it with model.fit(...) in the script, and convert that"))
         if pattern == P.UNKNOWN:
             if not _uses_tensorflow(a):
                 result.status = F.UNCHANGED
@@ -113,6 +121,8 @@ class Pipeline:
                 own = getattr(rule, "PATTERN", None)
                 if own is None or own in found:
                     rule.apply(ctx)
+            for call in wrapped:  # beside training tfdist converts
+                ctx.warn(call, "data-division", self.backend.sklearn_wrapper_warning(a.code(call.func)))
             new_module = ctx.plan.apply(src.module, a._parents)
         except Unsupported as e:
             return _refuse(result, e.line, e.message)
