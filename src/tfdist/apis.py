@@ -235,6 +235,11 @@ CHECKPOINT_SAVE_METHODS = {"save", "write"}
 DISTRIBUTED_MODULE_ROOTS = ("horovod",)
 TF_DISTRIBUTE_PREFIX = "tensorflow.distribute."
 ESTIMATOR_PREFIX = "tensorflow.estimator."
+# Keras Tuner's tuners: search() builds and fits one model per trial itself
+# (the oracle drawing the trials, the trial files written under directory=).
+KERAS_TUNERS = {f"{module}.{cls}" for module in ("keras_tuner", "kerastuner", "keras_tuner.tuners",
+                                                 "kerastuner.tuners")
+                for cls in ("RandomSearch", "Hyperband", "BayesianOptimization", "GridSearch", "SklearnTuner")}
 # scikit-learn wrappers that build and fit Keras models themselves, inside
 # scikit-learn's fit / cross_val_score / GridSearchCV (one model per fold).
 KERAS_SKLEARN_WRAPPERS = {

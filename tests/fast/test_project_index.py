@@ -195,3 +195,17 @@ def test_sklearn_wrapper_beside_converted_fit_is_warned_in_each_engines_terms():
         assert [w.line for w in said[backend]] == [21]
     assert "differently initialised models" in said["horovod"][0].message
     assert "strategy.num_replicas_in_sync" in said["tf-distribute"][0].message
+
+
+def test_keras_tuner_search_beside_converted_fit_is_warned_in_each_engines_terms():
+    """The search of a Keras Tuner tuner trains one model per trial inside
+    Keras Tuner: warned at the tuner, with each engine's edit."""
+    source = (Path(__file__).parent / "fixtures" / "keras" / "keras_tuner_search_beside_fit" / "input.py").read_bytes()
+    said = {}
+    for backend in ("horovod", "tf-distribute"):
+        result = convert_source(source, "tuned.py", backend=backend)
+        assert result.status == "converted", result.error
+        said[backend] = [w for w in result.warnings if "inside Keras Tuner" in w.message]
+        assert [w.line for w in said[backend]] == [24]
+    assert "run the search on one process" in said["horovod"][0].message
+    assert "distribution_strategy=strategy" in said["tf-distribute"][0].message

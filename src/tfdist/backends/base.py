@@ -100,6 +100,10 @@ class Backend(ABC):
         """Why tf.estimator training is refused, and what to do instead."""
 
     @abstractmethod
+    def tuner_warning(self, tuner: str) -> str:
+        """What a Keras Tuner search beside converted training needs by hand."""
+
+    @abstractmethod
     def sklearn_wrapper_warning(self, wrapper: str) -> str:
         """What goes wrong when a scikit-learn wrapper (KerasClassifier)
         trains models beside converted training, and what to do."""

@@ -51,6 +51,13 @@ class HorovodBackend(Backend):
     def estimator_refusal(self) -> str:
         return "tf.estimator training is not supported (use Horovod's estimator recipe by hand)"
 
+    def tuner_warning(self, tuner: str) -> str:
+        return (f"{tuner} searches hyperparameters by training a model per trial inside Keras Tuner, which tfdist "
+                "does not convert: on every rank the oracle draws its own trials, writes the same trial files, and "
+                "a model builder compiled with an optimizer converted here averages gradients between different "
+                "ranks' models; run the search on one process with the original optimizer and give the converted "
+                "training its best hyperparameters (the same on every rank)")
+
     def sklearn_wrapper_warning(self, wrapper: str) -> str:
         return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: every process "
                 "runs it whole, and a model it builds with an optimizer converted here would average gradients "

@@ -78,6 +78,12 @@ class TfDistributeBackend(Backend):
     def estimator_refusal(self) -> str:
         return "tf.estimator training is not supported (tf.distribute's estimator support was removed in TF 2.16)"
 
+    def tuner_warning(self, tuner: str) -> str:
+        return (f"{tuner} searches hyperparameters by training a model per trial inside Keras Tuner, which tfdist "
+                "does not convert: give it distribution_strategy=strategy (one host) so each trial's model is "
+                "built in the strategy's scope, seed=<the same number> so every worker draws the same trials, and "
+                "build the final model from its best hyperparameters inside `with strategy.scope():`")
+
     def sklearn_wrapper_warning(self, wrapper: str) -> str:
         return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: a model it "
                 "builds with a model builder converted here is mirrored and trains with the scaled learning rate, "

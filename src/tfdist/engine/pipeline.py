@@ -84,14 +84,21 @@ class Pipeline:
         implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
         if implicit:
             return _refuse(result, a.line(implicit[0]), self.backend.implicit_gradients_refusal(a.code(implicit[0].func)))
+        # training there is, but a framework runs it (scikit-learn, Keras Tuner): not "no training loop"
         wrapped = [c for c in a.calls if a.is_name(c, apis.KERAS_SKLEARN_WRAPPERS)]
+        tuners = [c for c in a.calls if a.is_name(c, apis.KERAS_TUNERS)]
         if wrapped and pattern == P.UNKNOWN:
-            # training there is, but scikit-learn runs it: not "no training loop"
             return _refuse(result, a.line(wrapped[0]), (
                 f"{a.code(wrapped[0].func)} (line {a.line(wrapped[0])}) trains Keras models inside scikit-learn "
                 "(its fit, cross_val_score, GridSearchCV: one model per fold or candidate), where tfdist cannot "
                 "divide the data or average the gradients: nothing converted. To distribute it, build the model "
                 "and train it with model.fit(...) in the script, and convert that"))
+        if tuners and pattern == P.UNKNOWN:
+            return _refuse(result, a.line(tuners[0]), (
+                f"{a.code(tuners[0].func)} (line {a.line(tuners[0])}) trains Keras models inside Keras Tuner (one "
+                "per trial), where tfdist cannot divide the data or average the gradients: nothing converted. To "
+                "distribute it, train the model its best hyperparameters build with model.fit(...) in the script, "
+                "and convert that"))
         if pattern == P.UNKNOWN:
             if not _uses_tensorflow(a):
                 result.status = F.UNCHANGED
@@ -123,6 +130,8 @@ class Pipeline:
                     rule.apply(ctx)
             for call in wrapped:  # beside training tfdist converts
                 ctx.warn(call, "data-division", self.backend.sklearn_wrapper_warning(a.code(call.func)))
+            for call in tuners:
+                ctx.warn(call, "data-division", self.backend.tuner_warning(a.code(call.func)))
             new_module = ctx.plan.apply(src.module, a._parents)
         except Unsupported as e:
             return _refuse(result, e.line, e.message)
