@@ -415,6 +415,7 @@ class _ArrayFeed:
     counter: Optional[str]  # the loop counter, when they read it
     offset_step: Optional[cst.BaseExpression]  # step of range(0, stop, step): the counter is a row offset
     random: bool  # they draw from NumPy's global generator
+    reorders: List[cst.CSTNode] = None  # the arrays reordered by themselves each epoch (X, Y = shuffle(X, Y))
 
 
 def _reads_dataset(a: A.Analysis, loop) -> bool:
@@ -504,10 +505,16 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
         raise refuse(stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of the "
                            "batch, before the step: every replica would compute its own; compute it after the batch "
                            "is cut")
+    reorders: List[cst.CSTNode] = []
     for name, node in read.items():
         if name in names or name == counter:
             continue
         inside = [o for o, _ in a.assigned_values(node) if dataflow.is_inside(a, o, outer) or o is outer]
+        # an array reordered by itself each epoch (X, Y = shuffle(X, Y)) holds the same rows: every
+        # worker reorders it alike once NumPy is seeded alike (below), unless the batch draws per worker
+        if inside and not random and all(o is not outer and _self_reorder_by_numpy(a, o, name) for o in inside):
+            reorders += [o for o in inside if o not in reorders]
+            continue
         if inside:
             raise refuse(inside[0], f"{name}, which the batch is cut with, is made anew at line {a.line(inside[0])} "
                                     "inside the training loops: it would differ from worker to worker")
@@ -529,7 +536,33 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
         raise refuse(statements[0], f"the batch depends neither on the step number {counter} nor on a random draw: "
                                     "every replica would cut the same rows")
     return _ArrayFeed(statements, names, counter if uses_counter else None,
-                      args[2] if len(args) == 3 else None, random)
+                      args[2] if len(args) == 3 else None, random, reorders)
+
+
+def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
+    """``origin`` rebinds ``name`` to its own rows reordered (tf1_common.reorders_itself)
+    with NumPy's global generator or a fixed seed: shuffle(X, Y) without
+    random_state, X[np.random.permutation(n)], X[perm] with perm drawn so."""
+    from .tf1_common import reorders_itself
+    if not reorders_itself(a, origin, name):
+        return False
+    statement = a.statement_of(origin)
+    draws = [c for c in calls_in(statement)]
+    for c in draws:
+        found = a.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
+        if found and find_arg(c, apis.RANDOM_ARRAY_SPLITTERS[found][0]) is not None:
+            continue  # a fixed random_state: the same order on every worker
+        if found or a.names(c) & apis.NUMPY_REORDERING_DRAWS:
+            continue
+        return False
+    # X = X[perm]: perm drawn by NumPy's global generator
+    for n in walk(statement):
+        if isinstance(n, cst.Name) and n.value != name:
+            for o, v in a.assigned_values(n):
+                if v is not None and any(isinstance(c, cst.Call) and not (a.names(c) & apis.NUMPY_REORDERING_DRAWS)
+                                         and any(q.startswith("numpy.random.") for q in a.names(c)) for c in walk(v)):
+                    return False
+    return True
 
 
 def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
@@ -612,6 +645,22 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     for name, value in moved:
         ctx.change(value, data_division.RULE, ctx.say("{value} cut by every replica for its own step",
                                                       value=a.code(value)))
+    if feed.reorders:
+        stmt = dataflow.outermost_loop(a, loop) or loop
+        top = a.statement_of(stmt) or stmt
+        done = ctx.state(__name__ + ".seeded")
+        if ("seeded", id(stmt)) not in done and not data_division.global_seed_set_before(
+                a, top, apis.NUMPY_GLOBAL_SEED_SETTERS):
+            done.add(("seeded", id(stmt)))
+            np_name = ctx.imports.require("numpy", "np")
+            ctx.plan.insert_before(top, ctx.stmts(
+                f"{np_name}.random.seed({data_division.SHARED_SEED})",
+                comment=ctx.say("{engine}: every worker reorders the arrays alike each epoch, so the batches its "
+                                "replicas cut stay disjoint.")))
+            ctx.change(feed.reorders[0], data_division.RULE, ctx.say(
+                "the arrays reordered each epoch (line {line}) are reordered alike on every worker: NumPy seeded "
+                "the same before the loop at line {loop}", line=str(a.line(feed.reorders[0])),
+                loop=str(a.line(stmt))))
     if feed.random:
         stmt = dataflow.outermost_loop(a, loop) or loop
         key = ("seeded", id(stmt))
