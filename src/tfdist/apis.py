@@ -653,6 +653,11 @@ TF_GLOBAL_SEED_SETTERS = {
     "tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
     "tensorflow.compat.v1.set_random_seed", "tensorflow.set_random_seed",
 }
+# TF1 queue readers that batch at random (a shuffling queue): without a seed
+# of their own or a graph seed, every process draws its own stream.
+TF1_SHUFFLING_QUEUES = {f"{prefix}.train.{fn}" for prefix in ("tensorflow", "tensorflow.compat.v1")
+                        for fn in ("shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch",
+                                   "maybe_shuffle_batch_join")}
 # Dataset methods that group elements into batches, and that split batches
 # back into elements (``ds.batch(10000).map(pack_row).unbatch()``).
 BATCHING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch", "rebatch"}

@@ -786,10 +786,42 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
                 "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
                 "1/size of the steps, so make sure each rank feeds different samples (e.g. draw them from "
                 "arrays sliced with [{rank}::{size}], or seed the sampler with {rank})"))
-        else:
+        elif not _shuffling_queue_streams(ctx):
             ctx.warn(where, data_division.RULE, ctx.say("no tf.data pipeline found: make sure each rank feeds different "
                                                         "samples (e.g. shard the input by {rank})"))
     return runs
+
+
+def _shuffling_queue_streams(ctx) -> bool:
+    """The loss reads batches a TF1 shuffling queue draws
+    (tf.train.shuffle_batch) with no seed of its own and no graph seed:
+    every rank draws its own random stream, and with 1/size of the steps
+    each (divided above) that divides the work. True when so (reported);
+    with a seed every rank would draw the same stream: warned."""
+    a = ctx.a
+    queues = [c for c in a.calls if a.is_name(c, apis.TF1_SHUFFLING_QUEUES)]
+    if not queues:
+        return False
+    batches = set()
+    for q in queues:
+        for target in walk(a.statement_of(q)):
+            if isinstance(target, cst.AssignTarget):
+                batches |= {n.value for n in walk(target.target) if isinstance(n, cst.Name)}
+    losses = [c.args[0].value for c in optimizer_loss_calls(a) if c.args]
+    if not batches or not losses or not all(dataflow.depends_on(a, loss, batches) for loss in losses):
+        return False
+    seeded = [c for c in a.calls if a.is_name(c, apis.TF_GLOBAL_SEED_SETTERS)] + [
+        q for q in queues if find_arg(q, "seed") is not None]
+    if seeded:
+        ctx.warn(seeded[0], data_division.RULE, ctx.say(
+            "{call} fixes the seed {queue} draws its batches with, so every rank draws the same stream: add {rank} "
+            "to that seed (every rank then draws its own; the initial variables are broadcast from rank 0)",
+            call=a.code(seeded[0].func), queue=a.code(queues[0].func)))
+        return True
+    ctx.change(queues[0], data_division.RULE, ctx.say(
+        "{queue} draws a random stream of batches on each rank (no seed): every rank trains on its own draw, "
+        "1/{size} of the steps each", queue=a.code(queues[0].func)))
+    return True
 
 
 def _whole_feeds(a: A.Analysis, fed: List[cst.Call], train_ops: Set[str]) -> List[cst.BaseExpression]:

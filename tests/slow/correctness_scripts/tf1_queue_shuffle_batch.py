@@ -1,0 +1,39 @@
+# tfdist-test: ranks=2 samples=none
+"""TF1 input from queue runners: a CSV file the script writes, read line by
+line through a shuffling file queue and batched at random by
+tf.train.shuffle_batch, no seed: every rank draws its own stream and runs
+1/size of the steps. The probe records fed samples only (none are fed
+here): variables, steps and files are checked."""
+import os
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+tf.disable_v2_behavior()
+
+rows = np.random.RandomState(2).rand(400, 3).astype(np.float32)
+with open("queue_data.csv", "w") as f:
+    f.write("a,b,c,label\n")
+    for r in rows:
+        f.write(f"{r[0]},{r[1]},{r[2]},{r[0] - r[2]}\n")
+
+filename_queue = tf.train.string_input_producer([os.path.abspath("queue_data.csv")], shuffle=True)
+reader = tf.TextLineReader(skip_header_lines=1)
+_, value = reader.read(filename_queue)
+c1, c2, c3, label = tf.decode_csv(value, record_defaults=[[0.], [0.], [0.], [0.]])
+x_batch, y_batch = tf.train.shuffle_batch([tf.stack([c1, c2, c3]), label], batch_size=10, capacity=200,
+                                          min_after_dequeue=100)
+W = tf.Variable(tf.zeros([3, 1]))
+b = tf.Variable(tf.zeros([1]))
+cost = tf.reduce_mean(tf.square(tf.matmul(x_batch, W) + b - tf.reshape(y_batch, [-1, 1])))
+train = tf.train.GradientDescentOptimizer(0.05).minimize(cost)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+    for step in range(200):
+        _, c = sess.run([train, cost])
+        if step % 50 == 0:
+            print(step, c)
+    coord.request_stop()
+    coord.join(threads)
