@@ -122,6 +122,11 @@ KERAS_MODEL_FACTORIES = {"keras.load_model", "keras.clone_model", "keras.model_f
 # Factories whose model holds the weights of a file (the same on every worker, whatever the scope).
 KERAS_MODEL_LOADERS = {"keras.load_model"}
 KERAS_APPLICATIONS_PREFIX = "keras.applications."
+# Pretrained-model libraries of Keras: their model classes (and the models
+# their ``from_preset`` builds) are Keras models -- the task's new head
+# randomly initialised -- except the preprocessing pieces named here.
+KERAS_PRESET_MODEL_PREFIXES = ("keras_hub.models.", "keras_nlp.models.", "keras_cv.models.")
+KERAS_PRESET_NON_MODELS = ("Tokenizer", "Preprocessor", "Converter", "Augmenter", "Sampler")
 KERAS_CALLBACK_BASES = {"keras.callbacks.Callback"}
 TF_MODULE_BASES = {"tensorflow.Module", "keras.layers.Layer"}
 

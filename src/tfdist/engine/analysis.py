@@ -411,6 +411,12 @@ class Analysis:
                 return {Type(_CALL_KINDS[name], name, call)}
             if name.startswith(apis.KERAS_APPLICATIONS_PREFIX) and name[len(apis.KERAS_APPLICATIONS_PREFIX):][:1].isupper():
                 return {Type(MODEL, name, call)}
+            if name.startswith(apis.KERAS_PRESET_MODEL_PREFIXES):
+                # keras_hub.models.BertTextClassifier(...) / .from_preset(...)
+                parts = name.split(".")
+                cls = parts[-2] if parts[-1] == "from_preset" else parts[-1]
+                if cls[:1].isupper() and not cls.endswith(apis.KERAS_PRESET_NON_MODELS):
+                    return {Type(MODEL, name, call)}
             if name.startswith("keras.callbacks.") and name.rsplit(".", 1)[1][:1].isupper():
                 return {Type(CALLBACK, name, call)}
         fact = self.class_of(call.func)
