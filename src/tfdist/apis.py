@@ -394,6 +394,10 @@ FILE_WRITE_FUNCTIONS = {
     "imageio.v2.imwrite": "imageio imwrite",
     "imageio.v3.imwrite": "imageio imwrite",
 }
+# Of those, the ones whose first argument is the path written: a script may
+# read that file again (np.savetxt(path, x), then a reader of path).
+FILE_WRITE_PATH_FIRST = {n for n in FILE_WRITE_FUNCTIONS if not n.startswith(("pickle.", "json."))
+                         and n != "matplotlib.pyplot.show" and n != "keras.utils.plot_model"}
 # Functions that open a file -> (positional index of the mode, its keyword,
 # the mode when none is given; None: the mode is required). A mode with
 # w, a, x or + writes.

@@ -279,3 +279,28 @@ def test_print_of_a_session_run_is_guarded_only_when_the_run_trains_nothing():
     assert lines[at['print("loss"'] - 1].strip() == "if hvd.rank() == 0:"
     assert lines[at['print("grads"'] - 1].strip() != "if hvd.rank() == 0:"
     assert lines[at['print("step"'] - 1].strip() != "if hvd.rank() == 0:"
+
+
+@pytest.mark.parametrize("snippet,used", [
+    # A CSV generated, then read by every rank.
+    ('with open("gen.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")\nframe = pd.read_csv("gen.csv")\n', "pd.read_csv"),
+    # A path held in a variable: written by an open ... close run, then read.
+    ('path = "rows.txt"\nout = open(path, "w")\nout.write("1 2\\n")\nout.close()\nrows = np.loadtxt(path)\n',
+     "np.loadtxt"),
+    # np.savetxt, then the file is unpacked by another reader.
+    ('np.savetxt("table.txt", x)\ntable = np.genfromtxt("table.txt")\n', "np.genfromtxt"),
+])
+def test_file_written_on_rank_0_and_read_back_is_warned(snippet, used):
+    """A file the script writes and then reads again: written on rank 0
+    only, the other ranks could read it before it is complete (or an old
+    copy). The write is still guarded; the warning names the wait."""
+    result = _convert(snippet)
+    assert _rank0_changes_in_case(result), "the write is guarded"
+    warnings = [w for w in _rank0_warnings_in_case(result) if "written on rank 0 only and used again" in w.message]
+    assert len(warnings) == 1 and f"({used}(...))" in warnings[0].message, [w.message for w in warnings]
+    assert "a barrier after the write" in warnings[0].message
+
+
+def test_file_written_on_rank_0_and_not_read_back_is_not_warned():
+    result = _convert('path = "notes.txt"\nwith open(path, "w") as f:\n    f.write("done")\nprint("wrote", path)\n')
+    assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]

@@ -417,6 +417,8 @@ def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> N
     if isinstance(small, cst.Expr) and blocker is None:
         if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
             ctx.change(stmt, RULE, f"{what} on rank 0 only")
+            if a.is_name(call, apis.FILE_WRITE_PATH_FIRST):
+                _read_back(ctx, call, find_arg(call, ("file", "fname", "filename", "path", "uri"), 0), stmt)
     elif blocker is not None:
         ctx.warn(call, RULE, f"{what} in the same statement as {a.code(blocker.func)}(), which may run a "
                              f"collective operation: compute that on every rank first, then run this write "
@@ -449,6 +451,7 @@ def _with_open_statements(ctx) -> None:
         if reason is None:
             if ctx.plan.guard(w, ctx.expr(ctx.backend.is_chief())):
                 ctx.change(w, RULE, f"file {_file_name(a, opener)} written on rank 0 only")
+                _read_back(ctx, opener, find_arg(opener, ("file", "name"), 0), w)
         else:
             ctx.warn(opener, RULE, f"file {_file_name(a, opener)} is opened for writing on every rank by a "
                                    f"with-statement that {reason}: open and write this file on rank 0 only: "
@@ -479,6 +482,7 @@ def _open_close_runs(ctx) -> None:
             _guarded_spans(ctx).update(run)
             ctx.change(run[0], RULE, f"file {_file_name(a, call)} opened, written and closed on rank 0 only "
                                      f"(lines {a.line(run[0])}-{a.end_line(run[-1])})", through=run[-1])
+            _read_back(ctx, call, find_arg(call, ("file", "name"), 0), run[-1])
 
 
 def _open_run(ctx, call: cst.Call):
@@ -553,6 +557,50 @@ def _unguardable_run(a: A.Analysis, run):
                            if not any(_within(a, r, s) for s in run) and not _rebound_around(a, r, run[0])]
                 if outside:
                     return f"sets {node.value}, which is used after it (line {a.line(outside[0])})"
+    return None
+
+
+def _read_back(ctx, opener: cst.Call, path: "cst.Arg | None", last: cst.CSTNode) -> None:
+    """The file ``opener`` writes at ``path`` (now on rank 0 only, up to
+    ``last``) is used again after it by code every rank runs -- read,
+    unpacked, removed: the other ranks could get there before rank 0
+    finished writing it (or find an old copy). Warned: they must wait for it."""
+    a = ctx.a
+    if path is None:
+        return
+    path = path.value
+    same = _same_path(a, path)
+    if same is None:
+        return
+    for call in a.calls:
+        if a.line(call) <= a.end_line(last) or _in_guarded_statement(ctx, call):
+            continue
+        if any(n == "builtins.print" or n.startswith("logging.") or n in ("builtins.str", "builtins.repr")
+               for n in a.names(call)):
+            continue  # saying where the file is does not read it
+        for arg in call.args:
+            if any(same(n) for n in walk(arg.value)):
+                ctx.warn(opener, RULE, ctx.say(
+                    "file {file} is written on rank 0 only and used again at line {line} "
+                    "({use}(...)) by every rank, which could read it before it is complete (or an old copy): "
+                    "make the other ranks wait until rank 0 has written it (a barrier after the write), or "
+                    "give every rank its own copy", file=a.code(path), line=str(a.line(call)),
+                    use=a.code(call.func)))
+                return
+
+
+def _same_path(a: A.Analysis, path):
+    """A test telling the nodes that name the file ``path`` names: the
+    same string, or the same variable (bound by the same assignments)."""
+    if isinstance(path, cst.SimpleString):
+        text = path.evaluated_value
+        return lambda n: isinstance(n, cst.SimpleString) and n is not path and n.evaluated_value == text
+    if isinstance(path, cst.Name):
+        origins = {id(o) for o, _ in a.assigned_values(path)}
+        if not origins:
+            return None
+        return lambda n: isinstance(n, cst.Name) and n is not path and n.value == path.value and {
+            id(o) for o, _ in a.assigned_values(n)} == origins
     return None
 
 

@@ -4,7 +4,7 @@ line through a shuffling file queue and batched at random by
 tf.train.shuffle_batch, no seed: every rank draws its own stream and runs
 1/size of the steps. The probe records fed samples only (none are fed
 here): variables, steps and files are checked."""
-import os
+import tempfile
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -12,12 +12,14 @@ import tensorflow.compat.v1 as tf
 tf.disable_v2_behavior()
 
 rows = np.random.RandomState(2).rand(400, 3).astype(np.float32)
-with open("queue_data.csv", "w") as f:
+# each process writes its own copy of the data (a temporary file), so none
+# reads a file another is still writing
+with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
     f.write("a,b,c,label\n")
     for r in rows:
         f.write(f"{r[0]},{r[1]},{r[2]},{r[0] - r[2]}\n")
 
-filename_queue = tf.train.string_input_producer([os.path.abspath("queue_data.csv")], shuffle=True)
+filename_queue = tf.train.string_input_producer([f.name], shuffle=True)
 reader = tf.TextLineReader(skip_header_lines=1)
 _, value = reader.read(filename_queue)
 c1, c2, c3, label = tf.decode_csv(value, record_defaults=[[0.], [0.], [0.], [0.]])
