@@ -350,3 +350,24 @@ def test_no_block_spans_cells(backend):
         for i, src in enumerate(_code_cells(r.result.data)):
             code = re.sub(r"^[ \t]*[%!].*$", "pass", src, flags=re.M)
             compile(code, f"{case.name}[cell {i + 1}]", "exec", dont_inherit=True)
+
+
+def test_cells_with_windows_line_ends_convert_and_keep_them(tmp_path):
+    """A notebook whose cells end their lines with "\\r\\n" (written on
+    Windows) next to cells ending them with "\\n": the joined module used to
+    fail to parse (mixed line ends); each changed cell keeps its own."""
+    cells = [
+        ("code", "import tensorflow as tf\r\nimport numpy as np\r\n"),
+        ("code", "x = np.random.rand(64, 4).astype('float32')\ny = x.sum(1)"),
+        ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\r\n"
+                 "model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='mse')\r\n"
+                 "model.fit(x, y, epochs=1)"),
+    ]
+    p = _nb_with(tmp_path, cells)
+    r = convert(p)
+    assert r.result.status == "converted", (r.result.error, r.result.error_line)
+    out = nbformat.reads(r.result.data.decode(), as_version=4)
+    last = out.cells[-1].source
+    assert "SGD(0.01 * hvd.size())" in last
+    assert "\r\n" in last and "\n" not in last.replace("\r\n", "")
+    assert "\r\n" not in out.cells[1].source  # an unchanged "\n" cell is left as it was

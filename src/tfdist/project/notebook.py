@@ -158,6 +158,7 @@ class _Cell:
     dedented: str = ""  # source without IPython's leading indent
     indent: str = ""  # the leading indent removed
     missing_newline: bool = False
+    crlf: bool = False  # the cell ends its lines with "\r\n" (converted with "\n")
     start_line: int = 0  # first line in the joined module (1-based)
     new: Optional[str] = None
 
@@ -388,11 +389,17 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
             src = "".join(src)
         elif not isinstance(src, str):
             return _failed(path, f"cell {i + 1}: source is not text")
+        # a cell written with Windows line ends: converted with "\n" (the
+        # cells are joined into one module, which must end its lines alike)
+        # and written back with its own
+        crlf = "\r\n" in src
+        if crlf:
+            src = src.replace("\r\n", "\n")
         dedented, indent = _dedent(src)
         masked = _mask(dedented, magics)
         if masked is None:
             continue  # %%bash and friends
-        cell = _Cell(i, src, masked, dedented=dedented, indent=indent)
+        cell = _Cell(i, src, masked, dedented=dedented, indent=indent, crlf=crlf)
         if masked and not masked.endswith("\n"):
             cell.masked += "\n"
             cell.missing_newline = True
@@ -449,7 +456,8 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         if c.index not in spans:
             return _refused(out, f"internal error: cell {c.index + 1} source not found in the JSON; nothing written")
         s, e = spans[c.index]
-        value = _format_source(c.new, text[s:e], nb["cells"][c.index].get("source"), text, s, ensure_ascii)
+        written = c.new.replace("\n", "\r\n") if c.crlf else c.new
+        value = _format_source(written, text[s:e], nb["cells"][c.index].get("source"), text, s, ensure_ascii)
         new_text = new_text[:s] + value + new_text[e:]
     try:
         if json.loads(new_text)["cells"][changed[0].index]["source"] is None:  # pragma: no cover
