@@ -398,6 +398,14 @@ FILE_WRITE_FUNCTIONS = {
 # read that file again (np.savetxt(path, x), then a reader of path).
 FILE_WRITE_PATH_FIRST = {n for n in FILE_WRITE_FUNCTIONS if not n.startswith(("pickle.", "json."))
                          and n != "matplotlib.pyplot.show" and n != "keras.utils.plot_model"}
+# Calls that name a file without reading it into the run: handing it to the
+# user (a notebook download, an embedded animation or image) or labelling
+# code with it. A file written on rank 0 and then only named so is no race.
+FILE_PRESENTERS = {
+    "google.colab.files.download", "tensorflow_docs.vis.embed.embed_file", "IPython.display.Image",
+    "IPython.display.Video", "IPython.display.Audio", "IPython.display.FileLink", "IPython.display.display",
+    "builtins.compile",
+}
 # Functions that open a file -> (positional index of the mode, its keyword,
 # the mode when none is given; None: the mode is required). A mode with
 # w, a, x or + writes.

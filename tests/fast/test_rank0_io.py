@@ -304,3 +304,14 @@ def test_file_written_on_rank_0_and_read_back_is_warned(snippet, used):
 def test_file_written_on_rank_0_and_not_read_back_is_not_warned():
     result = _convert('path = "notes.txt"\nwith open(path, "w") as f:\n    f.write("done")\nprint("wrote", path)\n')
     assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
+
+
+def test_file_written_on_rank_0_and_only_shown_or_named_is_not_warned():
+    """Handing the written file to the user (a notebook download, an
+    embedded image) or labelling code with its name reads nothing into the
+    run: no race to warn about."""
+    snippet = ('from google.colab import files\nfrom IPython.display import Image\n'
+               'with open("labels.txt", "w") as f:\n    f.write("a\\nb\\n")\nfiles.download("labels.txt")\n'
+               'with open("plot.png", "wb") as f:\n    f.write(b"")\nImage("plot.png")\n')
+    result = _convert(snippet)
+    assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
