@@ -191,10 +191,23 @@ def test_sklearn_wrapper_beside_converted_fit_is_warned_in_each_engines_terms():
     for backend in ("horovod", "tf-distribute"):
         result = convert_source(source, "wrapped.py", backend=backend)
         assert result.status == "converted", result.error
-        said[backend] = [w for w in result.warnings if "inside scikit-learn" in w.message]
+        said[backend] = [w for w in result.warnings if "KerasRegressor trains Keras models" in w.message]
         assert [w.line for w in said[backend]] == [21]
     assert "differently initialised models" in said["horovod"][0].message
+    assert "strategy.scope()" in said["tf-distribute"][0].message
     assert "strategy.num_replicas_in_sync" in said["tf-distribute"][0].message
+
+
+def test_sklearn_wrapper_fit_by_the_script_is_not_warned_under_horovod():
+    """The wrapper's own fit() passes its keywords to the model's fit: it is
+    converted like a model's (no warning) under Horovod; tf.distribute still
+    says the wrapper's constructor settings are not read."""
+    source = (Path(__file__).parent / "fixtures" / "keras" / "sklearn_wrapper_fit_directly" / "input.py").read_bytes()
+    hvd = convert_source(source, "direct.py", backend="horovod")
+    assert hvd.status == "converted" and hvd.warnings == []
+    assert "BroadcastGlobalVariablesCallback" in hvd.code
+    tfd = convert_source(source, "direct.py", backend="tf-distribute")
+    assert [w.line for w in tfd.warnings if "KerasClassifier trains Keras models itself" in w.message] == [27]
 
 
 def test_keras_tuner_search_beside_converted_fit_is_warned_in_each_engines_terms():

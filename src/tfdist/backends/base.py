@@ -104,9 +104,12 @@ class Backend(ABC):
         """What a Keras Tuner search beside converted training needs by hand."""
 
     @abstractmethod
-    def sklearn_wrapper_warning(self, wrapper: str) -> str:
+    def sklearn_wrapper_warning(self, wrapper: str, handed_on: bool) -> "str | None":
         """What goes wrong when a scikit-learn wrapper (KerasClassifier)
-        trains models beside converted training, and what to do."""
+        trains models beside converted training, and what to do; None when
+        nothing does. ``handed_on``: scikit-learn trains the wrapper itself
+        (cross_val_score, GridSearchCV), rather than the script calling its
+        fit()."""
 
     @abstractmethod
     def implicit_gradients_refusal(self, function: str) -> str:

@@ -58,7 +58,9 @@ class HorovodBackend(Backend):
                 "ranks' models; run the search on one process with the original optimizer and give the converted "
                 "training its best hyperparameters (the same on every rank)")
 
-    def sklearn_wrapper_warning(self, wrapper: str) -> str:
+    def sklearn_wrapper_warning(self, wrapper: str, handed_on: bool) -> "str | None":
+        if not handed_on:
+            return None  # its fit() is converted like a model's: sliced data, the callbacks passed on
         return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: every process "
                 "runs it whole, and a model it builds with an optimizer converted here would average gradients "
                 "with other processes' differently initialised models; build and compile its models with the "

@@ -84,11 +84,12 @@ class TfDistributeBackend(Backend):
                 "built in the strategy's scope, seed=<the same number> so every worker draws the same trials, and "
                 "build the final model from its best hyperparameters inside `with strategy.scope():`")
 
-    def sklearn_wrapper_warning(self, wrapper: str) -> str:
-        return (f"{wrapper} trains Keras models inside scikit-learn, which tfdist does not convert: a model it "
-                "builds with a model builder converted here is mirrored and trains with the scaled learning rate, "
-                "but the batch size scikit-learn's fit is given stays the global batch; multiply it by "
-                "strategy.num_replicas_in_sync, or build its models apart with the original optimizer")
+    def sklearn_wrapper_warning(self, wrapper: str, handed_on: bool) -> "str | None":
+        return (f"{wrapper} trains Keras models itself, with the settings its constructor holds (batch_size, "
+                "epochs), which tfdist does not read: the models it builds are not built in strategy.scope(), "
+                "and its batch is not made per replica under the scaled learning rate; build and compile its "
+                "model in `with strategy.scope():` and give it batch_size=<batch> * strategy.num_replicas_in_sync, "
+                "or train that model with model.fit(...) in the script")
 
     def implicit_gradients_refusal(self, function: str) -> str:
         return (f"TF1 eager training with {function}(...) is not supported: compute the gradients with "

@@ -129,7 +129,9 @@ class Pipeline:
                 if own is None or own in found:
                     rule.apply(ctx)
             for call in wrapped:  # beside training tfdist converts
-                ctx.warn(call, "data-division", self.backend.sklearn_wrapper_warning(a.code(call.func)))
+                said = self.backend.sklearn_wrapper_warning(a.code(call.func), _handed_on(a, call))
+                if said is not None:
+                    ctx.warn(call, "data-division", said)
             for call in tuners:
                 ctx.warn(call, "data-division", self.backend.tuner_warning(a.code(call.func)))
             new_module = ctx.plan.apply(src.module, a._parents)
@@ -286,6 +288,24 @@ def _accepted_as_the_input_was(code: str, original: str, path: str) -> None:
         ast.parse(code, path)
         return
     compile(code, path, "exec", dont_inherit=True)
+
+
+def _handed_on(a: Analysis, call: cst.Call) -> bool:
+    """The object ``call`` makes is handed to another call (scikit-learn's
+    cross_val_score, GridSearchCV, a Pipeline...), which then trains it
+    itself: directly as an argument, or through a name bound to it. Its own
+    methods (``clf.fit(X, y)``, ``clf.predict(X)``) hand it nothing."""
+    def handed(node) -> bool:
+        parent = a.parent(node)
+        while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+            parent = a.parent(parent)  # in a list of estimators
+        return isinstance(parent, cst.Arg)
+    if handed(call):
+        return True
+    parent = a.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        return any(handed(use) for use in a.scopes.references(parent.targets[0].target))
+    return not isinstance(parent, (cst.Attribute, cst.Expr))  # bound otherwise: cannot tell, so handed
 
 
 def _refuse(result: F.FileResult, line: Optional[int], message: str) -> F.FileResult:
