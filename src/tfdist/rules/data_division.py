@@ -205,7 +205,7 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
     helpers: List[cst.Call] = []
     splits = _random_splits(a, arrays, names=names, helpers=helpers, ctx=ctx)
     for call in helpers:
-        _seed_before_helper(ctx, call, done)
+        _seed_before_helper(ctx, call)
     # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
     # np.random.shuffle(x)): one seed for every rank before the first of them
     draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
@@ -217,13 +217,9 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
         # before the loops around it: seeded once, each epoch still draws anew
         outer = dataflow.outermost_loop(a, first)
         stmt = a.statement_of(outer) if outer is not None else a.statement_of(first)
-        if stmt is not None and stmt not in done and not global_seed_set_before(a, first, apis.NUMPY_GLOBAL_SEED_SETTERS):
-            done.add(stmt)
-            np_name = ctx.imports.require("numpy", "np")
-            ctx.plan.insert_before(stmt, ctx.stmts(
-                f"{np_name}.random.seed({SHARED_SEED})",
-                comment=ctx.say("{engine}: every rank shuffles the data the same way, so the shares it takes are "
-                                "disjoint.")))
+        if stmt is not None and not global_seed_set_before(a, first, apis.NUMPY_GLOBAL_SEED_SETTERS) \
+                and seed_numpy_alike_before(ctx, stmt, "{engine}: every rank shuffles the data the same way, so "
+                                                       "the shares it takes are disjoint."):
             ctx.change(first, RULE, f"{a.code(first.func)}(): NumPy seeded the same on every rank before it, so every "
                                     f"rank draws the same order and the shares taken from it are disjoint")
     for call in splits:
@@ -239,7 +235,7 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
                                f"split and the shares taken from it are disjoint")
 
 
-def _seed_before_helper(ctx, call: cst.Call, done) -> None:
+def _seed_before_helper(ctx, call: cst.Call) -> None:
     """A helper (of this module or another of the project) reorders or
     splits the data with NumPy's global generator and no seed of its own
     (``np.random.shuffle(data)`` inside ``get_data()``): NumPy gets one seed
@@ -249,7 +245,7 @@ def _seed_before_helper(ctx, call: cst.Call, done) -> None:
     would draw the same order again)."""
     a = ctx.a
     stmt = a.statement_of(call)
-    if stmt is None or stmt in done or dataflow.outermost_loop(a, call) is not None:
+    if stmt is None or dataflow.outermost_loop(a, call) is not None:
         return
     fdef = a.enclosing_function(call)
     if fdef is not None and any(dataflow.outermost_loop(a, site) is not None or a.enclosing_function(site) is not None
@@ -257,13 +253,24 @@ def _seed_before_helper(ctx, call: cst.Call, done) -> None:
         return
     if global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS) or _seeded_earlier_in(a, stmt):
         return
-    done.add(stmt)
-    np_name = ctx.imports.require("numpy", "np")
-    ctx.plan.insert_before(stmt, ctx.stmts(
-        f"{np_name}.random.seed({SHARED_SEED})",
-        comment=ctx.say("{engine}: every rank shuffles the data the same way, so the shares it takes are disjoint.")))
+    if not seed_numpy_alike_before(ctx, stmt, "{engine}: every rank shuffles the data the same way, so the shares "
+                                              "it takes are disjoint."):
+        return
     ctx.change(call, RULE, f"{a.code(call.func)}() reorders the data with NumPy's global generator and no seed: "
                            f"NumPy seeded the same on every rank before it, so the shares taken from it are disjoint")
+
+
+def seed_numpy_alike_before(ctx, stmt, comment: str) -> bool:
+    """Seed NumPy's global generator with the shared seed, the same on every
+    rank, right before ``stmt`` (once per statement, whichever rule asks).
+    True when the seed was put there now."""
+    done = ctx.state(__name__ + ".numpy_seeded")
+    if stmt in done:
+        return False
+    done.add(stmt)
+    np_name = ctx.imports.require("numpy", "np")
+    ctx.plan.insert_before(stmt, ctx.stmts(f"{np_name}.random.seed({SHARED_SEED})", comment=ctx.say(comment)))
+    return True
 
 
 def _seeded_earlier_in(a, stmt) -> bool:

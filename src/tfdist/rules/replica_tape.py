@@ -648,15 +648,10 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     if feed.reorders:
         stmt = dataflow.outermost_loop(a, loop) or loop
         top = a.statement_of(stmt) or stmt
-        done = ctx.state(__name__ + ".seeded")
-        if ("seeded", id(stmt)) not in done and not data_division.global_seed_set_before(
-                a, top, apis.NUMPY_GLOBAL_SEED_SETTERS):
-            done.add(("seeded", id(stmt)))
-            np_name = ctx.imports.require("numpy", "np")
-            ctx.plan.insert_before(top, ctx.stmts(
-                f"{np_name}.random.seed({data_division.SHARED_SEED})",
-                comment=ctx.say("{engine}: every worker reorders the arrays alike each epoch, so the batches its "
-                                "replicas cut stay disjoint.")))
+        if not data_division.global_seed_set_before(a, top, apis.NUMPY_GLOBAL_SEED_SETTERS) \
+                and data_division.seed_numpy_alike_before(
+                    ctx, top, "{engine}: every worker reorders the arrays alike each epoch, so the batches its "
+                              "replicas cut stay disjoint."):
             ctx.change(feed.reorders[0], data_division.RULE, ctx.say(
                 "the arrays reordered each epoch (line {line}) are reordered alike on every worker: NumPy seeded "
                 "the same before the loop at line {loop}", line=str(a.line(feed.reorders[0])),
