@@ -308,6 +308,12 @@ TF1_TUTORIAL_DATASETS = {
 }
 TF1_TUTORIAL_SPLITS = {"train", "validation", "test"}
 SAMPLER_METHODS = {"next_batch"}
+# Scalar arithmetic: a value computed by these from constants and step
+# counters only (a learning-rate decay fed to a placeholder) is a
+# hyper-parameter schedule, the same on every rank at the same step.
+SCALAR_MATH_PREFIXES = ("math.",)
+SCALAR_MATH_BUILTINS = {"builtins.min", "builtins.max", "builtins.float", "builtins.int", "builtins.abs",
+                        "builtins.round", "builtins.pow"}
 # NumPy's global random generator: functions that draw from it.
 NUMPY_GLOBAL_RANDOM = {
     "numpy.random.randint", "numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle",

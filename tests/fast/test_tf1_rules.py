@@ -57,6 +57,57 @@ def test_operation_run_with_feed_dict_is_a_training_loop():
     assert not [w for w in result.warnings if w.rule == "data-division"]
 
 
+MNIST_HEAD = """import numpy as np
+import tensorflow as tf
+from tensorflow.examples.tutorials.mnist import input_data
+
+mnist = input_data.read_data_sets("/tmp/data", one_hot=True)
+X_all, Y_all = mnist.train.images, mnist.train.labels
+x = tf.placeholder(tf.float32, [None, 784])
+y = tf.placeholder(tf.float32, [None, 10])
+lr = tf.placeholder(tf.float32)
+w = tf.Variable(tf.zeros([784, 10]))
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+train_op = tf.train.AdamOptimizer(lr).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+"""
+
+
+def test_values_computed_from_drawn_batches_are_drawn_but_step_offsets_are_not():
+    # fixtures session/sampled_batch_transforms and fed_learning_rate_schedule
+    # show the drawn side; here what must still be warned: a batch read at an
+    # offset set by the step counter is not a draw, even when it is mixed with one
+    offset = MNIST_HEAD + """for i in range(500):
+    bx, by = mnist.train.next_batch(32)
+    xs = np.concatenate([bx, X_all[i * 32:(i + 1) * 32]])
+    ys = np.concatenate([by, Y_all[i * 32:(i + 1) * 32]])
+    sess.run(train_op, feed_dict={x: xs, y: ys, lr: 0.01})
+"""
+    result = _convert(offset)
+    assert [w for w in result.warnings if "feed_dict" in w.message and w.line == 19], result.warnings
+    assert "np.random.seed" not in result.code
+    # a "learning rate" read from the data at each step is no schedule
+    data_rate = MNIST_HEAD + """for i in range(500):
+    bx, by = mnist.train.next_batch(32)
+    rate = float(np.mean(X_all[i]))
+    sess.run(train_op, feed_dict={x: bx, y: by, lr: rate})
+"""
+    result = _convert(data_rate)
+    assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
+    # the same with a decay of the step counter: drawn, divided, no warning
+    decay = MNIST_HEAD + """import math
+for i in range(500):
+    bx, by = mnist.train.next_batch(32)
+    rate = 0.0001 + 0.003 * math.exp(-i / 2000)
+    sess.run(train_op, feed_dict={x: bx + 0.1 * np.random.randn(32, 784), y: by, lr: rate})
+"""
+    result = _convert(decay)
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+    assert "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in result.code
+    assert "range(max(1, 500 // hvd.size()))" in result.code
+
+
 def test_sharded_tf_data_needs_no_data_warning():
     for case in ("session/optimizer_variable", "session/initializable_iterator",
                  "monitored_session/hooks_list_literal"):

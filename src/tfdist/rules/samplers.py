@@ -263,14 +263,19 @@ def split_stream(ctx, call: cst.Call, what: str) -> bool:
     return True
 
 
-def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
+def fed_by_sampler(a: A.Analysis, value, loop, depth: int = 0) -> Optional[List[Sampler]]:
     """The samplers a fed value comes from: ``batch_x`` with ``batch_x,
     batch_y = mnist.train.next_batch(n)`` (or ``batch[0]`` with ``batch =
-    ...``) bound in the loop. None if the value is not (only) from samplers."""
+    ...``) bound in the loop, or computed there from such batches
+    (``batch_x + 0.3 * np.random.randn(...)``). None if the value is not
+    (only) from samplers."""
     while isinstance(value, cst.Subscript):
         value = value.value
-    if not isinstance(value, cst.Name):
+    if depth > 6:
         return None
+    if not isinstance(value, cst.Name):
+        # fed as computed: {x: batch + 0.1 * np.random.randn(...)}
+        return _computed_from_samplers(a, value, loop, depth) if loop is not None else None
     bound = a.assigned_values(value)
     if not bound:
         return None
@@ -297,13 +302,64 @@ def fed_by_sampler(a: A.Analysis, value, loop) -> Optional[List[Sampler]]:
         # tuple targets: find the assignment's value
         if v is None:
             v = dataflow.assigned_by(a, origin)
-        if not isinstance(v, cst.Call) or not dataflow.is_inside(a, node, loop):
+        if v is None or not dataflow.is_inside(a, node, loop):
             return None
-        s = classify(a, v, loop)
-        if s is None:
+        s = classify(a, v, loop) if isinstance(v, cst.Call) else None
+        if s is not None:
+            out.append(s)
+            continue
+        derived = _computed_from_samplers(a, v, loop, depth)
+        if derived is None:
             return None
-        out.append(s)
+        out += [d for d in derived if all(d.call is not o.call for o in out)]
     return out
+
+
+def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[List[Sampler]]:
+    """The samplers of a value the step loop computes from drawn batches
+    only (``np.array([img - mean for img in batch])``, ``batch + noise``):
+    every name it reads that the loop binds is itself drawn (or fresh
+    NumPy noise); names bound before the loop are the same at every step.
+    None when something else the loop binds (a step counter, an offset)
+    reaches it: the batch then depends on the step, not on a draw."""
+    if isinstance(value, cst.Call) and _is_noise_draw(a, value):
+        return []
+    local = {t.value for comp in walk(value) if isinstance(comp, cst.CompFor)
+             for t in walk(comp.target) if isinstance(t, cst.Name)}
+    found: List[Sampler] = []
+
+    def bound_here(name: cst.Name) -> bool:
+        return name.value in local or any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(name))
+
+    for call in walk(value):
+        # a call reading only what is bound before the loop may itself draw
+        # (preprocess(mnist.train.next_batch(n))); one reading the drawn
+        # batch (img.reshape(...), one_hot(batch_y)) transforms it
+        if isinstance(call, cst.Call) and call is not value \
+                and not any(bound_here(n) for n in dataflow.names_in(call)):
+            s = classify(a, call, loop)
+            if s is not None:
+                found.append(s)
+    for name in dataflow.names_in(value):
+        if name.value in local:
+            continue
+        bound = a.assigned_values(name)
+        if not any(dataflow.is_inside(a, o, loop) for o, _ in bound):
+            continue  # bound before the loop: the same at every step
+        if all(v is not None and isinstance(v, cst.Call) and _is_noise_draw(a, v) for _, v in bound):
+            continue
+        inner = fed_by_sampler(a, name, loop, depth + 1)
+        if inner is None:
+            return None
+        found += [s for s in inner if all(s.call is not o.call for o in found)]
+    return found or None
+
+
+def _is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
+    """A fresh draw from one of NumPy's random distributions
+    (``np.random.randn(n, 784)``): noise, not data to divide."""
+    names = a.names(call)
+    return any(n.startswith("numpy.random.") for n in names) and not names & apis.NUMPY_DATA_DRAWS
 
 
 def _keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:

@@ -466,6 +466,45 @@ def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst
     return None
 
 
+def _is_schedule(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """A hyper-parameter recomputed from constants and step counters only
+    (``lr = lo + (hi - lo) * math.exp(-i / decay)``, a step index fed to a
+    placeholder): the same on every rank at the same step, not data."""
+    if _is_constant(a, expr):
+        return True
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_schedule(a, expr.expression, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return _is_schedule(a, expr.left, depth + 1) and _is_schedule(a, expr.right, depth + 1)
+    if isinstance(expr, cst.Call):
+        names = a.names(expr)
+        math = bool(names) and all(n.startswith(apis.SCALAR_MATH_PREFIXES) or n in apis.SCALAR_MATH_BUILTINS
+                                   for n in names)
+        return math and all(_is_schedule(a, arg.value, depth + 1) for arg in expr.args)
+    if not isinstance(expr, cst.Name):
+        return False
+    bound = a.assigned_values(expr)
+    if not bound:
+        return False
+    for origin, value in bound:
+        if value is not None:
+            if not _is_schedule(a, value, depth + 1):
+                return False
+            continue
+        par = a.parent(origin) if isinstance(origin, cst.Name) else None
+        if isinstance(par, cst.For) and par.target is origin and isinstance(par.iter, cst.Call) \
+                and a.is_name(par.iter, {"builtins.range"}):
+            continue  # a step counter
+        if isinstance(origin, cst.AugAssign) or isinstance(par, cst.AugAssign):
+            aug = origin if isinstance(origin, cst.AugAssign) else par
+            if _is_constant(a, aug.value):
+                continue  # step += 1
+        return False
+    return True
+
+
 def _is_shape(a: A.Analysis, expr, depth: int) -> bool:
     """A list or tuple of constants (a shape), or of constant arrays."""
     return isinstance(expr, (cst.List, cst.Tuple)) and all(
@@ -511,7 +550,7 @@ def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
         roots: Dict[str, cst.Name] = {}
         readers: List[cst.CSTNode] = []
         for v in values:
-            if _is_constant(a, v) or _is_noise(a, v, loop):
+            if _is_schedule(a, v) or _is_noise(a, v, loop):
                 continue
             if not _array_roots(a, v, loop, roots, readers, run):
                 return None
@@ -744,7 +783,7 @@ def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> O
             return None
         loop = dataflow.outermost_loop(a, run)
         for v in values:
-            if _is_constant(a, v) or (loop is not None and _is_noise(a, v, loop)):
+            if _is_schedule(a, v) or (loop is not None and _is_noise(a, v, loop)):
                 continue
             found = samplers.fed_by_sampler(a, v, loop)
             if not found:
