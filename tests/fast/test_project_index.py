@@ -166,6 +166,92 @@ def test_helper_of_another_module_shuffling_unseeded_is_seeded_before_its_call(t
     assert "get_seeded_data()" in seeded.code
 
 
+DATASET_UTILS = """import tensorflow as tf
+
+
+def create_dataset(batch_size, seed=42):
+    (x, y), (xt, yt) = tf.keras.datasets.mnist.load_data()
+    train = tf.data.Dataset.from_tensor_slices((x / 255.0, y))
+    train = train.shuffle(1000, seed=seed).batch(batch_size)
+    test = tf.data.Dataset.from_tensor_slices((xt / 255.0, yt)).batch(batch_size)
+    return train, test, {"classes": 10}
+"""
+
+TRAINER = """import tensorflow as tf
+from proj.models import utils
+
+
+class Train(object):
+    def __init__(self, epochs, model):
+        self.epochs = epochs
+        self.optimizer = tf.keras.optimizers.SGD(learning_rate=0.1, momentum=0.9)
+        self.loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.model = model
+
+    def train_step(self, image, label):
+        with tf.GradientTape() as tape:
+            loss = self.loss_object(label, self.model(image, training=True))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+
+    def custom_loop(self, train_dataset):
+        for epoch in range(self.epochs):
+            for image, label in train_dataset:
+                self.train_step(image, label)
+
+    def keras_fit(self, train_dataset):
+        self.model.compile(optimizer=self.optimizer, loss=self.loss_object)
+        self.model.fit(train_dataset, epochs=self.epochs)
+
+
+def main(mode="custom"):
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(10)])
+    trainer = Train(2, model)
+    train_dataset, test_dataset, _ = utils.create_dataset(64)
+    if mode == "custom":
+        return trainer.custom_loop(train_dataset)
+    return trainer.keras_fit(train_dataset)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_dataset_unpacked_from_a_helper_of_another_module_reaches_a_method_loop(tmp_path, backend):
+    """tensorflow/examples' shape: main() unpacks (train, test, info) from
+    utils.create_dataset() of the package and hands train to a method whose
+    step loop iterates it (and to one that fits it). The train dataset is
+    divided where it is unpacked, once; the loop's steps follow it; the
+    optimizer the class keeps in self.optimizer is known at compile()."""
+    pkg = tmp_path / "proj" / "models"
+    pkg.mkdir(parents=True)
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(DATASET_UTILS)
+    train = pkg / "train.py"
+    train.write_text(TRAINER)
+    result = convert_file(train, backend=backend)
+    assert result.status == "converted", result.error
+    assert not result.warnings, [(w.line, w.message) for w in result.warnings]
+    lines = result.code.splitlines()
+    unpack = next(i for i, line in enumerate(lines) if "= utils.create_dataset(" in line)
+    if backend == "horovod":
+        assert lines[unpack + 2].strip() == ("train_dataset = train_dataset.apply(lambda ds: ds.shard(hvd.size(), "
+                                             "hvd.rank()).take(ds.cardinality() // hvd.size()))"), result.code
+        assert "optimizer=hvd_keras.DistributedOptimizer(self.optimizer)" in result.code
+        assert "hvd.DistributedGradientTape(tape)" in result.code
+    else:
+        assert "utils.create_dataset(64 * strategy.num_replicas_in_sync)" in lines[unpack]
+        assert lines[unpack + 1].strip() == "train_dataset = shard_by_sample(train_dataset)", result.code
+        assert "in strategy.experimental_distribute_dataset(train_dataset):" in result.code
+    # only the training dataset is divided, once
+    assert [line.split("=")[0].strip() for line in lines if "shard" in line and "=" in line
+            and "def " not in line and "policy" not in line] == ["train_dataset"], result.code
+    assert (pkg / "utils.py").read_text() == DATASET_UTILS  # the helper's module is not edited
+
+
 @pytest.mark.parametrize("src,hit", [
     (b"import tensorflow as tf\n", True),
     (b"from tensorflow import keras\n", True),

@@ -636,6 +636,8 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             elif isinstance(assign.value, cst.Tuple):  # train, test = splits["train"], splits["test"]
                 for element in a.tuple_element_values(origin):
                     found |= _shard_unresolved(ctx, element, what, seen)
+            elif isinstance(assign.value, cst.Call):  # train, test, info = utils.create_dataset(...)
+                found |= _shard_external_helper(ctx, assign.value, what, (assign, origin.value, path))
         return found
     return False
 
@@ -663,10 +665,14 @@ def _dict_of_splits(ctx, expr) -> bool:
 
 
 def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: bool, shuffled: bool,
-                     what: str, why: str) -> bool:
-    if call in _sharded(ctx):
+                     what: str, why: str, unpacked=None) -> bool:
+    """Shard what a helper returns at its call -- or, with ``unpacked``
+    (assign, name, path), the one dataset of its tuple bound to name, right
+    after that assignment."""
+    key = call if unpacked is None else (unpacked[0], unpacked[1])
+    if key in _sharded(ctx):
         return True
-    _sharded(ctx).add(call)
+    _sharded(ctx).add(key)
     if known:
         template = ctx.backend.shard_dataset_known_size("{inner}")
     elif not batched:
@@ -674,7 +680,14 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
     else:
         ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}), which cannot be cut into equal shares after batching: shard it inside {helper}() for the calls that train, where its elements are single samples (after any window() and its flat_map(), take() or skip(); before .shuffle(...) and .batch(...)), e.g. .batch({size}, drop_remainder=True).unbatch().shard({size}, {rank}), so every rank gets the same number of elements", helper=helper, why=why))
         return True
-    if _wrap_node(ctx, call, template):
+    if unpacked is not None:
+        assign, name, _ = unpacked
+        template = _conditional_template(ctx, assign, template).replace("{inner}", name)
+        ctx.plan.insert_after(ctx.a.statement_of(assign), ctx.stmts(
+            f"{name} = {template}", comment=ctx.say("{engine}: an equal, disjoint share of the dataset per rank.")))
+        ctx.change(assign, RULE, f"{what}: {name}, a dataset {helper}() returns, sharded by rank where it is "
+                                 f"unpacked ({why}), equal share per rank")
+    elif _wrap_node(ctx, call, template):
         ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
     for src in flow.dataset_sources(ctx.a, call, through_params=False):
         # a source shuffling with its own per-process seed (shuffle=True of
@@ -717,7 +730,7 @@ def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
     if arg in _sharded(ctx):
         return True
     _sharded(ctx).add(arg)
-    for src in a.dataset_sources(arg):
+    for src in flow.dataset_sources(a, arg):
         _prepare_source(ctx, src)
     if _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}")):
         ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
@@ -896,16 +909,25 @@ def _fit_data_argument(a, arg: cst.Arg) -> bool:
     return any(find_arg(call, key, apis.KERAS_FIT_POSITIONS[key]) is arg for key in ("x", "validation_data"))
 
 
-def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
-    """``make_dataset(...)`` imported from another module of the project."""
-    found = flow.external_function(ctx, call)
-    if found is None:
-        return False
-    other, fdef = found
-    rets = _returns(fdef)
-    if not any(other.dataset_sources(r) for r in rets):
-        return False
-    arrays = flow.external_array_arguments(other, fdef, call)
+def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> bool:
+    """``make_dataset(...)`` imported from another module of the project;
+    with ``unpacked`` (assign, name, index path), the dataset at that place
+    of the tuple it returns (``train, test, info = utils.create_dataset(...)``),
+    sharded where it is unpacked."""
+    if unpacked is not None:
+        found = flow.external_returned(ctx.a, call, unpacked[2])
+        if found is None:
+            return False
+        other, fdef, rets = found
+    else:
+        found = flow.external_function(ctx, call)
+        if found is None:
+            return False
+        other, fdef = found
+        rets = _returns(fdef)
+        if not any(other.dataset_sources(r) for r in rets):
+            return False
+    arrays = flow.external_array_arguments(other, fdef, call) if unpacked is None else None
     if arrays:
         # the helper slices arrays it is handed: slice them where they are
         # handed to it, before any shuffle of the helper (disjoint shares)
@@ -915,7 +937,7 @@ def _shard_external_helper(ctx, call: cst.Call, what: str) -> bool:
     name = ctx.a.code(call.func)
     shuffled = "shuffle" in methods and not external_shuffles_alike(ctx, other, fdef, call, name)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
-                            shuffled, what, "it is defined in another module")
+                            shuffled, what, "it is defined in another module", unpacked)
 
 
 def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, helper: str) -> bool:
@@ -947,8 +969,8 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
                 return False
         elif isinstance(param.default, cst.Name) and param.default.value == "None":
             missing.append(param.name.value)
-        else:
-            return False
+        elif param.default is None or not flow.same_on_every_rank(other, param.default):
+            return False  # else a default seed written as a number: the same on every rank
     for name in sorted(set(missing)):
         add_kwarg(ctx, call, name, SHARED_SEED)
         ctx.change(call, RULE, f"{helper}() shuffles by its {name} argument: one seed given, the same on every "

@@ -395,7 +395,9 @@ def size_known(a, expr, seen=None) -> bool:
         rets = [r for fdef in dataflow.callees(a, expr) for r in _returns(fdef)]
         return bool(rets) and all(size_known(a, r, seen) for r in rets)
     if isinstance(expr, cst.Name):
-        values = [v for _, v in a.assigned_values(expr)]
+        # a value bound by unpacking: the source it is unpacked from
+        # (train, info = tfds.load(..., with_info=True))
+        values = [v if v is not None else unpacked_source(a, o) for o, v in a.assigned_values(expr)]
         return bool(values) and all(v is not None and size_known(a, v, seen) for v in values)
     if isinstance(expr, cst.Attribute):
         values = property_values(a, expr)
@@ -535,24 +537,85 @@ def external_function(ctx, call: cst.Call):
     """(analysis of its module, FunctionDef) of a function imported from
     another module of the project (the project facts the pipeline is handed
     carry its module's source), or None."""
+    return external_function_of(ctx.a, call)
+
+
+def external_function_of(a, call: cst.Call):
+    """external_function, for an analysis (each other module is parsed and
+    analysed once per analysis)."""
     from ..engine.analysis import Analysis, ProjectContext
-    a = ctx.a
     if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return None
+    cache = a.__dict__.setdefault("_external_modules", {})
     for qual in sorted(a.qualified(call.func)):
         found = a.project.functions.get(a.project.absolute(qual))
         if found is None:
             continue
         module_name, source = found
-        try:
-            module = cst.parse_module(source)
-        except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
+        if module_name not in cache:
+            try:
+                module = cst.parse_module(source)
+            except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
+                module = None
+            cache[module_name] = Analysis(module, ProjectContext(module_name)) if module is not None else None
+        other = cache[module_name]
+        if other is None:
             continue
         func = qual.rpartition(".")[2]
-        for stmt in module.body:
+        for stmt in other.module.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
-                return Analysis(module, ProjectContext(module_name)), stmt
+                return other, stmt
     return None
+
+
+def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):
+    """(analysis of its module, FunctionDef, returned datasets) when call
+    runs a helper of another module of the project every return of which
+    is a dataset -- or, with ``path``, holds one at that position of the
+    tuple it returns (``train, test, info = utils.create_dataset(...)``);
+    None otherwise."""
+    found = external_function_of(a, call)
+    if found is None:
+        return None
+    other, fdef = found
+    from ..engine.analysis import _returns
+    out = []
+    for ret in _returns(fdef):
+        for i in path or ():
+            if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements) \
+                    or not isinstance(ret.elements[i], cst.Element):
+                return None
+            ret = ret.elements[i].value
+        if not dataset_sources(other, ret):
+            return None
+        out.append(ret)
+    return (other, fdef, out) if out else None
+
+
+def external_dataset(a, expr, depth: int = 0) -> bool:
+    """expr holds a dataset a helper of another module of the project
+    made, followed through names, tuple unpacking and parameters (a step
+    loop in a method iterating what its caller got from
+    ``utils.create_dataset(...)``)."""
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Call):
+        return external_returned(a, expr) is not None
+    if not isinstance(expr, cst.Name):
+        return False
+    for origin, value in a.assigned_values(expr):
+        if value is not None:
+            if external_dataset(a, value, depth + 1):
+                return True
+        elif isinstance(origin, cst.Param):
+            if any(external_dataset(a, v, depth + 1) for v in a.parameter_values(origin)):
+                return True
+        elif isinstance(origin, cst.Name):
+            unpack = unpacked(a, origin)
+            if unpack is not None and isinstance(unpack[0].value, cst.Call) \
+                    and external_returned(a, unpack[0].value, unpack[1]) is not None:
+                return True
+    return False
 
 
 def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:

@@ -490,13 +490,15 @@ def _trains(a: A.Analysis, node, applies: Set[int]) -> bool:
 
 
 def _loop_dataset(a: A.Analysis, it) -> Tuple[Optional[cst.BaseExpression], Optional[cst.Call]]:
-    """The dataset a for-loop iterates, and a ``.take(n)`` directly on it."""
+    """The dataset a for-loop iterates (made here, or by a helper of another
+    module of the project), and a ``.take(n)`` directly on it."""
     if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
         it = it.args[0].value
     take = None
     if isinstance(it, cst.Call) and method_name(it) == "take":
         take = it
-    is_dataset = a.is_kind(it, A.DATASET) or bool(dataset_flow.dataset_sources(a, it))
+    is_dataset = a.is_kind(it, A.DATASET) or bool(dataset_flow.dataset_sources(a, it)) \
+        or dataset_flow.external_dataset(a, it)
     return (it if is_dataset else None), take
 
 

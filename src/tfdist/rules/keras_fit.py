@@ -409,6 +409,11 @@ def _constructions(a: A.Analysis, value, depth: int):
             else:
                 return None
         return _all_constructions(a, values, depth)
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
+        # self.optimizer: what the class's methods assign to it
+        klass = a.self_class(value.value)
+        values = a.attribute_values(klass, value.attr.value) if klass is not None else []
+        return _all_constructions(a, values, depth) if values else None
     return None
 
 

@@ -303,8 +303,8 @@ def _fit(ctx, call: cst.Call) -> None:
         _dataset(ctx, x.value, "training data")
         data_division.divide_steps_taken(ctx, x.value)
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-    elif y is None and replicas.external_helper_call(ctx, x.value) is not None:
-        replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, x.value), "training data")
+    elif y is None and replicas.external_helper_site(ctx, x.value) is not None:
+        replicas.external_helper_dataset(ctx, replicas.external_helper_site(ctx, x.value), "training data")
     elif y is not None or dataset_flow.numpy_array(a, x.value):
         data_division.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
         _arrays(ctx, call)
@@ -320,8 +320,8 @@ def _fit(ctx, call: cst.Call) -> None:
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
     elif val is not None and _is_sequence(a, val.value):
         _sequence(ctx, call, val.value, "validation_steps", "validation data")
-    elif val is not None and replicas.external_helper_call(ctx, val.value) is not None:
-        replicas.external_helper_dataset(ctx, replicas.external_helper_call(ctx, val.value), "validation data")
+    elif val is not None and replicas.external_helper_site(ctx, val.value) is not None:
+        replicas.external_helper_dataset(ctx, replicas.external_helper_site(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
         arg = find_arg(call, key, keras_fit.FIT_POS[key])
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):

@@ -345,8 +345,12 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
     if isinstance(loop, cst.For):
         ds, take = gradient_tape._loop_dataset(a, loop.iter)
         if ds is not None:
-            replicas.dataset_batches_per_replica(ctx, ds, "training data")
-            replicas.split_by_engine(ctx, ds, "training data")
+            site = replicas.external_helper_site(ctx, ds)
+            if site is not None:  # made by a helper of another module (not edited)
+                replicas.external_helper_dataset(ctx, site, "training data")
+            else:
+                replicas.dataset_batches_per_replica(ctx, ds, "training data")
+                replicas.split_by_engine(ctx, ds, "training data")
             target = take if take is not None else ds
             _distribute(ctx, target)
             ctx.change(target, data_division.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))

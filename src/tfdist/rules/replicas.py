@@ -7,6 +7,8 @@ These are intents; the backend says how (``replica_scope``,
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 from typing import Dict, List, Optional
 
@@ -584,18 +586,54 @@ def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
 
 
 # ------------------------------------------------------------ helpers of other modules
+@dataclass
+class HelperSite:
+    """Where a helper of another module hands over the dataset: its call;
+    with ``path``, the dataset sits at that place of the tuple the helper
+    returns and is bound to ``name`` by ``unpack`` (``train, test, info =
+    utils.create_dataset(...)``)."""
+    call: cst.Call
+    path: Optional[List[int]] = None
+    unpack: Optional[cst.Assign] = None
+    name: Optional[str] = None
+
+
 def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
     """The call of a function of another project module that builds this
     dataset (``train_ds = make_dataset(x, y)``, followed through a name
     bound once), when that function returns a tf.data dataset."""
+    site = external_helper_site(ctx, dataset)
+    return site.call if site is not None and site.path is None else None
+
+
+def external_helper_site(ctx, dataset) -> Optional[HelperSite]:
+    """Where a helper of another project module builds this dataset,
+    followed through names bound once, dataset methods, a parameter its
+    function is called with once, and tuple unpacking; None if not so."""
     a = ctx.a
     expr = dataset
-    for _ in range(4):
+    for _ in range(8):
         if isinstance(expr, cst.Name):
             bound = a.assigned_values(expr)
-            if len(bound) != 1 or bound[0][1] is None:
+            if len(bound) != 1:
                 return None
-            expr = bound[0][1]
+            origin, value = bound[0]
+            if value is not None:
+                expr = value
+                continue
+            if isinstance(origin, cst.Param):
+                passed = a.parameter_values(origin)
+                if len(passed) != 1:
+                    return None
+                expr = passed[0]
+                continue
+            unpack = flow.unpacked(a, origin) if isinstance(origin, cst.Name) else None
+            if unpack is None or not isinstance(unpack[0].value, cst.Call):
+                return None
+            assign, path = unpack
+            if flow.external_returned(a, assign.value, path) is None:
+                return None
+            return HelperSite(assign.value, path, assign, origin.value)
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
                 expr.func.attr.value in apis.DATASET_METHODS:
             expr = expr.func.value
@@ -607,20 +645,26 @@ def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
     if found is None:
         return None
     other, fdef = found
-    return expr if any(other.dataset_sources(r) for r in A._returns(fdef)) else None
+    return HelperSite(expr) if any(other.dataset_sources(r) for r in A._returns(fdef)) else None
 
 
-def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
+def external_helper_dataset(ctx, call, what: str) -> None:
     """A dataset a helper of another module builds (that module is not
     edited): its batch kept per replica through the argument that sets it
     at this call, its data in memory split by sample (the option set on the
     dataset the helper returns holds for its whole pipeline); what cannot
-    be done from here is reported with the edit to make in the helper."""
+    be done from here is reported with the edit to make in the helper.
+    ``call`` is the helper's call or a HelperSite."""
     from .common import append_arg, kwarg
     a = ctx.a
-    other, fdef = flow.external_function(ctx, call)
+    site = call if isinstance(call, HelperSite) else HelperSite(call)
+    call = site.call
+    if site.path is not None:
+        other, fdef, rets = flow.external_returned(a, call, site.path)
+    else:
+        other, fdef = flow.external_function(ctx, call)
+        rets = A._returns(fdef)
     helper = a.code(call.func)
-    rets = A._returns(fdef)
     params = list(fdef.params.params)
     batches = [c for r in rets for c in batch_calls(other, r) or []]
     if not batches:
@@ -649,11 +693,19 @@ def external_helper_dataset(ctx, call: cst.Call, what: str) -> None:
                 "{what}: {helper}() batches by {batch} ({module}, line {line}): that is the global batch under "
                 "{engine}; multiply it by {size} there to keep the per-replica batch", what=what, helper=helper,
                 batch=other.code(b), line=str(other.line(b)), module=_module_file(other)))
-    sources = [s for r in rets for s in other.dataset_sources(r)]
+    sources = [s for r in rets for s in flow.dataset_sources(other, r)]
     done = ctx.state(__name__ + ".split")
-    if call not in done:
-        done.add(call)
-        if sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources):
+    key = call if site.path is None else (site.unpack, site.name)
+    if key not in done:
+        done.add(key)
+        if sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources) and site.path is not None:
+            # one dataset of the tuple: split where it is unpacked
+            split = ctx.fill(ctx.backend.shard_dataset(site.name))
+            ctx.plan.insert_after(a.statement_of(site.unpack), ctx.stmts(f"{site.name} = {split}"))
+            ctx.change(site.unpack, SPLIT_RULE, ctx.say(
+                "{what}: the data in memory {helper}() makes {name} of is split between workers by sample",
+                what=what, helper=helper, name=site.name))
+        elif sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources):
             new_template = ctx.backend.shard_dataset("{inner}")
             ctx.plan.replace(call, lambda upd: ctx.expr(new_template, inner=ctx.module.code_for_node(upd)))
             ctx.change(call, SPLIT_RULE, ctx.say("{what}: the data in memory {helper}() makes a dataset of is split "
