@@ -87,6 +87,17 @@ def test_values_computed_from_drawn_batches_are_drawn_but_step_offsets_are_not()
     result = _convert(offset)
     assert [w for w in result.warnings if "feed_dict" in w.message and w.line == 19], result.warnings
     assert "np.random.seed" not in result.code
+    # rows at an offset of the step counter read through a method (a sparse
+    # matrix's .toarray()) are no stream either: drawing them size times per
+    # step would hand every rank the same rows
+    method_rows = MNIST_HEAD + """for i in range(500):
+    xs = X_all[i * 32:(i + 1) * 32].toarray()
+    ys = Y_all[i * 32:(i + 1) * 32].toarray()
+    sess.run(train_op, feed_dict={x: xs, y: ys, lr: 0.01})
+"""
+    result = _convert(method_rows)
+    assert "for _draw in range(hvd.size())" not in result.code
+    assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
     # a "learning rate" read from the data at each step is no schedule
     data_rate = MNIST_HEAD + """for i in range(500):
     bx, by = mnist.train.next_batch(32)

@@ -82,11 +82,16 @@ def _local_item(target, fdef: cst.FunctionDef) -> bool:
 
 
 def _varies_per_step(a: A.Analysis, call: cst.Call, loop) -> bool:
-    """An argument of the call reads a name bound inside the loop (its counter, a batch index...)."""
+    """An argument of the call -- or the object a method is called on
+    (``X[j * b:(j + 1) * b].toarray()``) -- reads a name bound inside the
+    loop (its counter, a batch index...)."""
     if loop is None:
         return True
-    for arg in call.args:
-        for n in walk(arg.value):
+    read = [arg.value for arg in call.args]
+    if isinstance(call.func, cst.Attribute):
+        read.append(call.func.value)
+    for value in read:
+        for n in walk(value):
             if isinstance(n, cst.Name) and any(dataflow.is_inside(a, o, loop) or o is loop
                                                for o, _ in a.assigned_values(n)):
                 return True
