@@ -98,6 +98,18 @@ def test_values_computed_from_drawn_batches_are_drawn_but_step_offsets_are_not()
     result = _convert(method_rows)
     assert "for _draw in range(hvd.size())" not in result.code
     assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
+    # a rate made by an object tfdist cannot see from a counter the loop
+    # advances with another unseen call: neither is a stream of batches (the
+    # counter call must not be run size times per step)
+    unseen_rate = MNIST_HEAD + """for i in range(500):
+    bx, by = mnist.train.next_batch(32)
+    count = counter.increase()
+    rate = control.get_value(iteration=count)
+    sess.run(train_op, feed_dict={x: bx, y: by, lr: rate})
+"""
+    result = _convert(unseen_rate)
+    assert "for _draw in range(hvd.size())" not in result.code
+    assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
     # a "learning rate" read from the data at each step is no schedule
     data_rate = MNIST_HEAD + """for i in range(500):
     bx, by = mnist.train.next_batch(32)

@@ -337,14 +337,21 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
         return name.value in local or any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(name))
 
     for call in walk(value):
+        if not isinstance(call, cst.Call):
+            continue
         # a call reading only what is bound before the loop may itself draw
         # (preprocess(mnist.train.next_batch(n))); one reading the drawn
-        # batch (img.reshape(...), one_hot(batch_y)) transforms it
-        if isinstance(call, cst.Call) and call is not value \
-                and not any(bound_here(n) for n in dataflow.names_in(call)):
-            s = classify(a, call, loop)
-            if s is not None:
-                found.append(s)
+        # batch must transform its rows (img.reshape(...), np.array(...),
+        # one_hot(batch_y) of this module): not a method of an object tfdist
+        # cannot see (lr_control.get_value(iteration=count)), which makes
+        # anything of what it is given
+        if not any(bound_here(n) for n in dataflow.names_in(call)):
+            if call is not value:
+                s = classify(a, call, loop)
+                if s is not None:
+                    found.append(s)
+        elif not _transforms_rows(a, call):
+            return None
     for name in dataflow.names_in(value):
         if name.value in local:
             continue
@@ -358,6 +365,17 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
             return None
         found += [s for s in inner if all(s.call is not o.call for o in found)]
     return found or None
+
+
+def _transforms_rows(a: A.Analysis, call: cst.Call) -> bool:
+    """A call that makes arrays of the arrays it is given, row for row:
+    NumPy's functions, an array's own methods, a function of this module."""
+    names = a.names(call)
+    if any(n.startswith("numpy.") for n in names):
+        return True
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in NUMPY_ARRAY_METHODS:
+        return True
+    return isinstance(call.func, cst.Name) and bool(a._local_functions(call.func))
 
 
 def _is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
