@@ -23,6 +23,8 @@ ALIAS_PREFIXES = (
     ("keras.engine.training.", "keras."),
     ("keras.engine.sequential.", "keras."),
     ("keras.models.", "keras."),
+    # the standalone package Keras 2.x's keras.preprocessing re-exported
+    ("keras_preprocessing.", "keras.preprocessing."),
 )
 ALIAS_EXACT = {
     "tensorflow.keras": "keras",
