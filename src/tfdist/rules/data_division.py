@@ -636,8 +636,12 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             elif isinstance(assign.value, cst.Tuple):  # train, test = splits["train"], splits["test"]
                 for element in a.tuple_element_values(origin):
                     found |= _shard_unresolved(ctx, element, what, seen)
-            elif isinstance(assign.value, cst.Call):  # train, test, info = utils.create_dataset(...)
-                found |= _shard_external_helper(ctx, assign.value, what, (assign, origin.value, path))
+            elif isinstance(assign.value, cst.Call):
+                elements = a.tuple_element_values(origin)
+                if elements:  # train, val = load_data(): the element each return of this module's helper has there
+                    found |= all([shard_dataset(ctx, element, what) for element in elements])
+                else:  # train, test, info = utils.create_dataset(...) of another module
+                    found |= _shard_external_helper(ctx, assign.value, what, (assign, origin.value, path))
         return found
     return False
 
