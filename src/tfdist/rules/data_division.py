@@ -836,7 +836,7 @@ def _with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
     return params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, new])
 
 
-def _site_use(a, site: cst.Call) -> Optional[str]:
+def _site_use(a, site: cst.Call, depth: int = 0) -> Optional[str]:
     """What a helper call's dataset is used for: "train" when it reaches
     fit()'s training or validation data, or a loop that trains on it
     (directly or through the name it is bound to; any other use then sees
@@ -849,14 +849,14 @@ def _site_use(a, site: cst.Call) -> Optional[str]:
         reads = a.reads_bound_to(parent.targets[0].target.value, site)
     else:
         reads = [site]
-    uses = [_read_use(a, r) for r in reads]
+    uses = [_read_use(a, r, depth) for r in reads]
     if "train" in uses:
         return "train"
     # a name never read (rebound before any use) does not train either
     return "other" if all(u == "look" for u in uses) else None
 
 
-def _read_use(a, node: cst.CSTNode) -> Optional[str]:
+def _read_use(a, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
     """"train" (fit()'s data, or iterated by a loop that steps an optimizer
     or runs a collective), "look" (evaluate/predict, a loop that does
     neither, a built-in like list() whose value is dropped) or None."""
@@ -868,6 +868,13 @@ def _read_use(a, node: cst.CSTNode) -> Optional[str]:
         if isinstance(anc, cst.For) and child is anc.iter:
             free = all(rank0_io.collective_free(a, c) for c in walk(anc.body) if isinstance(c, cst.Call))
             return "look" if free else "train"
+        if isinstance(anc, cst.CompFor) and child is anc.iter:
+            # [lengths for _, lengths, _ in ds.take(1000)]: what the comprehension computes decides
+            comp = a.parent(anc)
+            reading = {id(c) for c in walk(anc.iter)}
+            free = all(rank0_io.collective_free(a, c) for c in walk(comp) if isinstance(c, cst.Call)
+                       and id(c) not in reading)
+            return "look" if free else None
         if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in apis.DATASET_METHODS:
             child = anc
         elif isinstance(anc, cst.Call) and anc.func is child:
@@ -878,6 +885,12 @@ def _read_use(a, node: cst.CSTNode) -> Optional[str]:
                 return None
             if method_name(call) in apis.KERAS_VERBOSE_METHODS:
                 return "look"
+            passed = flow.passed_datasets(a, call) if depth < 4 else None
+            if passed and any(p is anc.value for p in passed):
+                # crop(train_set): a helper of this module transforming the
+                # dataset it is handed; what its result is used for decides
+                use = _site_use(a, call, depth + 1)
+                return "look" if use == "other" else use
             if not a.names(call) & apis.READ_ONLY_BUILTINS:
                 return None
             child = anc  # list(ds), enumerate(ds): what they feed decides
