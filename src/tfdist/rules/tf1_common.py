@@ -351,6 +351,12 @@ def _is_constant(a: A.Analysis, expr, depth: int = 0) -> bool:
     return False
 
 
+def _rows_reshaped(value) -> bool:
+    """``y[idx].reshape(-1, 1)``: rows of an array, kept as rows."""
+    return isinstance(value, cst.Call) and method_name(value) in apis.ROW_PRESERVING_METHODS \
+        and isinstance(receiver(value), cst.Subscript)
+
+
 def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
                  reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
@@ -390,7 +396,7 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     if inside:
         if len(inside) != len(bound):
             return False
-        return all(v is not None and isinstance(v, (cst.Subscript, cst.Name))
+        return all(v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
                    and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
     params = [o for o, _ in bound if isinstance(o, cst.Param)]
     # a parameter of the function holding the step loop is divided at the
