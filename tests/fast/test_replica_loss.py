@@ -42,9 +42,19 @@ CASES = {
     "a mean of its own": ("loss = tf.reduce_mean(tf.square(y - pred))", DIVIDED),
     "a mean plus the model's regularisation losses": (
         "loss = tf.reduce_mean(tf.square(y - pred))\n        loss += sum(model.losses)", DIVIDED),
-    # the Keras part is divided by Keras already, the sum is not: dividing the whole halved the first
+    # the Keras part is divided by Keras already, the sum is not: dividing the
+    # whole would halve the first; only the added term is divided
     "a Keras Loss object plus the model's regularisation losses": (
-        "loss = loss_fn(y, pred)\n        loss += sum(model.losses)", MIXED),
+        "loss = loss_fn(y, pred)\n        loss += sum(model.losses)",
+        "loss += (sum(model.losses)) / strategy.num_replicas_in_sync\n"),
+    "a Keras Loss object plus a weighted mean of its own, in one expression": (
+        "loss = loss_fn(y, pred) + 0.1 * tf.reduce_mean(tf.abs(pred))",
+        "loss = loss_fn(y, pred) + (0.1 * tf.reduce_mean(tf.abs(pred))) / strategy.num_replicas_in_sync"),
+    # a Keras loss weighted by a tensor is still divided by Keras
+    "a Keras Loss object weighted by a tensor": ("loss = loss_fn(y, pred) * tf.reduce_mean(y)", KEPT),
+    # two Keras values multiplied are no share of anything: warned, never guessed
+    "a product of Keras Loss values plus regularisation": (
+        "loss = loss_fn(y, pred) * loss_fn(y, 2 * pred) + sum(model.losses)", MIXED),
     "a Keras Loss object scaled in place": ("loss = loss_fn(y, pred)\n        loss *= 2.0", KEPT),
     "two Keras Loss values added in place": ("loss = loss_fn(y, pred)\n        loss += loss_fn(y, 2 * pred)", KEPT),
 }
@@ -62,3 +72,5 @@ def test_loss_share(body, expected):
     else:
         assert not warnings, warnings
         assert expected in text, text
+        if "strategy.num_replicas_in_sync\n" in expected and expected.startswith("loss +="):
+            assert KEPT in text, text  # the sum is this replica's share, as a Keras loss alone

@@ -33,6 +33,21 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
     stmt = a.statement_of(grad_call)
     inside = dataflow.is_inside(a, stmt, w.body)
     kind = loss_kind(a, target.value)
+    plain = _plain_terms(a, target.value) if kind == "mixed" and isinstance(target.value, cst.Name) else None
+    if plain:
+        # Keras 3 divided the Loss objects' values already; the terms added
+        # to them (regularisation, a mean of its own) are divided here, so
+        # the whole is this replica's share like a Keras loss alone
+        done = ctx.state(__name__ + ".divided_terms")
+        for term in plain:
+            if id(term) in done:
+                continue
+            done.add(id(term))
+            ctx.plan.replace(term, lambda old: ctx.expr(ctx.backend.gradient_share(
+                "(" + source(ctx.module, old, False) + ")")))
+            ctx.change(term, RULE, ctx.say("{term} divided by {size}: added to a Keras loss object's value, which "
+                                           "Keras 3 divides by the number of replicas itself", term=a.code(term)))
+        kind = "keras"
     if kind == "mixed":
         ctx.warn(target.value, RULE, ctx.say(
             "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
@@ -87,11 +102,60 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
             for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 if isinstance(other, (cst.Integer, cst.Float)):
                     return loss_kind(a, side, depth + 1)
-            return "plain"
+            # a Keras value weighted by a plain one (a tensor of weights) is
+            # still divided by Keras; two Keras values multiplied are not a share
+            left, right = loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)
+            if (left, right) == ("plain", "plain"):
+                return "plain"
+            if left == "keras" and right == "plain":
+                return "keras"
+            if isinstance(expr.operator, cst.Multiply) and (left, right) == ("plain", "keras"):
+                return "keras"
+            return "mixed"
         if isinstance(expr.operator, (cst.Add, cst.Subtract)):
             kinds = {loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)}
             return kinds.pop() if len(kinds) == 1 else "mixed"
     return "plain"
+
+
+def _plain_terms(a: A.Analysis, expr, depth: int = 0):
+    """The terms a loss adds to Keras Loss objects' values that are no such
+    value (``sum(model.losses)`` in ``loss = loss_fn(y, p); loss +=
+    sum(model.losses)``), followed through the bindings of names and
+    through constant factors; None when the loss is not such a sum."""
+    if depth > 6:
+        return None
+    kind = loss_kind(a, expr, depth)
+    if kind == "keras":
+        return []
+    if kind == "plain":
+        return [expr]
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            left, right = _plain_terms(a, expr.left, depth + 1), _plain_terms(a, expr.right, depth + 1)
+            return None if left is None or right is None else left + right
+        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if isinstance(other, (cst.Integer, cst.Float)):
+                    return _plain_terms(a, side, depth + 1)
+        return None
+    if not isinstance(expr, cst.Name):
+        return None
+    bound = a.assigned_values(expr)
+    if len(bound) != 1:
+        return None
+    origin, value = bound[0]
+    if value is not None:
+        return _plain_terms(a, value, depth + 1)
+    aug = a.parent(origin) if isinstance(origin, cst.Name) else None
+    if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)):
+        return None
+    line = a.line(aug)
+    before = [(o, v) for o, v in a.assigned_values(aug.target, reaching=False) if a.line(o) < line]
+    if not before or before[-1][1] is None:
+        return None
+    previous, added = _plain_terms(a, before[-1][1], depth + 1), _plain_terms(a, aug.value, depth + 1)
+    return None if previous is None or added is None else previous + added
 
 
 def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int) -> str:
