@@ -396,8 +396,10 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
             return False
         leaves += found
     for v in leaves:
-        # a call (np.ones((64, 8))) is evaluated once: slicing it twice would draw random arrays twice
-        template = ctx.backend.shard_array_once if isinstance(v, cst.Call) else ctx.backend.shard_array
+        # a call (np.ones((64, 8))) is evaluated once: slicing it twice would draw random arrays twice;
+        # arithmetic (x - mu) once too, rather than computed twice
+        once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
+        template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
         new = ctx.expr(template(source(ctx.module, v)))
         ctx.plan.replace(v, lambda old, new=new: new)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")

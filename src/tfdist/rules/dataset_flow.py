@@ -31,6 +31,11 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
         return []  # validation_data=(x, None): no labels, nothing to slice
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
         return [value]
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        # df.rating.values - mu, x / 255.0: what fit() is handed has its
+        # samples along the first axis, whatever the arithmetic: the result
+        # is sliced as one array
+        return [value]
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
             value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
         return array_leaves(value.func.value, a)  # x.astype(np.float32): the rows of x, sliced before converting
