@@ -310,6 +310,23 @@ TF1_TUTORIAL_DATASETS = {
 }
 TF1_TUTORIAL_SPLITS = {"train", "validation", "test"}
 SAMPLER_METHODS = {"next_batch"}
+# TensorFlow functions taking a shape: (keyword, position) of it. A count of
+# samples there is the batch a tensor holds -- this rank's, once the data
+# fed is this rank's share -- not a normaliser of the whole data set.
+TF_SHAPE_ARGUMENTS = {
+    "tensorflow.reshape": ("shape", 1), "tensorflow.ones": ("shape", 0), "tensorflow.zeros": ("shape", 0),
+    "tensorflow.fill": ("dims", 0), "tensorflow.placeholder": ("shape", 1),
+    "tensorflow.random.normal": ("shape", 0), "tensorflow.random_normal": ("shape", 0),
+    "tensorflow.random.uniform": ("shape", 0), "tensorflow.random_uniform": ("shape", 0),
+    "tensorflow.random.truncated_normal": ("shape", 0), "tensorflow.truncated_normal": ("shape", 0),
+}
+# Methods taking a batch size for the tensors they make (an RNN cell's
+# initial state): (keyword, position).
+TF_SHAPE_METHODS = {"zero_state": ("batch_size", 0), "get_initial_state": ("batch_size", 1)}
+# Methods changing a list, dict or set in place: a list built by appends
+# (rows = []; for ...: rows.append(r)) is final after its last change.
+CONTAINER_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+                      "setdefault", "add", "discard"}
 # Scalar arithmetic: a value computed by these from constants and step
 # counters only (a learning-rate decay fed to a placeholder) is a
 # hyper-parameter schedule, the same on every rank at the same step.

@@ -104,6 +104,25 @@ def test_undivided_data_fails_once_with_the_samples_as_evidence_of_the_steps():
     assert alone["identical"] and alone["reasons"][0].startswith("work not divided")
 
 
+def test_a_full_batch_conversion_runs_every_step_on_each_ranks_share():
+    """Full-batch training (the conversion's FileResult.full_batch): each rank
+    runs all of the original's steps on its half of the data. That passes;
+    half the steps fails -- and so does the same data on every rank."""
+    ref = _original(steps=20, rows=ROWS)
+    halves = _run([_rank(0, steps=20, rows=ROWS[0::2]), _rank(1, steps=20, rows=ROWS[1::2])], 2)
+    reasons, checks, _ = check(ref, halves, 2, full_batch=True)
+    assert reasons == [], reasons
+    assert any("each rank took all of the original's 20 optimizer steps" in c for c in checks), checks
+    fewer = _run([_rank(0, steps=10, rows=ROWS[0::2]), _rank(1, steps=10, rows=ROWS[1::2])], 2)
+    reasons, _, _ = check(ref, fewer, 2, full_batch=True)
+    assert len(reasons) == 1 and "are not the original's 20 (full-batch training" in reasons[0], reasons
+    same = _run([_rank(0, steps=20, rows=ROWS), _rank(1, steps=20, rows=ROWS)], 2)
+    reasons, _, _ = check(ref, same, 2, full_batch=True)
+    assert any(r.startswith("work not divided") for r in reasons), reasons
+    # read as divided steps, the correct full-batch run would fail
+    assert check(ref, halves, 2)[0], "the steps check must know the conversion is full-batch"
+
+
 def test_broken_sample_label_pairs_count_the_mispaired_samples():
     relabelled = [row + "x" for row in ROWS[:10]]
     results = run_checks(_original(rows=ROWS), _run([_rank(0, rows=relabelled), _rank(1, rows=ROWS[10:])], 2), 2)

@@ -44,6 +44,9 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
                     original run's split differs from the converted run's):
                     a rank's rows need not be ones the original trained on
                     (labels, pairs, disjointness and coverage still checked)
+    steps=all       full-batch training: every step is one pass over the whole
+                    data, split between the ranks, so each rank runs the
+                    original's number of steps (default: 1/N of them)
     samples=none    the probe has no sample source for this loop (e.g. a
                     GradientTape loop inside a tf.function fed NumPy slices):
                     asserted, and the sample checks are skipped (exit,
@@ -52,7 +55,7 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
 Runs the original once per script and reuses it for every rank count.
-Scripts: 51 (see correctness_scripts/); 3 ranks too for the 8 flagged ranks=2,3 -- one or two
+Scripts: 52 (see correctness_scripts/); 3 ranks too for the 8 flagged ranks=2,3 -- one or two
 of each source family where the share per rank depends on N (NumPy offsets, feed offsets,
 derived labels, next_batch, samplers, an iterator's while loop, Keras fit on arrays).
 """
@@ -108,6 +111,7 @@ class Flags:
     rank0_files: tuple[str, ...] = ()
     samples: bool = True
     random_split: bool = False
+    full_batch: bool = False
 
     @property
     def pythonpath(self) -> list[Path]:
@@ -142,6 +146,10 @@ def flags_of(script: Path) -> Flags:
                 if value != "random":
                     raise ValueError(f"{script.name}: split= takes only 'random', got {value!r}")
                 flags.random_split = True
+            elif key == "steps":
+                if value != "all":
+                    raise ValueError(f"{script.name}: steps= takes only 'all', got {value!r}")
+                flags.full_batch = True
             elif key == "samples":
                 if value != "none":
                     raise ValueError(f"{script.name}: samples= takes only 'none', got {value!r}")
@@ -226,6 +234,9 @@ def converted_copy(script: Path, dest: Path, allow_warnings: bool = False) -> Pa
 
     result = convert_file(script)
     assert result.status == "converted", (result.status, result.error, result.error_line)
+    # the header's steps=all says what the conversion reports (verify reads it from there)
+    assert result.full_batch == flags_of(script).full_batch, \
+        f"{script.name}: the conversion {'is' if result.full_batch else 'is not'} full-batch: fix its steps= flag"
     warnings = [f"{w.line}: {w.message}" for w in result.warnings if w.level == "WARNING"]
     if not allow_warnings:
         assert not warnings, f"{script.name}: tfdist warns, so it does not belong in correctness_scripts/: {warnings}"
@@ -299,9 +310,10 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
     assert ranks[0].trainable_count > 0 and len(digests) == 1, [(r.rank, r.trainable_sha256) for r in ranks]
     assert ranks[0].trainable_count == ref.trainable_count
 
-    # 1/N of the steps, equal on every rank (uneven shards drop < N samples per epoch).
+    # 1/N of the steps, equal on every rank (uneven shards drop < N samples per epoch);
+    # full-batch training (steps=all): every step of the original, on this rank's share.
     assert ref.optimizer_steps > 0
-    expected = ref.optimizer_steps / np_
+    expected = ref.optimizer_steps if flags.full_batch else ref.optimizer_steps / np_
     steps = [r.optimizer_steps for r in ranks]
     assert len(set(steps)) == 1, f"ranks ran different numbers of steps: {steps}"
     assert abs(steps[0] - expected) <= max(1.0, 0.1 * expected), (steps, ref.optimizer_steps)
@@ -316,7 +328,7 @@ def assert_trains_correctly(script: Path, flags: Flags, original, distributed, n
         assert_samples(script, flags, ref, ranks, np_)
 
     # The whole verify check agrees (exit, variables, steps, learning rate, samples, writers).
-    reasons, checks, _ = check(original, distributed, np_, rate_factor=float(np_))
+    reasons, checks, _ = check(original, distributed, np_, rate_factor=float(np_), full_batch=flags.full_batch)
     assert reasons == [], reasons
 
     # Every Model.fit trains with the original's learning rate x N (linear

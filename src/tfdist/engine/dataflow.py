@@ -52,7 +52,9 @@ def all_binding_statements(a: Analysis, name: cst.Name, params: Optional[List[cs
     return out or (out if params else None)
 
 
-def value_of_statement(stmt: cst.SimpleStatementLine) -> Optional[cst.BaseExpression]:
+def value_of_statement(stmt: cst.BaseStatement) -> Optional[cst.BaseExpression]:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None  # a loop filling a list, ...: no value of its own
     small = stmt.body[0] if len(stmt.body) == 1 else None
     if isinstance(small, (cst.Assign, cst.AnnAssign)):
         return small.value

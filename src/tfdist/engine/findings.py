@@ -62,6 +62,9 @@ class FileResult:
     evidence: List[Evidence] = field(default_factory=list)
     hierarchy: List[str] = field(default_factory=list)
     types: List[str] = field(default_factory=list)
+    # the conversion divides the data each step reads, not the steps: every
+    # rank runs all of the original's steps on its share (full-batch training)
+    full_batch: bool = False
 
     @property
     def no_training(self) -> bool:

@@ -144,6 +144,7 @@ class Pipeline:
             return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
         result.code = code
         result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
+        result.full_batch = bool(ctx.facts.get("full_batch"))
         result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
         result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
         result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED

@@ -626,13 +626,30 @@ def _per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) 
                 continue
             for use in a.scopes.references(target):
                 use_stmt = a.statement_of(use)
-                if use_stmt is None or _in_step_count(a, use):
+                if use_stmt is None or _in_step_count(a, use) or _in_shape(a, use):
                     continue
                 if any(isinstance(c, cst.Call) and any(q.startswith("tensorflow.") for q in a.names(c))
                        for c in walk(use_stmt)):
                     out.append((target.value, a.line(stmt), use))
                     break
     return out
+
+
+def _in_shape(a: A.Analysis, node) -> bool:
+    """node is (part of) the shape a TensorFlow function or an RNN cell's
+    zero_state() is given: the batch a tensor holds, per rank like the
+    batch fed (apis.TF_SHAPE_ARGUMENTS, apis.TF_SHAPE_METHODS)."""
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.Arg):
+            call = a.parent(anc)
+            if not isinstance(call, cst.Call):
+                return False
+            name = a.is_name(call, apis.TF_SHAPE_ARGUMENTS)
+            spec = apis.TF_SHAPE_ARGUMENTS[name] if name is not None else apis.TF_SHAPE_METHODS.get(method_name(call))
+            return spec is not None and find_arg(call, spec[0], spec[1]) is anc
+        if isinstance(anc, cst.BaseStatement):
+            return False
+    return False
 
 
 def _in_step_count(a: A.Analysis, node) -> bool:
@@ -694,6 +711,7 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
     """Where the arrays are final (checked, nothing changed), or None."""
     a = ctx.a
     bindings = {}
+    mutations: Dict[str, List[cst.BaseStatement]] = {}
     params: List[cst.Param] = []
     reorders: List[cst.Name] = []
     for name, node in roots.items():
@@ -708,8 +726,14 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
         stmts = dataflow.all_binding_statements(a, node, params=params, skip=reorder)
         if stmts is None:
             return None
+        changed = _changed_in_place(a, node, stmts)
+        if changed is None:
+            return None
         bindings[name] = stmts
+        mutations[name] = changed
     every = [s for stmts in bindings.values() for s in stmts]
+    # a list filled by appends after it is bound is final after the last one
+    every += [s for changed in mutations.values() for s in changed if s not in every]
     # parameters are bound at the function's entry: its body is their block
     functions = {id(a.enclosing_function(p)): a.enclosing_function(p) for p in params}
     if len(functions) > 1:
@@ -735,6 +759,34 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
     if not all(dataflow.after(a, r, where) for r in [*readers, *reorders]):
         return None
     return _SlicePoint(roots, bindings, every, body, first, point, entry, function)
+
+
+def _changed_in_place(a: A.Analysis, node: cst.Name, stmts: List[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
+    """The statements, in the block binding the array, that change it in
+    place after it is bound (``dataX.append(x)`` in the loop filling it,
+    ``rows[i] = r``): the loop or statement holding each change. None when a
+    change is elsewhere (another function, another block)."""
+    origins = {id(s) for s in stmts}
+    block = a.parent(stmts[0]) if stmts else None
+    out: List[cst.BaseStatement] = []
+    for use in dataflow.names_in(a.module):
+        if use.value != node.value:
+            continue
+        par = a.parent(use)
+        mutated = (isinstance(par, cst.Attribute) and par.value is use and par.attr.value in apis.CONTAINER_MUTATORS
+                   and isinstance(a.parent(par), cst.Call) and a.parent(par).func is par) \
+            or (isinstance(par, cst.Subscript) and par.value is use and isinstance(a.parent(par), cst.AssignTarget))
+        if not mutated or not any(id(a.statement_of(o)) in origins for o, _ in a.assigned_values(use)
+                                  if a.statement_of(o) is not None):
+            continue
+        stmt = a.statement_of(use)
+        while stmt is not None and a.parent(stmt) is not block:
+            stmt = a.statement_of(a.parent(stmt)) if a.parent(stmt) is not None else None
+        if stmt is None:
+            return None
+        if stmt not in out:
+            out.append(stmt)
+    return out
 
 
 def _slice_at(ctx, found: _SlicePoint, what: str) -> step_loops.Sliced:
@@ -811,6 +863,7 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     if full_batch is not None:
         roots, readers = full_batch
         if slice_where_final(ctx, roots, readers, "used whole at every step: full-batch training") is not None:
+            ctx.facts["full_batch"] = True  # for tfdist verify: every rank runs every step
             return runs  # each step is still one pass over (now this rank's share of) the data: steps kept
     sliced = None if sharded else shard_fed_arrays(ctx, runs)
     fed_samplers = _fed_samplers(a, runs, train_ops) if not sharded and sliced is None else None

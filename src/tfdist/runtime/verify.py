@@ -59,7 +59,8 @@ class VerifyInputError(Exception):
 
 def check(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
           samples_out: dict | None = None, backend: str | None = None,
-          local_devices: int = 1, rate_factor: float | None = None) -> tuple[list[str], list[str], list[str]]:
+          local_devices: int = 1, rate_factor: float | None = None,
+          full_batch: bool = False) -> tuple[list[str], list[str], list[str]]:
     """Return (failure reasons, established checks, warnings) as text: the
     typed run_checks() rendered.  ``samples_out`` (a dict) receives the
     sample summary (see check_samples).  ``backend`` defaults to the
@@ -68,9 +69,10 @@ def check(reference: Observation, distributed: Observation, np: int, steps_cap: 
     then 1/(np x local_devices) of the original's, and each process's copies
     of a variable must be identical.  ``rate_factor``: the converted
     learning rate over the original's the conversion should give (None: not
-    checked)."""
+    checked).  ``full_batch``: the conversion divides each step's data, not
+    the steps (every rank runs all of the original's)."""
     results = run_checks(reference, distributed, np, steps_cap, backend=backend, local_devices=local_devices,
-                         rate_factor=rate_factor)
+                         rate_factor=rate_factor, full_batch=full_batch)
     if samples_out is not None and results.samples is not None:
         samples_out.update(results.samples)
     reasons, checks = as_text(results.checks)
@@ -129,10 +131,11 @@ def policy_options(spec: str, steps_per_epoch: int | None = None) -> tuple[str, 
     return options
 
 
-def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Sequence[str] = ()) -> tuple[Path, str]:
+def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Sequence[str] = ()) -> tuple[Path, str, bool]:
     """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``, with
     conversion options (``lr-sqrt``, ``warmup-2``...).
-    Returns (converted path, status).  Raises VerifyInputError."""
+    Returns (converted path, status, full batch: every rank runs all the
+    original's steps on its share).  Raises VerifyInputError."""
     try:
         from tfdist.api import convert_file
         from tfdist.assembly import pipeline_key
@@ -154,14 +157,14 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Se
         raise VerifyInputError(f"{script}: nothing to convert (no training loop found); "
                                "pass --converted to verify a script that is already distributed")
     if status == "already-distributed":
-        return script, status
+        return script, status, False
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / script.name
     data = getattr(result, "data", None)
     if data is None:
         data = (result.code or "").encode("utf-8")
     dest.write_bytes(data)
-    return dest, status
+    return dest, status, bool(getattr(result, "full_batch", False))
 
 
 def converter_accepts(backend: str, options: Sequence[str]) -> bool:
@@ -218,11 +221,12 @@ def _run_original(setup: _Setup, original: Path, base: Path) -> Observation:
 def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_script: Path, status: str, *,
                    policy: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
                    abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE,
-                   rate_factor: float | None = None) -> VerifyReport:
+                   rate_factor: float | None = None, full_batch: bool = False) -> VerifyReport:
     """Run the conversion (``status`` "given": the script itself) on N
     processes, check it against the original's run, and compare their losses.
     ``rate_factor``: the converted learning rate over the original's that
-    the conversion's options give (None: not checked)."""
+    the conversion's options give (None: not checked). ``full_batch``: the
+    conversion divides each step's data, not the steps."""
     script, np = setup.script, setup.np
     converted = status == "given"
     as_file = script if dist_script != script else None
@@ -238,7 +242,7 @@ def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_scrip
                                   pythonpath=setup.pythonpath, backend=setup.backend, python=setup.python,
                                   record_losses=setup.record_losses)
     results = run_checks(reference, distributed, np, setup.steps, backend=setup.backend,
-                         local_devices=setup.local_devices, rate_factor=rate_factor)
+                         local_devices=setup.local_devices, rate_factor=rate_factor, full_batch=full_batch)
     comparison = None
     if setup.record_losses:
         comparison = C.compare(C.curve_of(reference), C.curve_of(distributed, label, policy),
@@ -298,13 +302,14 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     base.mkdir(parents=True, exist_ok=True)
     try:
         if converted:
-            dist_script, status = script, "given"
+            dist_script, status, full_batch = script, "given", False
         else:   # a conversion that fails is bad input: said before anything runs
-            dist_script, status = convert_to(script, base / "converted", backend, options)
+            dist_script, status, full_batch = convert_to(script, base / "converted", backend, options)
         reference = _run_original(setup, reference_script, base)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
-                                rate_factor=None if converted else expected_rate_factor(options, np * local_devices))
+                                rate_factor=None if converted else expected_rate_factor(options, np * local_devices),
+                                full_batch=full_batch)
         report.workdir = str(base) if keep else None
         return report
     finally:
@@ -344,10 +349,10 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                 chosen.remove((policy, options))
         reference = _run_original(setup, script, base)
         reports = []
-        for i, ((policy, options), (dist_script, status)) in enumerate(zip(chosen, conversions)):
+        for i, ((policy, options), (dist_script, status, full_batch)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,
                                           rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
-                                          rate_factor=expected_rate_factor(options, np)))
+                                          rate_factor=expected_rate_factor(options, np), full_batch=full_batch))
         best = C.best_of([r.comparison for r in reports if r.comparison is not None])
         return SweepReport(str(script), np, reports, best.converted.policy if best else None,
                            str(base) if keep else None, skipped)

@@ -131,7 +131,7 @@ def _by_rank(values: dict) -> dict:
 
 def run_checks(reference: Observation, distributed: Observation, np: int, steps_cap: int | None = None,
                backend: str | None = None, local_devices: int = 1,
-               rate_factor: float | None = None) -> CheckResults:
+               rate_factor: float | None = None, full_batch: bool = False) -> CheckResults:
     """Check the distributed run against the original's.  ``backend``
     defaults to the distributed observation's.  ``local_devices``: devices
     each process replicates over (tf-distribute, verify --local-devices): the
@@ -179,7 +179,7 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
                         "the scripts ran to completion")
     steps = None
     if present and not ref.missing:
-        steps = _steps_check(ref, present, np, local_devices, use_planned, tfd)
+        steps = _steps_check(ref, present, np, local_devices, use_planned, tfd, full_batch)
         checks.append(steps)
 
     # 3b. the learning rate the conversion's policy gives --------------------
@@ -334,9 +334,11 @@ def _variables_check(present: list[RankRecord]) -> Check:
 
 
 def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devices: int, use_planned: bool,
-                 tfd: bool) -> Check:
+                 tfd: bool, full_batch: bool = False) -> Check:
     """``measured``: {"original", "ranks", "planned", "whole_dataset"} (the
-    last: every rank off went through the whole dataset)."""
+    last: every rank off went through the whole dataset). ``full_batch``:
+    each step of the conversion is one pass over the data, split between
+    the ranks: every rank runs all of the original's steps."""
     name = "steps-per-rank"
     if use_planned:
         what = "planned optimizer steps (Model.fit, before the --steps cap)"
@@ -358,10 +360,19 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
         return Check(name, False, measured, None,
                      "the original script took no optimizer steps that tfdist could observe "
                      "(no Keras optimizer iterations, TF1 train op or global step)")
-    expected, tol = expected_steps(ref_steps, share)
+    expected, tol = expected_steps(ref_steps, 1 if full_batch else share)
     wanted = {"per_rank": expected, "tolerance": tol}
     off = {r: s for r, s in rank_steps.items() if abs(s - expected) > tol}
     per_rank = ", ".join(f"rank {r}: {s}" for r, s in sorted(rank_steps.items()))
+    if full_batch:
+        measured["full_batch"] = True
+        if not off:
+            return Check(name, True, measured, wanted,
+                         f"each rank took all of the original's {ref_steps} {what}, each on its share of the "
+                         f"data (full-batch training) ({per_rank})")
+        return Check(name, False, measured, wanted,
+                     f"{what} per rank are not the original's {ref_steps} (full-batch training: every step on "
+                     f"each rank's share; {per_rank})")
     if not off:
         return Check(name, True, measured, wanted,
                      f"each rank took ~1/{share} of the original's {ref_steps} {what} ({per_rank})")
