@@ -174,10 +174,31 @@ class Backend(ABC):
         if self.lr_scaling == "none":
             return None
         function = ctx.imports.free_name("with_scaled_learning_rate")
-        schedule = ctx.imports.free_name("ScaledLearningRate")
+        schedule, class_definition = self.scaled_schedule(ctx, keras)
         factor = lr_factor(self.lr_scaling, self.size())
         return (f"{function}({{inner}}, {factor})",
-                scaled_rate_definitions(function, schedule, keras, ctx.quoted))
+                (class_definition + "\n\n" if class_definition else "")
+                + scaled_rate_definitions(function, schedule, keras, ctx.quoted))
+
+    def scaled_schedule(self, ctx, keras: str):
+        """(name, definition -- None once written) of the schedule class
+        wrapping a schedule the script made: its rates times ``factor``, read
+        ``steps`` times as far along (each process takes 1/N of the steps)."""
+        memo = ctx.state("tfdist.backends.scaled_schedule", dict)
+        if "name" in memo:
+            return memo["name"], None
+        memo["name"] = ctx.imports.free_name("ScaledLearningRate")
+        return memo["name"], scaled_schedule_class(memo["name"], keras, ctx.quoted)
+
+    def scale_user_schedule(self, ctx, keras: str):
+        """(call template over ``{inner}``, class definition or None): a
+        learning-rate schedule class of the script's own, at this policy's
+        factor times its rate and N times as far along its steps -- what
+        scaling the rate and dividing the step counts does to a Keras
+        schedule, for one whose code tfdist does not rewrite."""
+        schedule, definition = self.scaled_schedule(ctx, keras)
+        factor = "1" if self.lr_scaling == "none" else lr_factor(self.lr_scaling, self.size())
+        return f"{schedule}({{inner}}, {factor}, steps={self.size()})", definition
 
     def scale_epoch_rates(self, ctx):
         """(call template over ``{inner}``, definitions template): a
@@ -318,44 +339,66 @@ def scaled_epoch_rates_definition(function: str) -> str:
     )
 
 
+def scaled_schedule_class(schedule: str, keras: str, quoted) -> str:
+    """A learning-rate schedule class around one of the script's: its rates
+    multiplied by ``factor``, and evaluated ``steps`` times as far along (a
+    process taking 1/N of the steps reaches the original's step s at s/N).
+    Horovod's DistributedOptimizer makes its optimizer anew from the
+    optimizer's config, which a schedule class of the script's own cannot
+    survive unless registered (Keras: "Cannot deserialize object of type
+    CustomSchedule", measured on 2 ranks): rebuilt in the process that
+    wrote the config, the wrapper hands back the very schedule object;
+    elsewhere (a saved model loaded) it deserializes it as Keras would."""
+    return (
+        f"@{keras}.utils.register_keras_serializable({quoted('tfdist')})\n"
+        f"class {schedule}({keras}.optimizers.schedules.LearningRateSchedule):\n"
+        f"    \"\"\"The script's own learning-rate schedule, its rates multiplied by `factor`, `steps` times as far along.\"\"\"\n"
+        f"\n"
+        f"    live = {{}}  # get_config() -> from_config() in this process (an optimizer rebuilt from its config)\n"
+        f"\n"
+        f"    def __init__(self, schedule, factor, steps=1):\n"
+        f"        super().__init__()\n"
+        f"        self.schedule = schedule\n"
+        f"        self.factor = factor\n"
+        f"        self.steps = steps\n"
+        f"\n"
+        f"    def __call__(self, step):\n"
+        f"        return self.schedule(step * self.steps if self.steps != 1 else step) * self.factor\n"
+        f"\n"
+        f"    def get_config(self):\n"
+        f"        {schedule}.live[id(self)] = self\n"
+        f"        config = {{{quoted('factor')}: self.factor, {quoted('steps')}: self.steps, {quoted('live')}: id(self)}}\n"
+        f"        try:\n"
+        f"            config[{quoted('schedule')}] = {keras}.optimizers.schedules.serialize(self.schedule)\n"
+        f"        except NotImplementedError:  # a schedule class without get_config()\n"
+        f"            pass\n"
+        f"        return config\n"
+        f"\n"
+        f"    @classmethod\n"
+        f"    def from_config(cls, config):\n"
+        f"        config = dict(config)\n"
+        f"        same = cls.live.get(config.pop({quoted('live')}, None))\n"
+        f"        if same is not None:  # rebuilt in this process: the very schedule, whatever its class\n"
+        f"            return cls(same.schedule, config[{quoted('factor')}], config.get({quoted('steps')}, 1))\n"
+        f"        config[{quoted('schedule')}] = {keras}.optimizers.schedules.deserialize(config[{quoted('schedule')}])\n"
+        f"        return cls(**config)\n"
+    )
+
+
 def scaled_rate_definitions(function: str, schedule: str, keras: str, quoted) -> str:
     """A function scaling the learning rate of an optimizer object in place,
-    once (compiling the same optimizer again must not scale it again), and
-    the schedule class it puts around a rate that is a schedule. Emitted into
-    the converted script: it needs nothing but Keras.
+    once (compiling the same optimizer again must not scale it again), with
+    the schedule class ``schedule`` (scaled_schedule_class) around a rate
+    that is a schedule. Emitted into the converted script: it needs nothing
+    but Keras.
 
     A name string (``"adam"``, a tuner's choice) is first made the optimizer
     Keras would make of it. Keras 3 and Keras 2's optimizers keep a schedule
     in ``_learning_rate`` (their ``learning_rate`` property evaluates it);
     legacy optimizers return it from ``learning_rate``. A loss-scale wrapper
-    forwards its rate to the optimizer it wraps. The schedule class is
-    registered and rebuilt from its config: Horovod's DistributedOptimizer
-    makes its optimizer anew from the optimizer's config."""
+    forwards its rate to the optimizer it wraps."""
     flag = quoted("_tfdist_learning_rate_scaled")
     return (
-        f"@{keras}.utils.register_keras_serializable({quoted('tfdist')})\n"
-        f"class {schedule}({keras}.optimizers.schedules.LearningRateSchedule):\n"
-        f"    \"\"\"The script's own learning-rate schedule, its rates multiplied by `factor`.\"\"\"\n"
-        f"\n"
-        f"    def __init__(self, schedule, factor):\n"
-        f"        super().__init__()\n"
-        f"        self.schedule = schedule\n"
-        f"        self.factor = factor\n"
-        f"\n"
-        f"    def __call__(self, step):\n"
-        f"        return self.schedule(step) * self.factor\n"
-        f"\n"
-        f"    def get_config(self):\n"
-        f"        return {{{quoted('schedule')}: {keras}.optimizers.schedules.serialize(self.schedule), "
-        f"{quoted('factor')}: self.factor}}\n"
-        f"\n"
-        f"    @classmethod\n"
-        f"    def from_config(cls, config):\n"
-        f"        config = dict(config)\n"
-        f"        config[{quoted('schedule')}] = {keras}.optimizers.schedules.deserialize(config[{quoted('schedule')}])\n"
-        f"        return cls(**config)\n"
-        f"\n"
-        f"\n"
         f"def {function}(optimizer, factor):\n"
         f"    \"\"\"`optimizer` (an optimizer or its name) with its learning rate multiplied by `factor`,\n"
         f"    once per optimizer object: compiling it again does not scale it again.\"\"\"\n"

@@ -144,8 +144,7 @@ def _scale_schedule(ctx, t: A.Type) -> bool:
     divide_schedule_steps(ctx, t.call)
     spec = apis.KERAS_LR_SCHEDULES.get(t.name)
     if spec is None:
-        ctx.warn(t.call, RULE, f"learning-rate schedule {t.name} is user-defined: scale its rates by the number of processes, and divide any step counts in it by that number, by hand")
-        return False
+        return _wrap_user_schedule(ctx, t)
     keyword, position = spec
     arg = find_arg(t.call, keyword, position)
     if arg is None:
@@ -159,6 +158,31 @@ def _scale_schedule(ctx, t: A.Type) -> bool:
         ctx.change(arg.value, RULE, f"every rate of the piecewise schedule {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, t.call)
+
+
+def _wrap_user_schedule(ctx, t: A.Type) -> bool:
+    """A schedule class of the script's own (``class CustomSchedule(
+    LearningRateSchedule)``): its code is not rewritten; the schedule it
+    builds is wrapped at its construction, its rate times the policy's
+    factor at N times its step -- what scaling the rate and dividing the
+    step counts of a Keras schedule amounts to, whatever its formula."""
+    if ctx.backend.warmup_epochs:
+        ctx.warn(t.call, RULE, f"learning-rate schedule {t.name} is user-defined and --warmup-epochs ramps only "
+                               "rates tfdist scales where they are built: scale its rates by the number of "
+                               "processes, and divide any step counts in it by that number, by hand")
+        return False
+    if t.call in _scaled(ctx):
+        return True
+    _scaled(ctx).add(t.call)
+    template, definition = ctx.backend.scale_user_schedule(ctx, warmup.keras_module(ctx))
+    if definition is not None:
+        ctx.define(definition, ctx.say("{engine}: a learning-rate schedule of the script's own, scaled."))
+    ctx.plan.replace(t.call, lambda upd: ctx.expr(template, inner=source(ctx.module, upd, False)))
+    ctx.change(t.call, RULE, ctx.say("learning-rate schedule {name} (the script's own class) {policy}, read {size} "
+                                     "times as far along its steps: each process takes 1/N of them, so the "
+                                     "rate changes at the same share of the data", name=t.name,
+                                     policy=policy_phrase(ctx)))
+    return True
 
 
 def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str) -> Optional[str]:
