@@ -281,7 +281,7 @@ def test_print_of_a_session_run_is_guarded_only_when_the_run_trains_nothing():
     assert lines[at['print("step"'] - 1].strip() != "if hvd.rank() == 0:"
 
 
-@pytest.mark.parametrize("snippet,used", [
+READ_BACK = [
     # A CSV generated, then read by every rank.
     ('with open("gen.csv", "w") as f:\n    f.write("a,b\\n1,2\\n")\nframe = pd.read_csv("gen.csv")\n', "pd.read_csv"),
     # A path held in a variable: written by an open ... close run, then read.
@@ -289,16 +289,38 @@ def test_print_of_a_session_run_is_guarded_only_when_the_run_trains_nothing():
      "np.loadtxt"),
     # np.savetxt, then the file is unpacked by another reader.
     ('np.savetxt("table.txt", x)\ntable = np.genfromtxt("table.txt")\n', "np.genfromtxt"),
-])
-def test_file_written_on_rank_0_and_read_back_is_warned(snippet, used):
+]
+
+
+@pytest.mark.parametrize("snippet,used", READ_BACK)
+def test_file_written_on_rank_0_and_read_back_at_module_level_waits_for_it(snippet, used):
     """A file the script writes and then reads again: written on rank 0
     only, the other ranks could read it before it is complete (or an old
-    copy). The write is still guarded; the warning names the wait."""
+    copy). Both statements at module level in eager TensorFlow 2: every
+    rank reaches a barrier right before the read -- outside the guard (one
+    only rank 0 reaches would never return). Runtime evidence:
+    tests/slow/test_read_back_barrier_runtime.py."""
     result = _convert(snippet)
     assert _rank0_changes_in_case(result), "the write is guarded"
+    assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
+    lines = result.code.splitlines()
+    read = next(i for i, line in enumerate(lines) if f"{used.split('.')[1]}(" in line and "=" in line)
+    assert lines[read - 1] == 'hvd.allreduce(tf.constant(0.0), name="tfdist_barrier")', result.code
+    assert any("after a barrier" in c.message for c in _rank0_changes_in_case(result))
+
+
+@pytest.mark.parametrize("snippet,used", READ_BACK)
+def test_file_read_back_where_no_barrier_can_go_is_warned(snippet, used):
+    """Read inside a function (called who knows how often, or on some ranks
+    only), the barrier could leave ranks waiting forever: warned, naming
+    the wait, nothing inserted."""
+    reader = next(line for line in snippet.splitlines() if used.split(".")[1] + "(" in line)
+    inside = snippet.replace(reader, "def load():\n    return " + reader.split("=", 1)[1].strip() + "\n\n\nrows = load()")
+    result = _convert(inside)
     warnings = [w for w in _rank0_warnings_in_case(result) if "written on rank 0 only and used again" in w.message]
     assert len(warnings) == 1 and f"({used}(...))" in warnings[0].message, [w.message for w in warnings]
     assert "a barrier after the write" in warnings[0].message
+    assert "tfdist_barrier" not in result.code
 
 
 def test_file_written_on_rank_0_and_not_read_back_is_not_warned():

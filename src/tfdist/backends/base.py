@@ -130,6 +130,12 @@ class Backend(ABC):
     def is_chief(self) -> str:
         """A boolean expression: this process writes files and prints."""
 
+    @abstractmethod
+    def barrier(self) -> str:
+        """A statement every process runs that returns only once all have
+        reached it (eager TensorFlow 2): the others wait there for a file
+        the chief writes just before."""
+
     # --- start-up
     @abstractmethod
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List[str]:

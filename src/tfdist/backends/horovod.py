@@ -98,6 +98,11 @@ class HorovodBackend(Backend):
     def is_chief(self) -> str:
         return "{hvd}.rank() == 0"
 
+    def barrier(self) -> str:
+        # Horovod's TensorFlow API has no barrier; an allreduce every rank
+        # runs returns on none before all have called it.
+        return "{hvd}.allreduce({tf}.constant(0.0), name=\"tfdist_barrier\")"
+
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List[str]:
         out = ["{hvd}.init()"]
         if tf2:

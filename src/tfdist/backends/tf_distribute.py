@@ -123,6 +123,11 @@ class TfDistributeBackend(Backend):
     def is_chief(self) -> str:
         return "{strategy}.extended.should_checkpoint"
 
+    def barrier(self) -> str:
+        # a cross-worker sum every worker runs: none returns before all have called it
+        return ("{strategy}.reduce({tf}.distribute.ReduceOp.SUM, "
+                "{strategy}.run(lambda: {tf}.constant(1.0)), axis=None)")
+
     # --- start-up
     def pre_import(self, ctx, keras_fit: bool) -> List[Tuple[str, str]]:
         """(template, comment) statements before TensorFlow is first imported."""

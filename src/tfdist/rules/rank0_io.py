@@ -581,6 +581,8 @@ def _read_back(ctx, opener: cst.Call, path: "cst.Arg | None", last: cst.CSTNode)
             continue  # saying where the file is, showing it, a test's assertion: not read by the run
         for arg in call.args:
             if any(same(n) for n in walk(arg.value)):
+                if _wait_for_chief(ctx, last, path, call):
+                    return
                 ctx.warn(opener, RULE, ctx.say(
                     "file {file} is written on rank 0 only and used again at line {line} "
                     "({use}(...)) by every rank, which could read it before it is complete (or an old copy): "
@@ -588,6 +590,32 @@ def _read_back(ctx, opener: cst.Call, path: "cst.Arg | None", last: cst.CSTNode)
                     "give every rank its own copy", file=a.code(path), line=str(a.line(call)),
                     use=a.code(call.func)))
                 return
+
+
+def _wait_for_chief(ctx, last: cst.CSTNode, path, reader: cst.Call) -> bool:
+    """A barrier right before the statement reading the file the chief
+    alone writes, so every rank reads it complete: only in eager TensorFlow
+    2 (a TF1 graph would need a session to run it), and only where the
+    write and the read are both statements at module level (a notebook
+    cell's top), which every rank runs once in the same order -- never in
+    the guarded block itself, under an if or in a loop, where the ranks
+    might not all reach it: a barrier they do not all reach never returns.
+    False (nothing done) otherwise."""
+    a = ctx.a
+    written, read = a.statement_of(last), a.statement_of(reader)
+    if not ctx.patterns or not ctx.patterns <= {"Keras", "GradientTape"} or written is None or read is None \
+            or not isinstance(a.parent(written), cst.Module) or not isinstance(a.parent(read), cst.Module) \
+            or _in_guarded_statement(ctx, read) or read in _guarded_spans(ctx):
+        return False
+    done = ctx.state(__name__ + ".barriers")
+    if id(read) not in done:
+        done.add(id(read))
+        ctx.plan.insert_before(read, ctx.stmts(ctx.backend.barrier(), comment=ctx.say(
+            "{engine}: the other processes wait here until the chief has written {file}.", file=a.code(path))))
+    ctx.change(reader, RULE, ctx.say("{file}, written by the chief only (line {line}), is read here by every "
+                                     "process after a barrier: none reads it before it is complete",
+                                     file=a.code(path), line=str(a.line(written))))
+    return True
 
 
 def _same_path(a: A.Analysis, path):
