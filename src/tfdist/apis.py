@@ -348,11 +348,12 @@ NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.conca
                          "numpy.eye", "numpy.arange", "numpy.hstack", "numpy.vstack"}
 # Array methods that keep the rows of an array (a fed ``x[idx].reshape(b, n)``
 # still feeds rows of ``x``).
-ROW_PRESERVING_METHODS = {"reshape", "astype", "copy"}
+# (a SciPy sparse matrix's ``toarray()``/``todense()``: the same rows, dense)
+ROW_PRESERVING_METHODS = {"reshape", "astype", "copy", "toarray", "todense"}
 # Of those, the ones that keep the rows whatever their arguments (a fit()
 # argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
 # ``reshape`` may merge rows).
-ROW_KEEPING_CONVERSIONS = {"astype", "copy"}
+ROW_KEEPING_CONVERSIONS = {"astype", "copy", "toarray", "todense"}
 # Functions turning the array (or list) they are handed into an array with
 # the same rows: np.array(x_list) is sliced as np.array(x_list[...]).
 ROW_KEEPING_ARRAY_FUNCTIONS = {

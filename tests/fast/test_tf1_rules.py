@@ -97,7 +97,9 @@ def test_values_computed_from_drawn_batches_are_drawn_but_step_offsets_are_not()
 """
     result = _convert(method_rows)
     assert "for _draw in range(hvd.size())" not in result.code
-    assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
+    # toarray() keeps the rows (apis.ROW_PRESERVING_METHODS): the arrays are sliced by rank instead
+    assert "X_all = X_all[hvd.rank()::hvd.size()]" in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
     # a rate made by an object tfdist cannot see from a counter the loop
     # advances with another unseen call: neither is a stream of batches (the
     # counter call must not be run size times per step)
@@ -321,3 +323,36 @@ with tf.train.MonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=100), sa
     assert 'saver_hook = tf.train.CheckpointSaverHook("ckpt", save_steps=10) if hvd.rank() == 0 else None' in code
     assert "*([saver_hook] if hvd.rank() == 0 else [])]" in code
 
+
+
+def test_array_shuffled_each_epoch_with_another_is_not_sliced_alone():
+    """``X, X_test = shuffle(X, X_test)`` every epoch (lazyprogrammer's
+    RBM): X fed in offset batches could be sliced at the method's entry,
+    but alone it would no longer have X_test's rows to be shuffled with
+    (sklearn raises on the lengths). Not sliced; the feed is warned."""
+    src = MNIST_HEAD.replace("sess = tf.Session()", "") + '''from sklearn.utils import shuffle
+
+
+class Model:
+    def __init__(self):
+        self.session = tf.Session()
+        self.session.run(tf.global_variables_initializer())
+
+    def fit(self, X, X_test, epochs=10, batch_sz=32):
+        N = X.shape[0]
+        for i in range(epochs):
+            X, X_test = shuffle(X, X_test)
+            for j in range(N // batch_sz):
+                xb = X[j * batch_sz:(j + 1) * batch_sz].toarray()
+                self.session.run(train_op, feed_dict={x: xb, lr: 0.01})
+
+
+Model().fit(X_all, Y_all)
+'''
+    result = _convert(src)
+    assert result.status == "converted", result.error
+    assert "X = X[hvd.rank()::hvd.size()]" not in result.code, result.code
+    assert [w for w in result.warnings if "feed_dict" in w.message], result.warnings
+    # shuffled with itself only, it is sliced at the entry (stop 25's shape)
+    alone = _convert(src.replace("X, X_test = shuffle(X, X_test)", "X = shuffle(X)"))
+    assert "X = X[hvd.rank()::hvd.size()][:len(X) // hvd.size()]" in alone.code, alone.code

@@ -457,6 +457,16 @@ def reorders_itself(a: A.Analysis, origin, name: str) -> bool:
         and (position is not None or len(arrays) == 1)
 
 
+def _shuffled_with(a: A.Analysis, origin) -> List[str]:
+    """The names a joint shuffle binding ``origin`` reorders together
+    (``X, Y = shuffle(X, Y)``: X and Y); [] for anything else."""
+    statement = next((p for p in [origin, *a.ancestors(origin)] if isinstance(p, cst.Assign)), None)
+    if statement is None or not isinstance(statement.value, cst.Call) \
+            or not a.is_name(statement.value, apis.JOINT_ROW_SHUFFLES):
+        return []
+    return [arg.value.value for arg in statement.value.args if isinstance(arg.value, cst.Name) and not arg.keyword]
+
+
 def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst.BaseExpression]]:
     """``[data]`` for ``x`` in ``for x, y in zip(data, labels):`` (a loop inside ``loop``)."""
     loop = next((x for x in a.ancestors(target) if isinstance(x, cst.For)), None)
@@ -714,6 +724,7 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
     mutations: Dict[str, List[cst.BaseStatement]] = {}
     params: List[cst.Param] = []
     reorders: List[cst.Name] = []
+    partners: Set[str] = set()
     for name, node in roots.items():
         def reorder(origin, name=name):
             # reordered in the loop that reads it (each epoch): the same rows
@@ -722,6 +733,7 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
                 and reorders_itself(a, origin, name)
             if found:
                 reorders.append(origin)
+                partners.update(p for p in _shuffled_with(a, origin) if p != name)
             return found
         stmts = dataflow.all_binding_statements(a, node, params=params, skip=reorder)
         if stmts is None:
@@ -731,6 +743,10 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
             return None
         bindings[name] = stmts
         mutations[name] = changed
+    if partners - set(roots):
+        # X, X_test = shuffle(X, X_test) each epoch: sliced alone, X would no
+        # longer have X_test's rows to be shuffled with
+        return None
     every = [s for stmts in bindings.values() for s in stmts]
     # a list filled by appends after it is bound is final after the last one
     every += [s for changed in mutations.values() for s in changed if s not in every]
