@@ -234,7 +234,13 @@ def test_dataset_unpacked_from_a_helper_of_another_module_reaches_a_method_loop(
     train.write_text(TRAINER)
     result = convert_file(train, backend=backend)
     assert result.status == "converted", result.error
-    assert not result.warnings, [(w.line, w.message) for w in result.warnings]
+    said = [w.message for w in result.warnings]
+    if backend == "horovod":
+        assert not said, said
+    else:
+        # a tape step and fit() in one tf.keras file: multi-worker fit needs tf-keras, where the
+        # step's loss object raises (measured on 2 workers); said, not guessed
+        assert len(said) == 1 and "runs on tf-keras (keras-team/keras#20585)" in said[0], said
     lines = result.code.splitlines()
     unpack = next(i for i, line in enumerate(lines) if "= utils.create_dataset(" in line)
     if backend == "horovod":

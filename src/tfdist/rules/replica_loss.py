@@ -53,6 +53,8 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
             "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
             "other terms: divide only the other terms by {size} before tape.gradient", target=a.code(target.value)))
         return
+    if kind == "keras" and "Keras" in ctx.patterns and ctx.facts.get("keras_flavor") != "keras":
+        _legacy_keras_clash(ctx, target.value)
     if kind == "keras" and isinstance(target.value, cst.Name):
         # Keras 3 divides a Loss object's mean by the number of replicas when
         # a strategy runs it: the gradient is right as it is; the name gets
@@ -77,6 +79,24 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
         ctx.plan.insert_after(last, new)
     ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
     ctx.change(grad_call, RULE, message)
+
+
+def _legacy_keras_clash(ctx, loss) -> None:
+    """The file also fits a tf.keras model: under MultiWorkerMirroredStrategy
+    the conversion runs it on tf-keras (keras-team/keras#20585), where a
+    Loss object with its default reduction raises in a custom step run by a
+    strategy -- measured: "Please use tf.keras.losses.Reduction.SUM or
+    NONE", every worker exits 1. Said once per file."""
+    done = ctx.state(__name__ + ".legacy_clash")
+    if done:
+        return
+    done.add(True)
+    ctx.warn(loss, RULE, ctx.say(
+        "this file also trains with fit(), which under MultiWorkerMirroredStrategy (TF_CONFIG) runs on tf-keras "
+        "(keras-team/keras#20585); there this step's Keras loss object, with its default reduction, raises "
+        "ValueError when the strategy runs it: build it with reduction='none' and average it with "
+        "tf.nn.compute_average_loss(..., global_batch_size=<per-replica batch> * {size}), or train the custom "
+        "loop and fit() in separate scripts"))
 
 
 def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
