@@ -310,6 +310,10 @@ def fed_by_sampler(a: A.Analysis, value, loop, depth: int = 0) -> Optional[List[
         if v is None or not dataflow.is_inside(a, node, loop):
             return None
         s = classify(a, v, loop) if isinstance(v, cst.Call) else None
+        if s is None and isinstance(v, cst.Call) and a.names(v) & apis.NUMPY_GLOBAL_RANDOM:
+            # rand_index = np.random.choice(len(x), size=b): rows drawn from
+            # NumPy's global generator, a stream of its own on each rank
+            s = Sampler(v, GLOBAL_STREAM)
         if s is not None:
             out.append(s)
             continue
@@ -365,6 +369,29 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
             return None
         found += [s for s in inner if all(s.call is not o.call for o in found)]
     return found or None
+
+
+def arrays_read(a: A.Analysis, value, loop, depth: int = 0, seen=None) -> List[cst.Name]:
+    """The names bound before the loop that a fed value's computation in the
+    loop reads (``x_vals`` in ``np.transpose([x_vals[rand_index]])``): the
+    arrays the drawn rows come from, whose own random split must be the
+    same on every rank."""
+    seen = seen if seen is not None else set()
+    out: List[cst.Name] = []
+    if depth > 6 or id(value) in seen:
+        return out
+    seen.add(id(value))
+    for name in dataflow.names_in(value):
+        bound = a.assigned_values(name)
+        inside = [v for o, v in bound if dataflow.is_inside(a, o, loop)]
+        if not inside:
+            if bound:
+                out.append(name)
+            continue
+        for v in inside:
+            if v is not None:
+                out += arrays_read(a, v, loop, depth + 1, seen)
+    return out
 
 
 def _transforms_rows(a: A.Analysis, call: cst.Call) -> bool:

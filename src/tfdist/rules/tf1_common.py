@@ -866,6 +866,17 @@ def _fed_samplers(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> O
     return out or None
 
 
+def _fed_arrays_read(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> List[cst.Name]:
+    out: List[cst.Name] = []
+    for run in [r for r in runs if feeds(r, train_ops)]:
+        loop = dataflow.outermost_loop(a, run)
+        if loop is None:
+            continue
+        for v in _feed_values(a, run, train_ops) or ():
+            out += [n for n in samplers.arrays_read(a, v, loop) if all(n is not o for o in out)]
+    return out
+
+
 def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     """Divide the data a TF1 script trains on, once, along its flow: the
     tf.data input was sharded (``sharded``); or the fed arrays are sliced
@@ -885,6 +896,8 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     fed_samplers = _fed_samplers(a, runs, train_ops) if not sharded and sliced is None else None
     if fed_samplers:
         samplers.draw_per_rank(ctx, fed_samplers)
+        # the rows are drawn from arrays a random split made: the same split on every rank
+        data_division.same_random_split(ctx, _fed_arrays_read(a, runs, train_ops))
     runs = divide_step_loops(ctx, sharded, sliced)
     if not sharded and sliced is None and not fed_samplers:
         fed = [r for r in runs if feeds(r, train_ops)]
