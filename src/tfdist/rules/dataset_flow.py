@@ -10,6 +10,8 @@ edits the script.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from typing import List, Optional, Tuple
 
 import libcst as cst
@@ -583,7 +585,6 @@ def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):
     if found is None:
         return None
     other, fdef = found
-    from ..engine.analysis import _returns
     out = []
     for ret in _returns(fdef):
         for i in path or ():
@@ -597,30 +598,55 @@ def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):
     return (other, fdef, out) if out else None
 
 
-def external_dataset(a, expr, depth: int = 0) -> bool:
-    """expr holds a dataset a helper of another module of the project
-    made, followed through names, tuple unpacking and parameters (a step
-    loop in a method iterating what its caller got from
-    ``utils.create_dataset(...)``)."""
-    if depth > 6:
-        return False
+@dataclass
+class HelperSite:
+    """Where a helper of another module hands over a dataset: its call;
+    with ``path``, the dataset sits at that place of the tuple the helper
+    returns and is bound to ``name`` by ``unpack`` (``train, test, info =
+    utils.create_dataset(...)``)."""
+    call: cst.Call
+    path: Optional[List[int]] = None
+    unpack: Optional[cst.Assign] = None
+    name: Optional[str] = None
+
+
+def external_sites(a, expr, depth: int = 0) -> Optional[List[HelperSite]]:
+    """Where helpers of other modules of the project build the dataset expr
+    holds, followed through names, dataset methods, the values a parameter
+    is called with, and tuple unpacking (a step loop in a method iterating
+    what its caller got from ``utils.create_dataset(...)``); None when some
+    way there reaches anything else."""
+    if depth > 8:
+        return None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in apis.DATASET_METHODS:
+        return external_sites(a, expr.func.value, depth + 1)
     if isinstance(expr, cst.Call):
-        return external_returned(a, expr) is not None
+        return [HelperSite(expr)] if external_returned(a, expr) is not None else None
     if not isinstance(expr, cst.Name):
-        return False
-    for origin, value in a.assigned_values(expr):
+        return None
+    bound = a.assigned_values(expr)
+    out: List[HelperSite] = []
+    for origin, value in bound:
         if value is not None:
-            if external_dataset(a, value, depth + 1):
-                return True
+            found = external_sites(a, value, depth + 1)
         elif isinstance(origin, cst.Param):
-            if any(external_dataset(a, v, depth + 1) for v in a.parameter_values(origin)):
-                return True
-        elif isinstance(origin, cst.Name):
-            unpack = unpacked(a, origin)
-            if unpack is not None and isinstance(unpack[0].value, cst.Call) \
-                    and external_returned(a, unpack[0].value, unpack[1]) is not None:
-                return True
-    return False
+            passed = [external_sites(a, v, depth + 1) for v in a.parameter_values(origin)]
+            found = None if not passed or None in passed else [site for p in passed for site in p]
+        else:
+            unpack = unpacked(a, origin) if isinstance(origin, cst.Name) else None
+            found = [HelperSite(unpack[0].value, unpack[1], unpack[0], origin.value)] \
+                if unpack is not None and isinstance(unpack[0].value, cst.Call) \
+                and external_returned(a, unpack[0].value, unpack[1]) is not None else None
+        if found is None:
+            return None
+        out += found
+    return out or None
+
+
+def external_dataset(a, expr) -> bool:
+    """expr holds a dataset helpers of other modules of the project made (external_sites)."""
+    return external_sites(a, expr) is not None
 
 
 def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:

@@ -7,7 +7,6 @@ These are intents; the backend says how (``replica_scope``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import re
 from typing import Dict, List, Optional
@@ -586,84 +585,23 @@ def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
 
 
 # ------------------------------------------------------------ helpers of other modules
-@dataclass
-class HelperSite:
-    """Where a helper of another module hands over the dataset: its call;
-    with ``path``, the dataset sits at that place of the tuple the helper
-    returns and is bound to ``name`` by ``unpack`` (``train, test, info =
-    utils.create_dataset(...)``)."""
-    call: cst.Call
-    path: Optional[List[int]] = None
-    unpack: Optional[cst.Assign] = None
-    name: Optional[str] = None
+def external_helper_site(ctx, dataset) -> Optional[flow.HelperSite]:
+    """The one place a helper of another project module builds this
+    dataset (dataset_flow.external_sites), or None."""
+    sites = flow.external_sites(ctx.a, dataset)
+    return sites[0] if sites is not None and len(sites) == 1 else None
 
 
-def external_helper_call(ctx, dataset) -> Optional[cst.Call]:
-    """The call of a function of another project module that builds this
-    dataset (``train_ds = make_dataset(x, y)``, followed through a name
-    bound once), when that function returns a tf.data dataset."""
-    site = external_helper_site(ctx, dataset)
-    return site.call if site is not None and site.path is None else None
-
-
-def external_helper_site(ctx, dataset) -> Optional[HelperSite]:
-    """Where a helper of another project module builds this dataset,
-    followed through names bound once, dataset methods, a parameter its
-    function is called with once, and tuple unpacking; None if not so."""
-    a = ctx.a
-    expr = dataset
-    for _ in range(8):
-        if isinstance(expr, cst.Name):
-            bound = a.assigned_values(expr)
-            if len(bound) != 1:
-                return None
-            origin, value = bound[0]
-            if value is not None:
-                expr = value
-                continue
-            if isinstance(origin, cst.Param):
-                passed = a.parameter_values(origin)
-                if len(passed) != 1:
-                    return None
-                expr = passed[0]
-                continue
-            unpack = flow.unpacked(a, origin) if isinstance(origin, cst.Name) else None
-            if unpack is None or not isinstance(unpack[0].value, cst.Call):
-                return None
-            assign, path = unpack
-            if flow.external_returned(a, assign.value, path) is None:
-                return None
-            return HelperSite(assign.value, path, assign, origin.value)
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
-                expr.func.attr.value in apis.DATASET_METHODS:
-            expr = expr.func.value
-        else:
-            break
-    if not isinstance(expr, cst.Call):
-        return None
-    found = flow.external_function(ctx, expr)
-    if found is None:
-        return None
-    other, fdef = found
-    return HelperSite(expr) if any(other.dataset_sources(r) for r in A._returns(fdef)) else None
-
-
-def external_helper_dataset(ctx, call, what: str) -> None:
+def external_helper_dataset(ctx, site: flow.HelperSite, what: str) -> None:
     """A dataset a helper of another module builds (that module is not
     edited): its batch kept per replica through the argument that sets it
     at this call, its data in memory split by sample (the option set on the
     dataset the helper returns holds for its whole pipeline); what cannot
-    be done from here is reported with the edit to make in the helper.
-    ``call`` is the helper's call or a HelperSite."""
+    be done from here is reported with the edit to make in the helper."""
     from .common import append_arg, kwarg
     a = ctx.a
-    site = call if isinstance(call, HelperSite) else HelperSite(call)
     call = site.call
-    if site.path is not None:
-        other, fdef, rets = flow.external_returned(a, call, site.path)
-    else:
-        other, fdef = flow.external_function(ctx, call)
-        rets = A._returns(fdef)
+    other, fdef, rets = flow.external_returned(a, call, site.path)
     helper = a.code(call.func)
     params = list(fdef.params.params)
     batches = [c for r in rets for c in batch_calls(other, r) or []]
