@@ -170,11 +170,10 @@ def _plain_terms(a: A.Analysis, expr, depth: int = 0):
     aug = a.parent(origin) if isinstance(origin, cst.Name) else None
     if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)):
         return None
-    line = a.line(aug)
-    before = [(o, v) for o, v in a.assigned_values(aug.target, reaching=False) if a.line(o) < line]
-    if not before or before[-1][1] is None:
+    before = _binding_before(a, aug)
+    if before is None or before[1] is None:
         return None
-    previous, added = _plain_terms(a, before[-1][1], depth + 1), _plain_terms(a, aug.value, depth + 1)
+    previous, added = _plain_terms(a, before[1], depth + 1), _plain_terms(a, aug.value, depth + 1)
     return None if previous is None or added is None else previous + added
 
 
@@ -184,11 +183,10 @@ def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int) -> str:
     combined with what is added; scaled by a constant, the kind before."""
     if depth > 6 or not isinstance(aug.target, cst.Name):
         return "mixed"
-    line = a.line(aug)
-    before = [(o, v) for o, v in a.assigned_values(aug.target, reaching=False) if a.line(o) < line]
-    if not before:
+    before = _binding_before(a, aug)
+    if before is None:
         return "mixed"
-    origin, value = before[-1]
+    origin, value = before
     if value is not None:
         previous = loss_kind(a, value, depth + 1)
     elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
@@ -201,6 +199,16 @@ def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int) -> str:
     if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) and isinstance(aug.value, (cst.Integer, cst.Float)):
         return previous
     return "mixed"
+
+
+def _binding_before(a: A.Analysis, aug: cst.AugAssign):
+    """(origin, value) of the binding of ``aug``'s name last before it
+    (``loss = loss_fn(y, p)`` for ``loss += ...``), or None."""
+    if not isinstance(aug.target, cst.Name):
+        return None
+    line = a.line(aug)
+    before = [(o, v) for o, v in a.assigned_values(aug.target, reaching=False) if a.line(o) < line]
+    return before[-1] if before else None
 
 
 def is_keras_loss_object(a: A.Analysis, func) -> bool:
