@@ -782,18 +782,16 @@ def _changed_in_place(a: A.Analysis, node: cst.Name, stmts: List[cst.BaseStateme
     place after it is bound (``dataX.append(x)`` in the loop filling it,
     ``rows[i] = r``): the loop or statement holding each change. None when a
     change is elsewhere (another function, another block)."""
-    origins = {id(s) for s in stmts}
     block = a.parent(stmts[0]) if stmts else None
+    targets = [t for s in stmts for t in walk(s) if isinstance(t, cst.Name) and t.value == node.value
+               and isinstance(a.parent(t), (cst.AssignTarget, cst.Element, cst.AnnAssign))]
     out: List[cst.BaseStatement] = []
-    for use in dataflow.names_in(a.module):
-        if use.value != node.value:
-            continue
+    for use in [u for t in targets for u in a.scopes.references(t)]:
         par = a.parent(use)
         mutated = (isinstance(par, cst.Attribute) and par.value is use and par.attr.value in apis.CONTAINER_MUTATORS
                    and isinstance(a.parent(par), cst.Call) and a.parent(par).func is par) \
             or (isinstance(par, cst.Subscript) and par.value is use and isinstance(a.parent(par), cst.AssignTarget))
-        if not mutated or not any(id(a.statement_of(o)) in origins for o, _ in a.assigned_values(use)
-                                  if a.statement_of(o) is not None):
+        if not mutated:
             continue
         stmt = a.statement_of(use)
         while stmt is not None and a.parent(stmt) is not block:
