@@ -331,7 +331,7 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
     NumPy noise); names bound before the loop are the same at every step.
     None when something else the loop binds (a step counter, an offset)
     reaches it: the batch then depends on the step, not on a draw."""
-    if isinstance(value, cst.Call) and _is_noise_draw(a, value):
+    if isinstance(value, cst.Call) and is_noise_draw(a, value):
         return []
     local = {t.value for comp in walk(value) if isinstance(comp, cst.CompFor)
              for t in walk(comp.target) if isinstance(t, cst.Name)}
@@ -362,7 +362,7 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
         bound = a.assigned_values(name)
         if not any(dataflow.is_inside(a, o, loop) for o, _ in bound):
             continue  # bound before the loop: the same at every step
-        if all(v is not None and isinstance(v, cst.Call) and _is_noise_draw(a, v) for _, v in bound):
+        if all(v is not None and isinstance(v, cst.Call) and is_noise_draw(a, v) for _, v in bound):
             continue
         inner = fed_by_sampler(a, name, loop, depth + 1)
         if inner is None:
@@ -405,7 +405,7 @@ def _transforms_rows(a: A.Analysis, call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and bool(a._local_functions(call.func))
 
 
-def _is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
+def is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
     """A fresh draw from one of NumPy's random distributions
     (``np.random.randn(n, 784)``): noise, not data to divide."""
     names = a.names(call)

@@ -543,7 +543,7 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
             functions = a._local_functions(expr.func)
             returns = [r for f in functions for r in A._returns(f)]
             return bool(returns) and all(isinstance(r, cst.Call) and _is_noise(a, r, loop) for r in returns)
-        return any(n.startswith("numpy.random.") for n in names) and not names & apis.NUMPY_DATA_DRAWS
+        return samplers.is_noise_draw(a, expr)
     return False
 
 
