@@ -44,7 +44,7 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     if isinstance(value, cst.Call) and a is not None and not has_star_args(value):
         first = value.args[0] if value.args and value.args[0].keyword is None else None
         keeping = a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS)
-        if first is not None and keeping is not None and _keeps_rows(value, keeping) \
+        if first is not None and keeping is not None and keeps_rows(value, keeping) \
                 and isinstance(first.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
             # np.array(x_list), tf.one_hot(labels, 10): the rows of the array handed
             # in, sliced before converting
@@ -73,7 +73,7 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     return out
 
 
-def _keeps_rows(call: cst.Call, name: str) -> bool:
+def keeps_rows(call: cst.Call, name: str) -> bool:
     """A row-keeping function's call keeps the rows: for one adding an axis,
     that axis is not the first (apis.ROW_KEEPING_WITH_AXIS)."""
     if name not in apis.ROW_KEEPING_WITH_AXIS:

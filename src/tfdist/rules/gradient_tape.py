@@ -564,9 +564,14 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
                     base = base.value
                 if isinstance(base, cst.Name):
                     candidates.append(base)
-            elif isinstance(n, cst.Name):
-                if any(isinstance(v, cst.Subscript) and dataflow.is_inside(a, o, loop) for o, v in a.assigned_values(n)):
-                    candidates.append(n)
+            elif isinstance(n, cst.Name) and _rows_bound_in_loop(a, n, loop):
+                candidates.append(n)
+    # names bound in the loop from a computation on rows of an outer array
+    # (xb = augment(x[i:i + B])): not followed, but they must be divided too
+    # (the data entering the step: not what the step computes from it)
+    missed: List[cst.Name] = [n for spot in spots for n in walk(spot) if isinstance(n, cst.Name)
+                              and not any(dataflow.is_inside(a, o, sp) for o, _ in a.assigned_values(n) for sp in spots)
+                              and not _rows_bound_in_loop(a, n, loop) and _computed_from_rows(a, n, loop, spots)]
     for name in candidates:
         if a.kinds(name) or any(isinstance(o, cst.Param) for o, _ in a.assigned_values(name)):
             continue  # a model, a dataset, ... or an argument of the step function itself
@@ -575,7 +580,55 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
             for k, v in found.items():
                 if not a.kinds(v):
                     roots.setdefault(k, v)
+        elif isinstance(name, cst.Name) and _rows_bound_in_loop(a, name, loop):
+            missed.append(name)
+    if roots and missed:
+        # the step reads rows of arrays tfdist can follow and rows it cannot:
+        # slicing only the first would pair samples with other samples' labels
+        return {}, list({n.value: n for n in missed}.values())
     return roots, readers
+
+
+def _computed_from_rows(a: A.Analysis, name: cst.Name, loop, spots, depth: int = 0) -> bool:
+    """``name`` is bound in the loop, before the step (``spots``), to a value
+    computed from a slice of an array bound before the loop
+    (``augment(x[i:i + B])``), directly or through other such names."""
+    if depth > 4:
+        return False
+    for origin, value in a.assigned_values(name):
+        if value is None or not dataflow.is_inside(a, origin, loop) \
+                or any(dataflow.is_inside(a, origin, spot) for spot in spots):
+            continue
+        for sub in walk(value):
+            if isinstance(sub, cst.Name) and sub is not name and _computed_from_rows(a, sub, loop, spots, depth + 1):
+                return True
+            base = sub.value if isinstance(sub, cst.Subscript) else None
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            if isinstance(base, cst.Name) and not a.kinds(base) and a.assigned_values(base) and not any(
+                    dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(base)):
+                return True
+    return False
+
+
+def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> bool:
+    """``name`` is bound in the loop to rows of an array (``xb = x[i:i + B]``),
+    directly or through conversions keeping them (``xb =
+    tf.convert_to_tensor(xb)``), or as an element of a tuple of such rows."""
+    if depth > 4:
+        return False
+    for origin, value in a.assigned_values(name):
+        if not dataflow.is_inside(a, origin, loop):
+            continue
+        if value is None and isinstance(origin, cst.Name):
+            value = dataflow.element_value(a, origin)
+        while value is not None and tf1_common.row_kept_source(a, value) is not None:
+            value = tf1_common.row_kept_source(a, value)
+        if isinstance(value, cst.Subscript):
+            return True
+        if isinstance(value, cst.Name) and value is not name and _rows_bound_in_loop(a, value, loop, depth + 1):
+            return True
+    return False
 
 
 def _step_spots(a: A.Analysis, loop, applies: Set[int]) -> List[cst.CSTNode]:
@@ -654,6 +707,13 @@ def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced
     a = ctx.a
     roots, readers = _rows_read(a, loop, applies)
     if not roots:
+        if readers:  # rows of arrays it can follow and of ones it cannot
+            ctx.warn(loop, data_division.RULE, ctx.say(
+                "the training step reads {names} (line {line}), computed from rows of an array in a way tfdist "
+                "cannot follow, beside rows it can follow: slicing only some would pair samples with the labels of others; give each "
+                "rank its own equal share of every one of them, e.g. x = x[{rank}::{size}][:len(x) // {size}], "
+                "all after the last one is computed", names=", ".join(sorted({n.value for n in readers})),
+                line=str(min(a.line(o) for o, _ in a.assigned_values(readers[0])))))
         return None
     sliced = tf1_common.slice_where_final(ctx, roots, readers or [loop], "read by the training loop")
     if sliced is None:

@@ -470,6 +470,8 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
                 pass
             elif any(q in {f"builtins.{b}" for b in PURE_BUILTINS} for q in qualified):
                 pass
+            elif qualified & apis.ROW_KEEPING_ARRAY_FUNCTIONS:
+                pass  # tf.convert_to_tensor(xb), tf.one_hot(yb, 10): pure, row for row
             elif isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS \
                     and not qualified:
                 pass

@@ -10,8 +10,8 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, lr_scaling, samplers, step_loops, warmup
-from .common import append_arg, calls_in, find_arg, kwarg, mentions, method_name, positional, receiver
+from . import data_division, dataset_flow, lr_scaling, samplers, step_loops, warmup
+from .common import append_arg, calls_in, find_arg, has_star_args, kwarg, mentions, method_name, positional, receiver
 
 # TF1 parameter-server distribution: such a script is distributed already.
 PS_DISTRIBUTION = {
@@ -357,6 +357,31 @@ def _rows_reshaped(value) -> bool:
         and isinstance(receiver(value), cst.Subscript)
 
 
+def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
+    """The array ``value`` is made of row for row, when it is a conversion
+    that keeps the rows: ``images`` in ``tf.convert_to_tensor(images,
+    dtype=...)`` or ``np.asarray(images)`` (apis.ROW_KEEPING_ARRAY_FUNCTIONS),
+    ``xb.astype(...)`` (apis.ROW_KEEPING_CONVERSIONS), ``xb / 255.`` (a
+    number applied to every element); None otherwise."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
+        return value.func.value
+    if isinstance(value, cst.Call) and not has_star_args(value):
+        first = value.args[0] if value.args and value.args[0].keyword is None else None
+        name = a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS)
+        if first is not None and name is not None and dataset_flow.keeps_rows(value, name):
+            return first.value
+        return None
+    if isinstance(value, cst.BinaryOperation) and isinstance(
+            value.operator, (cst.Divide, cst.Multiply, cst.Add, cst.Subtract)):
+        numbers = (cst.Integer, cst.Float)
+        if isinstance(value.right, numbers):
+            return value.left
+        if isinstance(value.left, numbers):
+            return value.right
+    return None
+
+
 def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
                  reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
@@ -396,6 +421,9 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     if inside:
         if len(inside) != len(bound):
             return False
+        # xb = tf.convert_to_tensor(xb): still the rows xb holds
+        inside = [(o, row_kept_source(a, v) if v is not None and row_kept_source(a, v) is not None else v)
+                  for o, v in inside]
         return all(v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
                    and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
     params = [o for o, _ in bound if isinstance(o, cst.Param)]
