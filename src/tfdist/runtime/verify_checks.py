@@ -374,8 +374,19 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
                      f"{what} per rank are not the original's {ref_steps} (full-batch training: every step on "
                      f"each rank's share; {per_rank})")
     if not off:
+        every = None if use_planned else _all_optimizers_steps(ref, present, share)
+        if every is not None and every[1]:
+            totals, expected_total, tol_total = every[0], *expected_steps(every[2], share)
+            measured["all_optimizers"] = {"original": every[2], "ranks": _by_rank(totals)}
+            return Check(name, False, measured, wanted,
+                         f"the original stepped several optimizers ({every[2]} steps in all); a rank's are not "
+                         f"~1/{share} of them (expected {expected_total:g} +/- {tol_total:g}; "
+                         + ", ".join(f"rank {r}: {s}" for r, s in sorted(totals.items()))
+                         + ") - one training divided differently from the others (its data divided twice, or "
+                         "not at all?)")
         return Check(name, True, measured, wanted,
-                     f"each rank took ~1/{share} of the original's {ref_steps} {what} ({per_rank})")
+                     f"each rank took ~1/{share} of the original's {ref_steps} {what} ({per_rank})"
+                     + (f"; the {every[2]} steps of all its optimizers too" if every is not None else ""))
     hint = ""
     if all(s >= ref_steps - tol for s in off.values()):
         measured["whole_dataset"] = True
@@ -387,6 +398,21 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
     return Check(name, False, measured, wanted,
                  f"{what} per rank are not ~1/{share} of the original's {ref_steps} "
                  f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
+
+
+def _all_optimizers_steps(ref: RankRecord, present: list[RankRecord], share: int):
+    """When the original stepped more than one Keras optimizer (a notebook
+    training two models): (each rank's steps summed over its optimizers,
+    whether one is off, the original's sum). Each training must be divided
+    like the others: the busiest optimizer alone would not show one
+    trained on a quarter of the data. None with fewer than two."""
+    def total(record):
+        return sum(o.get("iterations") or 0 for o in record.keras_optimizers)
+    if sum(1 for o in ref.keras_optimizers if o.get("iterations")) < 2:
+        return None
+    totals = {r.rank: total(r) for r in present}
+    expected, tol = expected_steps(total(ref), share)
+    return totals, any(abs(t - expected) > tol for t in totals.values()), total(ref)
 
 
 def _rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Check | None:
