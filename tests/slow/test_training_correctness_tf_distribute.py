@@ -30,6 +30,11 @@ VENV = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
 #: TF2 scripts this engine refuses, and why (asserted below).
 #: script -> the refusal's reason: variables updated by hand need an optimizer under tf.distribute
 REFUSED: dict = {"tape_manual_sgd_variables.py": "updates variables by hand"}
+#: TF2 scripts this engine converts with a warning naming hand work, and the
+#: warning (asserted below): not run. A custom loop beside fit() runs fit on
+#: tf-keras under MultiWorkerMirroredStrategy, where the loop's Keras 3 objects
+#: do not fit.
+WARNED: dict = {"keras_fit_then_tape_loop_same_arrays.py": "this file also trains with fit()"}
 TF2_SCRIPTS = [s for s in SCRIPTS if not s.name.startswith(("tf1_", "monitored_"))]
 #: scripts for this engine only (the Horovod suite does not run them)
 TF_DISTRIBUTE_SCRIPTS = sorted((CORRECTNESS / "tf_distribute").glob("*.py"))
@@ -46,6 +51,9 @@ def test_refused_scripts_are_refused_for_the_stated_reason_and_the_others_conver
         result = convert_file(script, backend=TF_DISTRIBUTE)
         if script.name in REFUSED:
             assert result.status == "unsupported" and REFUSED[script.name] in result.error, (script.name, result.error)
+        elif script.name in WARNED:
+            assert result.status == "converted" and any(
+                WARNED[script.name] in w.message for w in result.warnings if w.level == "WARNING"), script.name
         else:
             assert result.status == "converted", (script.name, result.status, result.error)
 
@@ -71,7 +79,7 @@ def _case(script: Path):
     return pytest.param(script, id=script.stem, marks=marks)
 
 
-@pytest.mark.parametrize("script", [_case(s) for s in TF2_SCRIPTS if s.name not in REFUSED]
+@pytest.mark.parametrize("script", [_case(s) for s in TF2_SCRIPTS if s.name not in REFUSED and s.name not in WARNED]
                          + [_case(s) for s in TF_DISTRIBUTE_SCRIPTS])
 def test_converted_script_trains_correctly_on_tf_distribute(script, tmp_path):
     python = _python()

@@ -38,6 +38,15 @@ class EditPlan:
     def replace(self, node: cst.CSTNode, fn: Replacement) -> None:
         self.replacements[node].append(fn)
 
+    def withdraw(self, node: cst.CSTNode, fn: Replacement) -> None:
+        """Take back a replacement a rule scheduled (a later rule made the
+        same edit another way)."""
+        fns = self.replacements.get(node, [])
+        if fn in fns:
+            fns.remove(fn)
+        if not fns:
+            self.replacements.pop(node, None)
+
     def insert_before(self, stmt: cst.BaseStatement, stmts: List[cst.BaseStatement]) -> None:
         self.before[stmt].extend(stmts)
 

@@ -8,7 +8,7 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -401,8 +401,46 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
         template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
         new = ctx.expr(template(source(ctx.module, v)))
-        ctx.plan.replace(v, lambda old, new=new: new)
+        replacement = lambda old, new=new: new  # noqa: E731
+        ctx.plan.replace(v, replacement)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
+        _inline_slices(ctx).append((v, replacement, ctx.changes[-1]))
+    return True
+
+
+def _inline_slices(ctx) -> list:
+    """(argument, its replacement, the finding) of arrays sliced where fit() is handed them."""
+    return _state(ctx).setdefault("inline_slices", [])
+
+
+def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source) -> bool:
+    """Arrays ``names`` are about to be sliced where they are final (right
+    after ``point``, their binding statements ``bindings[name]``): a fit()
+    after it handed one of them was sliced where it is called, which would
+    now divide it twice. Such a slice is taken back when fit() is handed the
+    array itself (or rows kept from it: ``row_source`` peels
+    ``x.astype(...)``, ``x / 255.``), the fit now reading the array's share.
+    False (nothing taken back) when one is handed an expression mixing it
+    with other data: the caller does not slice."""
+    a = ctx.a
+    found = []
+    for v, replacement, finding in _inline_slices(ctx):
+        reads = [n for n in walk(v) if isinstance(n, cst.Name) and n.value in names
+                 and any(a.statement_of(o) in bindings.get(n.value, ()) or
+                         any(dataflow.is_inside(a, o, b) for b in bindings.get(n.value, ()))
+                         for o, _ in a.assigned_values(n))]
+        if not reads or not dataflow.after(a, v, point):
+            continue
+        inner = v
+        while row_source(a, inner) is not None:
+            inner = row_source(a, inner)
+        if not (isinstance(inner, cst.Name) and inner.value in names):
+            return False
+        found.append((v, replacement, finding))
+    for v, replacement, finding in found:
+        ctx.plan.withdraw(v, replacement)
+        _inline_slices(ctx).remove((v, replacement, finding))
+        ctx.changes.remove(finding)
     return True
 
 

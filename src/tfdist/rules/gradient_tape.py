@@ -622,6 +622,10 @@ def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> 
             continue
         if value is None and isinstance(origin, cst.Name):
             value = dataflow.element_value(a, origin)
+            if value is None and tf1_common.batch_helper_arrays(a, dataflow.assigned_by(a, origin)):
+                return True  # xb, yb = get_batch(x, y, step)
+        if tf1_common.batch_helper_arrays(a, value):
+            return True
         while value is not None and tf1_common.row_kept_source(a, value) is not None:
             value = tf1_common.row_kept_source(a, value)
         if isinstance(value, cst.Subscript):

@@ -15,7 +15,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, gradient_tape, replica_loss, replicas, samplers, step_loops
+from . import data_division, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
 from .common import calls_in, find_arg, receiver, source
 
 PATTERN = gradient_tape.PATTERN
@@ -412,6 +412,32 @@ PURE_BUILTINS = {"len", "int", "float", "min", "max", "abs", "slice", "range", "
 PURE_ARRAY_METHODS = {"astype", "reshape", "copy", "squeeze", "transpose", "flatten", "ravel", "take"}
 
 
+def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[str]:
+    """A call the batch statements may run once per replica: "pure" (a
+    function of its arguments), "random" (NumPy's global generator, seeded
+    per worker), or None (it may keep state). A batch helper of the script's
+    own (``get_next_batch(x, y, step)``, tf1_common.batch_helper_arrays) is
+    as pure as the calls it makes."""
+    qualified = a.names(call)
+    if qualified & apis.NUMPY_GLOBAL_RANDOM:
+        return "random"
+    if any(q.startswith("numpy.") and not q.startswith("numpy.random.") for q in qualified):
+        return "pure"
+    if any(q in {f"builtins.{b}" for b in PURE_BUILTINS} for q in qualified):
+        return "pure"
+    if qualified & apis.ROW_KEEPING_ARRAY_FUNCTIONS:
+        return "pure"  # tf.convert_to_tensor(xb), tf.one_hot(yb, 10): row for row
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
+        return "pure"
+    if depth < 3 and tf1_common.batch_helper_arrays(a, call) is not None:
+        fdef = dataflow.callees(a, call)[0]
+        kinds = [_batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
+        if any(k is None for k in kinds) or any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in walk(fdef.body)):
+            return None
+        return "random" if "random" in kinds else "pure"
+    return None
+
+
 @dataclass
 class _ArrayFeed:
     statements: List[cst.BaseStatement]  # top of the loop body: cut one step's batch
@@ -463,21 +489,11 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
                 for t in small.targets for n in walk(t)):
             raise refuse(stmt, f"line {a.line(stmt)} is not an assignment of names cutting the batch")
         for call in calls_in(stmt):
-            qualified = a.names(call)
-            if qualified & apis.NUMPY_GLOBAL_RANDOM:
-                random = True
-            elif any(q.startswith("numpy.") and not q.startswith("numpy.random.") for q in qualified):
-                pass
-            elif any(q in {f"builtins.{b}" for b in PURE_BUILTINS} for q in qualified):
-                pass
-            elif qualified & apis.ROW_KEEPING_ARRAY_FUNCTIONS:
-                pass  # tf.convert_to_tensor(xb), tf.one_hot(yb, 10): pure, row for row
-            elif isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS \
-                    and not qualified:
-                pass
-            else:
+            kind = _batch_call_kind(a, call)
+            if kind is None:
                 raise refuse(call, f"{a.code(call.func)}(...) at line {a.line(call)} may keep state tfdist cannot "
                                    "split between the replicas")
+            random = random or kind == "random"
         for t in small.targets:
             names |= set(_target_names(t.target))
     # The batch statements read the arrays as they are before the loop: an
@@ -490,18 +506,15 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
              and any(isinstance(n, cst.Name) and n.value in names for n in walk(arg.value))]
     cutting = [*statements, *moved]
     read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
-    rows = False
-    for s in cutting:
-        for n in walk(s):
-            if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value not in names:
-                rows = True
-    if not rows:
+    # rows cut here (x[i:i + B]) or by a batch helper of the script's own (get_batch(x, y, i))
+    cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
+                            and n.value.value not in names or tf1_common.batch_helper_arrays(a, n) is not None
+                            for n in walk(node))
+    if not any(cuts(s) for s in cutting):
         raise refuse(statements[0], "the statements before the step cut no rows of an array")
     # Each statement cuts rows, or computes what a statement cutting rows reads
     # (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
     # anything else (a rate from the step number) would differ between them.
-    cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
-                            and n.value.value not in names for n in walk(node))
     needed = {n.value for c in cutting if cuts(c) for n in walk(c) if isinstance(n, cst.Name)}
     for stmt in reversed(statements):
         bound = set(_assigned(stmt))

@@ -382,6 +382,68 @@ def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
     return None
 
 
+def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression]]:
+    """The arrays a step's batch helper of this module cuts rows from
+    (``get_next_batch(images, labels, step)`` with ``def
+    get_next_batch(images, labels, step): ... return images[o:o + B],
+    labels[o:o + B]``): the arguments for the parameters it subscripts, when
+    it reads them only by rows (``p[...]`` with an index made of no other
+    array, ``p.shape``, ``len(p)``) and changes none. Slicing those arrays by
+    rank keeps whatever pairs the helper makes: it cuts the same rows of
+    each. None when the call is not such a helper."""
+    if not isinstance(call, cst.Call) or has_star_args(call):
+        return None
+    fdefs = dataflow.callees(a, call)
+    if len(fdefs) != 1 or a.method_owner(fdefs[0]) is not None or not isinstance(call.func, cst.Name):
+        return None
+    fdef = fdefs[0]
+    params = fdef.params.params
+    if fdef.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fdef.params.star_kwarg is not None \
+            or fdef.params.kwonly_params or fdef.params.posonly_params:
+        return None
+    uses = {p.name.value: [n for n in walk(fdef.body) if isinstance(n, cst.Name) and n.value == p.name.value
+                           and any(b.node is p for b in a.scopes.lookup(n))] for p in params}
+    arrays = {name for name, refs in uses.items()
+              if any(isinstance(a.parent(r), cst.Subscript) and a.parent(r).value is r for r in refs)}
+    if not arrays:
+        return None
+    for name in arrays:
+        for ref in uses[name]:
+            parent = a.parent(ref)
+            if isinstance(parent, cst.Subscript) and parent.value is ref:
+                if isinstance(a.parent(parent), cst.AssignTarget) or any(
+                        _reads_array(a, n, arrays - set(), uses) for e in parent.slice for n in walk(e)):
+                    return None  # written in place, or indexed by another array's values
+            elif isinstance(parent, cst.Attribute) and parent.value is ref and parent.attr.value in ("shape",):
+                pass
+            elif isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call) \
+                    and a.is_name(a.parent(parent), {"builtins.len"}):
+                pass
+            else:
+                return None
+    out = []
+    for index, param in enumerate(params):
+        if param.name.value not in arrays:
+            continue
+        arg = find_arg(call, param.name.value, index)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            return None
+        out.append(arg.value)
+    return out
+
+
+def _reads_array(a: A.Analysis, node, arrays: Set[str], uses) -> bool:
+    """node (in an index) is a use of one of the helper's array parameters
+    other than by its size."""
+    if not isinstance(node, cst.Name) or node.value not in arrays or all(node is not r for r in uses[node.value]):
+        return False
+    parent = a.parent(node)
+    sized = (isinstance(parent, cst.Attribute) and parent.attr.value == "shape") or (
+        isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call)
+        and a.is_name(a.parent(parent), {"builtins.len"}))
+    return not sized
+
+
 def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
                  reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
@@ -421,6 +483,11 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     if inside:
         if len(inside) != len(bound):
             return False
+        helpers = [batch_helper_arrays(a, v if isinstance(v, cst.Call) else dataflow.assigned_by(a, o))
+                   for o, v in inside]
+        if all(h is not None for h in helpers):
+            # bx, by = get_next_batch(X, Y, step): rows of X and Y
+            return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for h in helpers for arg in h)
         # xb = tf.convert_to_tensor(xb): still the rows xb holds
         inside = [(o, row_kept_source(a, v) if v is not None and row_kept_source(a, v) is not None else v)
                   for o, v in inside]
@@ -783,6 +850,10 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
     if len(functions) > 1:
         return None
     function = next(iter(functions.values()), None)
+    # bound in a nested block too (``with open(f) as fh: x = load(fh)``, then
+    # ``x = reformat(x)``): final after the statement holding the last
+    # binding in the outermost block holding them all
+    every = _lifted_to_common_block(a, every, function.body if function is not None else None)
     blocks = {id(a.parent(s)) for s in every} | ({id(function.body)} if function is not None else set())
     if len(blocks) != 1:
         lines = ", ".join(str(a.line(s)) for s in sorted(every, key=a.line))
@@ -802,7 +873,45 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
         return None
     if not all(dataflow.after(a, r, where) for r in [*readers, *reorders]):
         return None
+    if not data_division.arrays_sliced_where_bound(ctx, set(roots), bindings, where, row_kept_source):
+        ctx.warn(point if point is not None else entry, data_division.RULE, ctx.say(
+            "{roots} (read by the training loop) are also handed to fit() mixed with other data, which tfdist "
+            "slices there: slice each array once, by rank, where it is final, and hand fit() the shares",
+            roots=", ".join(sorted(roots))))
+        return None
     return _SlicePoint(roots, bindings, every, body, first, point, entry, function)
+
+
+def _lifted_to_common_block(a: A.Analysis, stmts: List[cst.BaseStatement], entry_block) -> List[cst.BaseStatement]:
+    """Each statement replaced by the statement holding it in the innermost
+    block holding them all (and ``entry_block``, a function's body when its
+    parameters are among the bindings); unchanged when there is no such
+    block within the same function."""
+    def chain(stmt):  # (block, the statement in it) from the statement's own block outwards
+        out = []
+        while stmt is not None:
+            block = a.parent(stmt)
+            out.append((block, stmt))
+            holder = next((x for x in a.ancestors(block) if isinstance(x, cst.BaseStatement)), None)
+            if holder is None or isinstance(holder, (cst.FunctionDef, cst.ClassDef)):
+                break
+            stmt = holder
+        return out
+    if not stmts:
+        return stmts
+    chains = [chain(s) for s in stmts]
+    common = [b for b, _ in chains[0] if all(any(b is c for c, _ in ch) for ch in chains[1:])]
+    if entry_block is not None:
+        common = [b for b in common if b is entry_block]
+    if not common:
+        return stmts
+    block = common[0]
+    lifted: List[cst.BaseStatement] = []
+    for ch in chains:
+        holder = next(s for b, s in ch if b is block)
+        if all(holder is not x for x in lifted):
+            lifted.append(holder)
+    return lifted
 
 
 def _changed_in_place(a: A.Analysis, node: cst.Name, stmts: List[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
@@ -854,6 +963,14 @@ def _slice_at(ctx, found: _SlicePoint, what: str) -> step_loops.Sliced:
                    if p.name.value in roots]
     data_division.same_random_split(ctx, values)
     names = sorted(roots, key=lambda n: (a.line(bindings[n][0]) if bindings[n] else 0, n))
+    # another training loop reading the same arrays sliced them already
+    done = ctx.state(__name__ + ".sliced")
+    key = lambda n: (n, id(bindings[n][-1]) if bindings[n] else id(function))  # noqa: E731
+    fresh = [n for n in names if key(n) not in done]
+    done.update(key(n) for n in fresh)
+    if not fresh:
+        return step_loops.Sliced(set(roots), where)
+    names = fresh
     lines = "\n".join(f"{n} = {ctx.backend.shard_array(n)}" for n in names)
     sliced = ctx.stmts(lines, comment=ctx.say("{engine}: each rank trains on its own equal share of the samples."))
     if point is not None:
