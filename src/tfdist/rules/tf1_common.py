@@ -1150,12 +1150,15 @@ _SAMPLE_ARRAYS = {"numpy.array", "numpy.asarray", "numpy.loadtxt", "numpy.genfro
 
 
 def _literal_length(a: A.Analysis, value) -> Optional[int]:
-    """Rows of a data literal: a list/tuple of numbers or of such lists
-    (directly or through np.array(...)); None for anything else."""
+    """Rows of a data literal: a list/tuple of numbers or of such lists, or a
+    list comprehension (-1: known at run time), directly or through
+    np.array(...); None for anything else."""
     if isinstance(value, cst.Call) and a.is_name(value, _SAMPLE_ARRAYS) and value.args:
         if a.is_name(value, {"numpy.loadtxt", "numpy.genfromtxt"}):
             return -1  # rows known only at run time
         value = value.args[0].value
+    if isinstance(value, cst.ListComp):
+        return -1  # x_data = [v[0] for v in points]: one row per element, known at run time
     if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) < 2:
         return None
     for e in value.elements:
