@@ -367,6 +367,12 @@ ROW_KEEPING_ARRAY_FUNCTIONS = {
 # the first: name -> (keyword of the axis, its position). Kept when the axis
 # is an integer >= 1 or -1 (a new last axis).
 ROW_KEEPING_WITH_AXIS = {"tensorflow.expand_dims": ("axis", 1), "numpy.expand_dims": ("axis", 1)}
+# Modules whose functions draw at random: a batch helper calling one is a
+# sampler (its rows differ per call), not a cut of fixed rows.
+RANDOM_MODULE_PREFIXES = ("numpy.random.", "random.", "tensorflow.random.")
+# Functions that, handed a one-element list of a 1-D array, make a column
+# of it: ``np.transpose([y[idx]])`` holds the rows y[idx] holds, one per row.
+COLUMN_OF_ROWS = {"numpy.transpose"}
 ROW_KEEPING_ARRAY_FUNCTIONS |= set(ROW_KEEPING_WITH_AXIS)
 # Keras' bundled data sets: ``(x_train, y_train), (x_test, y_test) =
 # keras.datasets.<name>.load_data()`` unpacks NumPy arrays.

@@ -289,6 +289,10 @@ READ_BACK = [
      "np.loadtxt"),
     # np.savetxt, then the file is unpacked by another reader.
     ('np.savetxt("table.txt", x)\ntable = np.genfromtxt("table.txt")\n', "np.genfromtxt"),
+    # Written only when missing (a download cached), in a block of a statement
+    # at module level: the barrier goes before the read, after that statement.
+    ('data_file = "birth.csv"\nif not os.path.exists(data_file):\n    rows = "a,b\\n1,2\\n"\n'
+     '    with open(data_file, "w") as f:\n        f.write(rows)\nframe = pd.read_csv(data_file)\n', "pd.read_csv"),
 ]
 
 

@@ -26,6 +26,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from ..engine.scopes import walk
 from .common import calls_in, find_arg, method_name, receiver, source
 
@@ -596,15 +597,22 @@ def _wait_for_chief(ctx, last: cst.CSTNode, path, reader: cst.Call) -> bool:
     """A barrier right before the statement reading the file the chief
     alone writes, so every rank reads it complete: only in eager TensorFlow
     2 (a TF1 graph would need a session to run it), and only where the
-    write and the read are both statements at module level (a notebook
-    cell's top), which every rank runs once in the same order -- never in
+    read is a statement at module level (a notebook cell's top) after the
+    one holding the write, which every rank runs once in the same order -- never in
     the guarded block itself, under an if or in a loop, where the ranks
     might not all reach it: a barrier they do not all reach never returns.
     False (nothing done) otherwise."""
     a = ctx.a
     written, read = a.statement_of(last), a.statement_of(reader)
+    # the write may sit in a block of a statement at module level (``if not
+    # os.path.exists(path):`` around a download): what matters is that the
+    # chief has run that statement before the read, and that every rank
+    # reaches the barrier, a statement at module level of its own
+    while written is not None and not isinstance(a.parent(written), cst.Module):
+        holder = a.statement_of(a.parent(written)) if a.parent(written) is not None else None
+        written = None if isinstance(holder, (cst.FunctionDef, cst.ClassDef)) else holder
     if not ctx.patterns or not ctx.patterns <= {"Keras", "GradientTape"} or written is None or read is None \
-            or not isinstance(a.parent(written), cst.Module) or not isinstance(a.parent(read), cst.Module) \
+            or written is read or not isinstance(a.parent(read), cst.Module) or not dataflow.after(a, read, written) \
             or _in_guarded_statement(ctx, read) or read in _guarded_spans(ctx):
         return False
     done = ctx.state(__name__ + ".barriers")

@@ -362,12 +362,17 @@ def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
     that keeps the rows: ``images`` in ``tf.convert_to_tensor(images,
     dtype=...)`` or ``np.asarray(images)`` (apis.ROW_KEEPING_ARRAY_FUNCTIONS),
     ``xb.astype(...)`` (apis.ROW_KEEPING_CONVERSIONS), ``xb / 255.`` (a
-    number applied to every element); None otherwise."""
+    number applied to every element), ``np.transpose([yb])`` (a column of
+    yb's rows, apis.COLUMN_OF_ROWS); None otherwise."""
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
             and value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
         return value.func.value
     if isinstance(value, cst.Call) and not has_star_args(value):
         first = value.args[0] if value.args and value.args[0].keyword is None else None
+        if first is not None and len(value.args) == 1 and a.is_name(value, apis.COLUMN_OF_ROWS) \
+                and isinstance(first.value, cst.List) and len(first.value.elements) == 1 \
+                and isinstance(first.value.elements[0], cst.Element):
+            return first.value.elements[0].value  # np.transpose([y[idx]]): y's rows, as a column
         name = a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS)
         if first is not None and name is not None and dataset_flow.keeps_rows(value, name):
             return first.value
@@ -397,6 +402,8 @@ def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression
     if len(fdefs) != 1 or a.method_owner(fdefs[0]) is not None or not isinstance(call.func, cst.Name):
         return None
     fdef = fdefs[0]
+    if any(q.startswith(apis.RANDOM_MODULE_PREFIXES) for c in calls_in(fdef.body) for q in a.names(c)):
+        return None  # it draws its rows at random: a sampler, drawn per rank (samplers)
     params = fdef.params.params
     if fdef.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fdef.params.star_kwarg is not None \
             or fdef.params.kwonly_params or fdef.params.posonly_params:
