@@ -7,6 +7,8 @@ the exact text given; VALID snippets must come out exactly as written, with
 no rank0-io change reported on them; WARN snippets cannot be guarded safely
 and must leave the write where it is with a warning naming the edit.
 """
+from pathlib import Path
+
 import pytest
 
 from tfdist.api import convert_source
@@ -341,3 +343,21 @@ def test_file_written_on_rank_0_and_only_shown_or_named_is_not_warned():
                'with open("plot.png", "wb") as f:\n    f.write(b"")\nImage("plot.png")\n')
     result = _convert(snippet)
     assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
+
+
+def test_file_read_back_in_a_tf1_script_waits_in_a_session_of_its_own_graph():
+    """Graph mode: an op runs only in a session, so the barrier is an
+    allreduce run by a session of a graph of its own (the user's graph
+    untouched), on the CPU; it sits right before the read, outside the
+    rank-0 guard. Runtime evidence: test_read_back_barrier_runtime.py."""
+    source = Path(__file__).resolve().parents[1] / "slow" / "runtime_scripts" / "tf1_write_then_read_back.py"
+    result = convert_source(source.read_text(), "tf1.py")
+    assert result.status == "converted", (result.status, result.error)
+    lines = result.code.splitlines()
+    read = next(i for i, line in enumerate(lines) if line.startswith("with open(data_file, newline"))
+    assert [line.strip() for line in lines[read - 3:read]] == [
+        "with tf.Graph().as_default():",
+        'with tf.Session(config=tf.ConfigProto(device_count={"GPU": 0})) as barrier_session:',
+        'barrier_session.run(hvd.allreduce(tf.constant(0.0), name="tfdist_barrier"))'], result.code
+    assert lines[read - 3].startswith("with"), "at module level, not under the guard"
+    assert not [w for w in result.warnings if w.level == "WARNING"]

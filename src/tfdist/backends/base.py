@@ -8,7 +8,7 @@ parses with the file's formatting conventions.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 #: --lr-scaling: how the learning rate follows the number of processes N
@@ -131,10 +131,11 @@ class Backend(ABC):
         """A boolean expression: this process writes files and prints."""
 
     @abstractmethod
-    def barrier(self) -> str:
+    def barrier(self, tf1: Optional[str] = None) -> str:
         """A statement every process runs that returns only once all have
-        reached it (eager TensorFlow 2): the others wait there for a file
-        the chief writes just before."""
+        reached it: the others wait there for a file the chief writes just
+        before. ``tf1``: the TF1 namespace (``tf.compat.v1``) of a script in
+        graph mode, where an op only runs in a session."""
 
     # --- start-up
     @abstractmethod

@@ -5,7 +5,7 @@ https://horovod.readthedocs.io/en/stable/keras.html
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, scaled_lr
 
@@ -98,10 +98,16 @@ class HorovodBackend(Backend):
     def is_chief(self) -> str:
         return "{hvd}.rank() == 0"
 
-    def barrier(self) -> str:
+    def barrier(self, tf1: Optional[str] = None) -> str:
         # Horovod's TensorFlow API has no barrier; an allreduce every rank
         # runs returns on none before all have called it.
-        return "{hvd}.allreduce({tf}.constant(0.0), name=\"tfdist_barrier\")"
+        if tf1 is None:
+            return "{hvd}.allreduce({tf}.constant(0.0), name=\"tfdist_barrier\")"
+        # TF1: the op runs in a session of its own graph (the user's graph
+        # untouched), on the CPU (no GPU memory taken before the user's session)
+        return (f"with {tf1}.Graph().as_default():\n"
+                f"    with {tf1}.Session(config={tf1}.ConfigProto(device_count={{\"GPU\": 0}})) as barrier_session:\n"
+                f"        barrier_session.run({{hvd}}.allreduce({tf1}.constant(0.0), name=\"tfdist_barrier\"))")
 
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List[str]:
         out = ["{hvd}.init()"]

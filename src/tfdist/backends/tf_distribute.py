@@ -21,7 +21,7 @@ https://www.tensorflow.org/tutorials/distribute/custom_training:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, scaled_lr
 
@@ -123,7 +123,7 @@ class TfDistributeBackend(Backend):
     def is_chief(self) -> str:
         return "{strategy}.extended.should_checkpoint"
 
-    def barrier(self) -> str:
+    def barrier(self, tf1: Optional[str] = None) -> str:  # tf1: never (TF1 is refused)
         # a cross-worker sum every worker runs: none returns before all have called it
         return ("{strategy}.reduce({tf}.distribute.ReduceOp.SUM, "
                 "{strategy}.run(lambda: {tf}.constant(1.0)), axis=None)")

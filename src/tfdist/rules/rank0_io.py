@@ -611,14 +611,16 @@ def _wait_for_chief(ctx, last: cst.CSTNode, path, reader: cst.Call) -> bool:
     while written is not None and not isinstance(a.parent(written), cst.Module):
         holder = a.statement_of(a.parent(written)) if a.parent(written) is not None else None
         written = None if isinstance(holder, (cst.FunctionDef, cst.ClassDef)) else holder
-    if not ctx.patterns or not ctx.patterns <= {"Keras", "GradientTape"} or written is None or read is None \
+    graph = bool(ctx.patterns & {"Session", "MonitoredSession"})
+    if not ctx.patterns or (graph and not ctx.patterns <= {"Session", "MonitoredSession"}) or written is None or read is None \
             or written is read or not isinstance(a.parent(read), cst.Module) or not dataflow.after(a, read, written) \
             or _in_guarded_statement(ctx, read) or read in _guarded_spans(ctx):
         return False
     done = ctx.state(__name__ + ".barriers")
     if id(read) not in done:
         done.add(id(read))
-        ctx.plan.insert_before(read, ctx.stmts(ctx.backend.barrier(), comment=ctx.say(
+        from .tf1_common import tf1_namespace  # (tf1_common reaches this module through data_division)
+        ctx.plan.insert_before(read, ctx.stmts(ctx.backend.barrier(tf1_namespace(ctx) if graph else None), comment=ctx.say(
             "{engine}: the other processes wait here until the chief has written {file}.", file=a.code(path))))
     ctx.change(reader, RULE, ctx.say("{file}, written by the chief only (line {line}), is read here by every "
                                      "process after a barrier: none reads it before it is complete",

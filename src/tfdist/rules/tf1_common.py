@@ -163,6 +163,12 @@ def tf1_prefix(ctx, call: cst.Call) -> str:
             canon = a.names(prefix)
         if "tensorflow" in canon:
             return a.code(prefix)
+    return tf1_namespace(ctx)
+
+
+def tf1_namespace(ctx) -> str:
+    """The TF1 namespace under the name tfdist uses for TensorFlow: ``tf``
+    when it is tensorflow.compat.v1, else ``tf.compat.v1``."""
     tf = ctx.name("tf")
     bound = ctx.imports.bound.get(tf)
     return tf if bound == "tensorflow.compat.v1" else f"{tf}.compat.v1"
