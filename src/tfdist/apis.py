@@ -342,6 +342,9 @@ NUMPY_GLOBAL_RANDOM = {
 NUMPY_RANDOM_STATE = "numpy.random.RandomState"
 # NumPy random functions that draw from the data given to them (not noise).
 NUMPY_DATA_DRAWS = {"numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle"}
+# Functions reordering the list or array they are handed, in place (its
+# rows stay the same rows).
+IN_PLACE_SHUFFLES = {"numpy.random.shuffle", "random.shuffle"}
 # NumPy constructors of arrays whose values are fixed by their arguments
 # (``np.ones([batch_size])`` as GAN targets): fed each step, they are not data.
 NUMPY_CONSTANT_ARRAYS = {"numpy.ones", "numpy.zeros", "numpy.full", "numpy.concatenate", "numpy.array",

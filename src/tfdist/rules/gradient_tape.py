@@ -17,7 +17,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.findings import Evidence
-from . import data_division, dataset_flow, lr_scaling, samplers, step_loops, tf1_common, warmup
+from . import data_division, dataset_flow, iterator_classes, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import walk
 from .common import find_arg, is_optimizer_step, method_name, mentions, receiver
 
@@ -524,6 +524,9 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
     # through a function it calls) is an epoch loop and keeps its count.
     step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]
     for loop in step_loops_found:
+        if iterator_classes.iterated_instance(a, loop):
+            if iterator_classes.shard_iterated_class(ctx, loop):
+                continue  # the class ends each epoch after the rank's share of its batches
         sliced = _slice_rows_read(ctx, loop, applies)
         found = _samplers_feeding(a, loop, applies)
         if sliced is None:  # rows not sliced by rank: random rows must differ per rank
