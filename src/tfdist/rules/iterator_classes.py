@@ -30,7 +30,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division
+from . import data_division, tf1_common
 
 #: Methods that make an instance an iterator of batches.
 ITERATOR_METHODS = ("__iter__", "__next__")
@@ -187,16 +187,8 @@ def _only_rows_read(a: A.Analysis, klass: cst.ClassDef, name: str, binding: cst.
     for node in walk(klass.body):
         if _self_attribute(node) != name or any(node is n for n in walk(binding)):
             continue
-        parent = a.parent(node)
-        if isinstance(parent, cst.Subscript) and parent.value is node and not isinstance(a.parent(parent), cst.AssignTarget):
-            continue  # self.x[i], self.x[i:j]
-        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "shape":
-            continue
-        if isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
-            call = a.parent(parent)
-            if a.is_name(call, {"builtins.len"}) or (a.is_name(call, apis.IN_PLACE_SHUFFLES) and call.args[0] is parent):
-                continue
-        return False
+        if tf1_common.array_use(a, node) not in ("rows", "size", "shuffle"):
+            return False
     return True
 
 

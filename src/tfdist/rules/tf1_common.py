@@ -422,18 +422,11 @@ def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression
         return None
     for name in arrays:
         for ref in uses[name]:
-            parent = a.parent(ref)
-            if isinstance(parent, cst.Subscript) and parent.value is ref:
-                if isinstance(a.parent(parent), cst.AssignTarget) or any(
-                        _reads_array(a, n, arrays - set(), uses) for e in parent.slice for n in walk(e)):
-                    return None  # written in place, or indexed by another array's values
-            elif isinstance(parent, cst.Attribute) and parent.value is ref and parent.attr.value in ("shape",):
-                pass
-            elif isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call) \
-                    and a.is_name(a.parent(parent), {"builtins.len"}):
-                pass
-            else:
+            use = array_use(a, ref)
+            if use not in ("rows", "size"):
                 return None
+            if use == "rows" and any(_reads_array(a, n, arrays, uses) for e in a.parent(ref).slice for n in walk(e)):
+                return None  # indexed by another array's values: a lookup, not a cut
     out = []
     for index, param in enumerate(params):
         if param.name.value not in arrays:
@@ -450,11 +443,26 @@ def _reads_array(a: A.Analysis, node, arrays: Set[str], uses) -> bool:
     other than by its size."""
     if not isinstance(node, cst.Name) or node.value not in arrays or all(node is not r for r in uses[node.value]):
         return False
+    return array_use(a, node) != "size"
+
+
+def array_use(a: A.Analysis, node) -> str:
+    """How an expression naming an array (a name, ``self.x``) is used:
+    "rows" (``x[i]``, ``x[i:j]`` read), "size" (``len(x)``, ``x.shape``),
+    "shuffle" (reordered in place, apis.IN_PLACE_SHUFFLES), "written"
+    (``x[i] = v``) or "other"."""
     parent = a.parent(node)
-    sized = (isinstance(parent, cst.Attribute) and parent.attr.value == "shape") or (
-        isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call)
-        and a.is_name(a.parent(parent), {"builtins.len"}))
-    return not sized
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        return "written" if isinstance(a.parent(parent), cst.AssignTarget) else "rows"
+    if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value == "shape":
+        return "size"
+    if isinstance(parent, cst.Arg) and isinstance(a.parent(parent), cst.Call):
+        call = a.parent(parent)
+        if a.is_name(call, {"builtins.len"}):
+            return "size"
+        if a.is_name(call, apis.IN_PLACE_SHUFFLES) and call.args and call.args[0] is parent:
+            return "shuffle"
+    return "other"
 
 
 def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
