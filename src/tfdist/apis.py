@@ -710,6 +710,12 @@ TF_GLOBAL_SEED_SETTERS = {
 TF1_SHUFFLING_QUEUES = {f"{prefix}.train.{fn}" for prefix in ("tensorflow", "tensorflow.compat.v1")
                         for fn in ("shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch",
                                    "maybe_shuffle_batch_join")}
+# TF1 queue pipelines of any kind (producers and batchers): a train op run
+# without a feed may read its batches from one.
+TF1_QUEUE_READERS = TF1_SHUFFLING_QUEUES | {
+    f"{prefix}.train.{fn}" for prefix in ("tensorflow", "tensorflow.compat.v1")
+    for fn in ("batch", "batch_join", "maybe_batch", "string_input_producer", "slice_input_producer",
+               "input_producer", "range_input_producer")}
 # Dataset methods that group elements into batches, and that split batches
 # back into elements (``ds.batch(10000).map(pack_row).unbatch()``).
 BATCHING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch", "rebatch"}

@@ -1063,6 +1063,8 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
         # the rows are drawn from arrays a random split made: the same split on every rank
         data_division.same_random_split(ctx, _fed_arrays_read(a, runs, train_ops))
     runs = divide_step_loops(ctx, sharded, sliced)
+    if not sharded and sliced is not None:
+        _unfed_runs_on_undivided_data(ctx, runs, train_ops, sliced)
     if not sharded and sliced is None and not fed_samplers:
         fed = [r for r in runs if feeds(r, train_ops)]
         whole = _whole_feeds(a, fed, train_ops)
@@ -1081,6 +1083,40 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
             ctx.warn(where, data_division.RULE, ctx.say("no tf.data pipeline found: make sure each rank feeds different "
                                                         "samples (e.g. shard the input by {rank})"))
     return runs
+
+
+def _unfed_runs_on_undivided_data(ctx, runs: List[cst.Call], train_ops: Set[str],
+                                  sliced: List[step_loops.Sliced]) -> None:
+    """Beside the runs fed the sliced arrays, a run feeding nothing (a
+    second training on data written into its graph, ``tf.constant(Z)``)
+    now runs 1/size of its steps too: on every rank's own share when its
+    loss is built from the sliced arrays, else on the very same data on
+    every rank (nothing divided): warned, naming the run."""
+    a = ctx.a
+    if any(a.names(c) & apis.TF1_QUEUE_READERS or a.is_kind(c, A.DATASET) for c in a.calls):
+        return  # read from a queue: see _shuffling_queue_streams
+    for run in runs:
+        if feeds(run, train_ops) or dataflow.outermost_loop(a, run) is None:
+            continue
+        losses = [c.args[0].value for c in optimizer_loss_calls(a) if c.args
+                  and any(mentions(run.args[0].value, {n}) for n in _bound_names(a, c))]
+        names = {n for part in sliced for n in part.names}
+        if losses and any(dataflow.depends_on(a, loss, names) for loss in losses):
+            continue
+        ctx.warn(run, data_division.RULE, ctx.say(
+            "this run trains on data it is not fed (built into its graph, or read where tfdist cannot see), not "
+            "on the arrays tfdist divided: each rank now runs 1/size of its steps on the same data; give each rank "
+            "its own share of that data, e.g. x[{rank}::{size}], where it is made"))
+
+
+def _bound_names(a: A.Analysis, call: cst.Call) -> Set[str]:
+    """The names ``call``'s result is bound to (``op1`` in ``op1 = opt.minimize(loss1)``)."""
+    for anc in a.ancestors(call):
+        if isinstance(anc, cst.Assign):
+            return {n.value for t in anc.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+        if isinstance(anc, cst.BaseStatement):
+            break
+    return set()
 
 
 def _shuffling_queue_streams(ctx) -> bool:
