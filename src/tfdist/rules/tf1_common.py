@@ -729,9 +729,22 @@ def _size_of(a: A.Analysis, expr, roots: Set[str]) -> bool:
                 and n.args[0].value.value in roots:
             return True
         if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "size") and isinstance(n.value, cst.Name) \
-                and n.value.value in roots:
+                and n.value.value in roots and not _feature_axes(a, n):
             return True
     return False
+
+
+def _feature_axes(a: A.Analysis, shape: cst.Attribute) -> bool:
+    """``x.shape[1]``, ``x.shape[2:]``: axes after the rows, the same
+    whatever rows a rank holds (a number of classes, an image size)."""
+    sub = a.parent(shape)
+    if shape.attr.value != "shape" or not isinstance(sub, cst.Subscript) or sub.value is not shape \
+            or len(sub.slice) != 1:
+        return False
+    index = sub.slice[0].slice
+    if isinstance(index, cst.Index):
+        return isinstance(index.value, cst.Integer) and int(index.value.value, 0) >= 1
+    return isinstance(index, cst.Slice) and isinstance(index.lower, cst.Integer) and int(index.lower.value, 0) >= 1
 
 
 def _per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
