@@ -551,7 +551,9 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
     """Arrays whose rows the training step reads, followed back through the
     loops around it to where they are bound (``x_train`` in ``xb =
     x_train[i * B:(i + 1) * B]`` when ``xb`` goes into the tape block or into
-    a call that trains), and the nodes that read them."""
+    a call that trains), and the nodes that read them. No arrays, and the
+    names the step reads that tfdist cannot follow back, when it reads rows
+    it can follow beside those (slicing only some would break the pairs)."""
     from .common import calls_in
     spots: List[cst.CSTNode] = [w.body for w, _, _ in tapes(a) if dataflow.is_inside(a, w, loop)]
     spots += [arg for c in calls_in(loop.body) if _trains(a, c, applies) for arg in c.args]
