@@ -419,7 +419,7 @@ def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source)
     after it handed one of them was sliced where it is called, which would
     now divide it twice. Such a slice is taken back when fit() is handed the
     array itself (or rows kept from it: ``row_source`` peels
-    ``x.astype(...)``, ``x / 255.``), the fit now reading the array's share.
+    ``x.astype(...)``, ``x / 255.`` off, all the way down), the fit now reading the array's share.
     False (nothing taken back) when one is handed an expression mixing it
     with other data: the caller does not slice."""
     a = ctx.a
@@ -431,9 +431,7 @@ def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source)
                          for o, _ in a.assigned_values(n))]
         if not reads or not dataflow.after(a, v, point):
             continue
-        inner = v
-        while row_source(a, inner) is not None:
-            inner = row_source(a, inner)
+        inner = row_source(a, v)
         if not (isinstance(inner, cst.Name) and inner.value in names):
             return False
         found.append((v, replacement, finding))

@@ -631,8 +631,7 @@ def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> 
                 return True  # xb, yb = get_batch(x, y, step)
         if tf1_common.batch_helper_arrays(a, value):
             return True
-        while value is not None and tf1_common.row_kept_source(a, value) is not None:
-            value = tf1_common.row_kept_source(a, value)
+        value = tf1_common.rows_under(a, value)
         if isinstance(value, cst.Subscript):
             return True
         if isinstance(value, cst.Name) and value is not name and _rows_bound_in_loop(a, value, loop, depth + 1):

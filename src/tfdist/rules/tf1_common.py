@@ -465,6 +465,16 @@ def array_use(a: A.Analysis, node) -> str:
     return "other"
 
 
+def rows_under(a: A.Analysis, value):
+    """``value`` with every row-keeping conversion around it peeled off
+    (row_kept_source, repeatedly): ``x[i:j]`` in
+    ``tf.convert_to_tensor(x[i:j].astype(...))``."""
+    inner = row_kept_source(a, value) if value is not None else None
+    while inner is not None:
+        value, inner = inner, row_kept_source(a, inner)
+    return value
+
+
 def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
                  reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
@@ -510,8 +520,7 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
             # bx, by = get_next_batch(X, Y, step): rows of X and Y
             return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for h in helpers for arg in h)
         # xb = tf.convert_to_tensor(xb): still the rows xb holds
-        inside = [(o, row_kept_source(a, v) if v is not None and row_kept_source(a, v) is not None else v)
-                  for o, v in inside]
+        inside = [(o, (row_kept_source(a, v) if v is not None else None) or v) for o, v in inside]
         return all(v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
                    and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
     params = [o for o, _ in bound if isinstance(o, cst.Param)]
@@ -907,7 +916,7 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
         return None
     if not all(dataflow.after(a, r, where) for r in [*readers, *reorders]):
         return None
-    if not data_division.arrays_sliced_where_bound(ctx, set(roots), bindings, where, row_kept_source):
+    if not data_division.arrays_sliced_where_bound(ctx, set(roots), bindings, where, rows_under):
         ctx.warn(point if point is not None else entry, data_division.RULE, ctx.say(
             "{roots} (read by the training loop) are also handed to fit() mixed with other data, which tfdist "
             "slices there: slice each array once, by rank, where it is final, and hand fit() the shares",
