@@ -626,6 +626,9 @@ def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> 
         if not dataflow.is_inside(a, origin, loop):
             continue
         if value is None and isinstance(origin, cst.Name):
+            iterated = tf1_common.loop_row_source(a, origin)
+            if iterated is not None and dataset_flow.numpy_array(a, iterated):
+                return True  # for x, y in zip(x_train, y_train): rows of arrays (not a dataset's batches)
             value = dataflow.element_value(a, origin)
             if value is None and tf1_common.batch_helper_arrays(a, dataflow.assigned_by(a, origin)):
                 return True  # xb, yb = get_batch(x, y, step)

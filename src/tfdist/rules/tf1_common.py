@@ -486,6 +486,11 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     follow)."""
     if depth > 6:
         return False
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements \
+            and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        # {X: [x]}: a batch of the rows listed (x one sample of the loop's
+        # rows); a whole array listed is still refused below (depth kept)
+        return all(_array_roots(a, e.value, loop, out, readers, reader, depth) for e in expr.elements)
     while isinstance(expr, cst.Call) and method_name(expr) in apis.ROW_PRESERVING_METHODS \
             and isinstance(receiver(expr), cst.Subscript):
         expr = receiver(expr)  # x[idx].reshape(b, n): still rows of x
@@ -497,10 +502,10 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
     bound = a.assigned_values(expr)
     if not bound:
         return False
-    if len(bound) == 1 and isinstance(bound[0][0], cst.Name) and isinstance(a.parent(bound[0][0]), cst.Element):
-        zipped = _zip_loop_source(a, bound[0][0], loop)
-        if zipped is not None:
-            return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in zipped)
+    if len(bound) == 1 and isinstance(bound[0][0], cst.Name):
+        iterated = loop_row_source(a, bound[0][0])
+        if iterated is not None:
+            return _array_roots(a, iterated, loop, out, readers, reader, depth + 1)
     # X, Y = shuffle(X, Y) each epoch: the same rows again, so X is still the
     # array bound before the loop (and is divided there)
     reorders = [o for o, _ in bound if dataflow.is_inside(a, o, loop) and reorders_itself(a, o, expr.value)]
@@ -592,19 +597,60 @@ def _shuffled_with(a: A.Analysis, origin) -> List[str]:
     return [arg.value.value for arg in statement.value.args if isinstance(arg.value, cst.Name) and not arg.keyword]
 
 
-def _zip_loop_source(a: A.Analysis, target: cst.Name, loop) -> Optional[List[cst.BaseExpression]]:
-    """``[data]`` for ``x`` in ``for x, y in zip(data, labels):`` (a loop inside ``loop``)."""
-    loop = next((x for x in a.ancestors(target) if isinstance(x, cst.For)), None)
-    if loop is None or not any(n is target for n in walk(loop.target)):
+def loop_row_source(a: A.Analysis, target: cst.Name) -> Optional[cst.BaseExpression]:
+    """The array whose rows (or a column of whose rows) the for-loop target
+    ``target`` holds at each iteration: ``data`` for ``x`` in ``for x in
+    data:``, in ``for x, y in data:`` (a row unpacked into its columns), in
+    ``for x, y in zip(data, labels):`` and ``for i, (x, y) in
+    enumerate(zip(data, labels)):``; None for a counter, for anything
+    iterated that is not a name of the script's (a call, a range) or is
+    known to be something else than an array (a dataset, a generator)."""
+    path: List[int] = []
+    node = target
+    while True:
+        parent = a.parent(node)
+        if isinstance(parent, cst.For) and parent.target is node:
+            break
+        holder = a.parent(parent) if isinstance(parent, cst.Element) else None
+        if not isinstance(holder, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in holder.elements):
+            return None
+        path.insert(0, [e for e in holder.elements].index(parent))
+        node = holder
+    loop = a.parent(node)
+    iterated, shape = loop.iter, node
+    while True:
+        iterated = _unwrap_progress(a, iterated)
+        if isinstance(iterated, cst.Call) and a.is_name(iterated, {apis.ENUMERATE, "builtins.zip"}):
+            args = [arg.value for arg in iterated.args if arg.keyword is None]
+            if any(arg.star for arg in iterated.args) or not path or not isinstance(shape, (cst.Tuple, cst.List)):
+                return None
+            if a.is_name(iterated, {apis.ENUMERATE}):
+                if len(args) != 1 or len(shape.elements) != 2 or path[0] == 0:
+                    return None  # the counter of enumerate()
+                iterated = args[0]
+            else:
+                if len(args) != len(shape.elements):
+                    return None
+                iterated = args[path[0]]
+            shape = shape.elements[path[0]].value
+            path = path[1:]
+            continue
+        break
+    base = iterated
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    if not isinstance(base, cst.Name) or a.kinds(base):
         return None
-    it = loop.iter
-    if not (isinstance(it, cst.Call) and a.is_name(it, {"builtins.zip"}) and isinstance(loop.target, cst.Tuple)
-            and len(loop.target.elements) == len(it.args) and not any(x.star or x.keyword for x in it.args)):
-        return None
-    for element, arg in zip(loop.target.elements, it.args):
-        if element.value is target:
-            return [arg.value]
-    return None
+    return iterated
+
+
+def _unwrap_progress(a: A.Analysis, it):
+    """The iterable inside progress bars (``tqdm(zip(x, y))``); enumerate()
+    is not peeled here (it changes what the target holds)."""
+    while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star \
+            and a.is_name(it, apis.ITERATION_WRAPPERS - {apis.ENUMERATE}):
+        it = it.args[0].value
+    return it
 
 
 def _is_schedule(a: A.Analysis, expr, depth: int = 0) -> bool:

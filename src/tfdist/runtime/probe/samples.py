@@ -46,10 +46,14 @@ def _columns(value):
 
 
 def _is_plain_list(value) -> bool:
-    """A Python list of numbers (a literal batch) rather than a structure of arrays."""
+    """A Python list of numbers (a literal batch) rather than a structure of
+    arrays; NumPy scalars are numbers too (``[x]`` with ``x`` one float32 of
+    a row, a batch of one sample)."""
+    import numpy as np
+
     first = value[0]
-    return isinstance(first, (int, float, bool, str, bytes)) or (
-        isinstance(first, (list, tuple)) and first and isinstance(first[0], (int, float, bool)))
+    return isinstance(first, (int, float, bool, str, bytes, np.generic)) or (
+        isinstance(first, (list, tuple)) and first and isinstance(first[0], (int, float, bool, np.generic)))
 
 
 def _as_array(value):
