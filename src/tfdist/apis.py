@@ -482,8 +482,12 @@ WRITER_OBJECT_TUPLES = {
 # Methods returning another object of the same kind (img.convert("L").save(p)).
 WRITER_OBJECT_CHAINS = {
     PIL_IMAGE: {"convert", "resize", "crop", "rotate", "transpose", "copy", "quantize"},
-    DATAFRAME: {"round", "copy", "rename", "reset_index", "set_index", "sort_values", "transpose"},
+    DATAFRAME: {"round", "copy", "rename", "reset_index", "set_index", "sort_values", "transpose",
+                "sample", "reindex", "drop", "dropna", "fillna", "head", "tail", "astype", "query", "assign"},
 }
+# pandas DataFrame methods drawing rows at random -> the keyword seeding them
+# (``df.sample(frac=1)``: without it each process draws its own order).
+DATAFRAME_RANDOM_DRAWS = {"sample": "random_state"}
 # kind -> method that writes a file -> how the change message calls it.
 # (Rows of a csv writer and writes to an open file are guarded with the
 # ``with open(...)`` statement that opened the file.)

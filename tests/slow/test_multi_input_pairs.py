@@ -26,7 +26,11 @@ from tfdist.runtime.verify import check, check_samples, run_and_observe
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = Path(__file__).resolve().parent / "correctness_scripts" / "multi_input" / "keras_fit_wide_deep.py"
+MULTI_INPUT = Path(__file__).resolve().parent / "correctness_scripts" / "multi_input"
+SCRIPT = MULTI_INPUT / "keras_fit_wide_deep.py"
+#: Two named inputs held by a name bound to a dict comprehension (training)
+#: and to a dict literal (validation): each array sliced alike, by name.
+NAMED_DICT_SCRIPT = MULTI_INPUT / "keras_fit_named_dict_inputs.py"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -47,15 +51,15 @@ def _env():
 _RUNS: dict = {}
 
 
-def _original(tmp_path_factory):
-    if "original" not in _RUNS:
-        base = tmp_path_factory.mktemp("wide-deep-original")
-        _RUNS["original"] = run_and_observe(SCRIPT, 1, base / "run", 300, single=True, env=_env(), label="original")
-    return _RUNS["original"]
+def _original(tmp_path_factory, script=SCRIPT):
+    if script not in _RUNS:
+        base = tmp_path_factory.mktemp(script.stem + "-original")
+        _RUNS[script] = run_and_observe(script, 1, base / "run", 300, single=True, env=_env(), label="original")
+    return _RUNS[script]
 
 
-def _converted_text() -> str:
-    result = convert_file(SCRIPT)
+def _converted_text(script=SCRIPT) -> str:
+    result = convert_file(script)
     assert result.status == "converted", result.error
     assert not [w.message for w in result.warnings if w.level == "WARNING"]
     return result.data.decode()
@@ -96,6 +100,32 @@ def test_wide_deep_tuple_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path
     assert reasons == [], reasons
     assert _audit(ref, distributed.ranks) == []
     for rank in distributed.ranks:  # each rank fed 240 samples, all of them the original's
+        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 240
+
+
+@pytest.mark.timeout(400)
+def test_named_dict_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_factory):
+    """fit(x=features) with features a dict of arrays bound to a name: sliced
+    array by array, by name (slicing the dict itself fails: TypeError)."""
+    text = _converted_text(NAMED_DICT_SCRIPT)
+    for name in ("features", "valid_inputs"):
+        assert ("{name: rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for name, rows in "
+                f"{name}.items()}}") in text, name
+    converted = tmp_path / "converted" / NAMED_DICT_SCRIPT.name
+    converted.parent.mkdir()
+    converted.write_text(text)
+    original = _original(tmp_path_factory, NAMED_DICT_SCRIPT)
+    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 300, single=False,
+                                  as_file=NAMED_DICT_SCRIPT, env=_env(), label="2 ranks")
+    assert original.returncode == 0 and distributed.returncode == 0, distributed.tail[-20:]
+    (ref,) = original.ranks
+    stream = ref.sample_stream()
+    assert stream is not None and stream.source.startswith("keras-fit"), stream
+    assert len(set(s for s, _ in stream.rows)) == 480
+    reasons, checks, _ = check(original, distributed, 2)
+    assert reasons == [], reasons
+    assert _audit(ref, distributed.ranks) == []
+    for rank in distributed.ranks:
         assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 240
 
 

@@ -286,6 +286,14 @@ class Backend(ABC):
         """shard_array of an expression that must be evaluated once (a call)."""
         return self.shard_array(array)
 
+    def shard_array_values(self, mapping: str) -> str:
+        """shard_array of every array of a dict of a model's inputs, by name."""
+        return "{" + f"name: {self.shard_array('rows')} for name, rows in {mapping}.items()" + "}"
+
+    def shard_array_items(self, arrays: str) -> str:
+        """shard_array of every array of a list or tuple of a model's inputs."""
+        return f"[{self.shard_array('rows')} for rows in {arrays}]"
+
     @abstractmethod
     def divide_count(self, count: str) -> str: ...
 

@@ -397,6 +397,12 @@ class TfDistributeBackend(Backend):
     def shard_array(self, array: str) -> str:
         return array  # Keras turns arrays into a dataset the strategy splits by sample
 
+    def shard_array_values(self, mapping: str) -> str:
+        return mapping
+
+    def shard_array_items(self, arrays: str) -> str:
+        return arrays
+
     def divide_count(self, count: str) -> str:
         return f"max(1, {count} // {{strategy}}.num_replicas_in_sync)"
 

@@ -223,9 +223,12 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
             ctx.change(first, RULE, f"{a.code(first.func)}(): NumPy seeded the same on every rank before it, so every "
                                     f"rank draws the same order and the shares taken from it are disjoint")
     for call in splits:
-        if not a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS):
+        if _dataframe_draw(a, call):
+            keyword, position = apis.DATAFRAME_RANDOM_DRAWS[method_name(call)], None
+        elif a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS):
+            keyword, position = apis.RANDOM_ARRAY_SPLITTERS[a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS)]
+        else:
             continue
-        keyword, position = apis.RANDOM_ARRAY_SPLITTERS[a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS)]
         if call in done or find_arg(call, keyword, position) is not None or has_star_args(call) \
                 or global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
             continue
@@ -330,7 +333,8 @@ def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None
         seen.add(id(expr))
         for node in walk(expr):
             if isinstance(node, cst.Call) and node not in out and (
-                    a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS):
+                    a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS
+                    or _dataframe_draw(a, node)):
                 out.append(node)
             elif isinstance(node, cst.Call) and helpers is not None and ctx is not None and node not in helpers \
                     and _helper_draws(ctx, node):
@@ -351,6 +355,13 @@ def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None
                         out += [c for c in _random_splits(a, [dataflow.assigned_by(a, origin)], depth + 1, seen,
                                                           names, helpers, ctx) if c not in out]
     return out
+
+
+def _dataframe_draw(a, call) -> bool:
+    """``df.sample(frac=1)``: a pandas DataFrame method drawing rows at random
+    (apis.DATAFRAME_RANDOM_DRAWS), on a receiver known to be a DataFrame."""
+    return isinstance(call, cst.Call) and method_name(call) in apis.DATAFRAME_RANDOM_DRAWS \
+        and isinstance(call.func, cst.Attribute) and rank0_io.object_kind(a, call.func.value) == apis.DATAFRAME
 
 
 def global_seed_set_before(a, node, setters_table=None) -> bool:
@@ -400,12 +411,37 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         # arithmetic (x - mu) once too, rather than computed twice
         once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
         template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
+        inputs = _inputs_held(ctx.a, v)
+        if inputs is not None:
+            # a name holding a model's several inputs: each array sliced alike
+            template = ctx.backend.shard_array_values if inputs == "dict" else ctx.backend.shard_array_items
         new = ctx.expr(template(source(ctx.module, v)))
         replacement = lambda old, new=new: new  # noqa: E731
         ctx.plan.replace(v, replacement)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
         _inline_slices(ctx).append((v, replacement, ctx.changes[-1]))
     return True
+
+
+def _inputs_held(a, value) -> Optional[str]:
+    """"dict" when ``value`` names a dict of arrays (every binding a dict
+    display or comprehension: ``features = {name: np.array(col) for name,
+    col in df.items()}``), "list" when it names a list or tuple display of
+    NumPy arrays (``x = [x_wide, x_deep]``): several inputs of one model,
+    where slicing the name itself would take dict keys or whole inputs, not
+    rows. None for anything else."""
+    if not isinstance(value, cst.Name):
+        return None
+    bound = a.assigned_values(value)
+    if not bound or any(v is None for _, v in bound):
+        return None
+    if all(isinstance(v, cst.DictComp) or (isinstance(v, cst.Dict) and v.elements and all(
+            isinstance(e, cst.DictElement) for e in v.elements)) for _, v in bound):
+        return "dict"
+    if all(isinstance(v, (cst.List, cst.Tuple)) and v.elements and all(
+            isinstance(e, cst.Element) and flow.numpy_array(a, e.value) for e in v.elements) for _, v in bound):
+        return "list"
+    return None
 
 
 def _inline_slices(ctx) -> list:

@@ -55,7 +55,7 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
         return True
     # Methods of plotting/image/table/file objects (fig.savefig, img.save,
     # writer.writerow, f.write) only touch that object and its file.
-    if m in apis.COLLECTIVE_FREE_METHODS or (m is not None and _object_kind(a, receiver(c)) is not None):
+    if m in apis.COLLECTIVE_FREE_METHODS or (m is not None and object_kind(a, receiver(c)) is not None):
         return True
     if _is_io_call(a, c):
         return True
@@ -282,7 +282,7 @@ def _guarded_spans(ctx) -> set:
     return ctx.state(__name__ + ".spans")
 
 
-def _object_kind(a: A.Analysis, expr, depth: int = 0):
+def object_kind(a: A.Analysis, expr, depth: int = 0):
     """The kind (apis.PIL_IMAGE, MPL_FIGURE, ...) of a file-writing object, or
     None when what built it is not known. A name has a kind only when every
     value assigned to it has that same kind."""
@@ -296,7 +296,7 @@ def _object_kind(a: A.Analysis, expr, depth: int = 0):
             return apis.OPEN_FILE
         m = method_name(expr)
         if m is not None:
-            kind = _object_kind(a, receiver(expr), depth + 1)
+            kind = object_kind(a, receiver(expr), depth + 1)
             if kind is not None and m in apis.WRITER_OBJECT_CHAINS.get(kind, ()):
                 return kind
         return None
@@ -304,7 +304,7 @@ def _object_kind(a: A.Analysis, expr, depth: int = 0):
         bindings = a.assigned_values(expr)
         kinds = set()
         for origin, value in bindings:
-            kind = _object_kind(a, value, depth + 1) if value is not None else _tuple_kind(a, origin)
+            kind = object_kind(a, value, depth + 1) if value is not None else _tuple_kind(a, origin)
             if kind is None:
                 return None
             kinds.add(kind)
@@ -358,7 +358,7 @@ def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
     m = method_name(call)
     if m is None or m not in _WRITING_METHODS:
         return None
-    kind = _object_kind(a, receiver(call))
+    kind = object_kind(a, receiver(call))
     return apis.WRITER_OBJECT_METHODS.get(kind, {}).get(m) if kind is not None else None
 
 
