@@ -175,18 +175,66 @@ def tf1_namespace(ctx) -> str:
 
 
 def shard_input(ctx) -> bool:
-    """Shard the datasets turned into iterators. True if any was."""
+    """Shard the datasets turned into iterators, and those a reinitializable
+    iterator is initialised with right before training. True if any was."""
     a = ctx.a
     found = False
+    datasets = []
     for c in a.calls:
-        ds = None
         if a.is_name(c, apis.DATASET_ITERATOR_FUNCTIONS) and c.args:
-            ds = c.args[0].value
+            datasets.append(c.args[0].value)
         elif method_name(c) in ("make_one_shot_iterator", "make_initializable_iterator") and a.is_kind(receiver(c), A.DATASET):
-            ds = receiver(c)
-        if ds is not None and data_division.shard_dataset(ctx, ds, "input pipeline"):
+            datasets.append(receiver(c))
+    datasets += _initialized_for_training(a)
+    for ds in datasets:
+        if data_division.shard_dataset(ctx, ds, "input pipeline"):
             found = True
     return found
+
+
+def _initialized_for_training(a: A.Analysis) -> List[cst.BaseExpression]:
+    """The datasets a reinitializable iterator
+    (``tf.data.Iterator.from_structure``) is switched to by
+    ``sess.run(init)``, ``init = iterator.make_initializer(train_data)``,
+    where the statements after that run (in its block) run the train op:
+    the training data, not the test data the same iterator is switched to
+    before evaluating. The initializer is followed through names, ``self``
+    attributes and parameters (``train_one_epoch(sess, self.train_init)``)."""
+    runs = train_runs(a, a.module, train_op_names(a))
+    out: List[cst.BaseExpression] = []
+    for c in a.calls:
+        if method_name(c) != "run" or not c.args or c.args[0].keyword is not None:
+            continue
+        datasets = _initializer_datasets(a, c.args[0].value)
+        if not datasets:
+            continue
+        stmt = a.statement_of(c)
+        block = a.parent(stmt)
+        body = list(getattr(block, "body", ()))
+        if stmt not in body:
+            continue
+        if any(_runs_train_op_through_calls(a, later, runs) for later in body[body.index(stmt) + 1:]):
+            out += [d for d in datasets if all(d is not o for o in out)]
+    return out
+
+
+def _initializer_datasets(a: A.Analysis, op, depth: int = 0) -> List[cst.BaseExpression]:
+    """``train_data`` for an op made by ``iterator.make_initializer(train_data)``."""
+    if depth > 6:
+        return []
+    if isinstance(op, cst.Call):
+        return [op.args[0].value] if method_name(op) == "make_initializer" and op.args else []
+    values: List[cst.BaseExpression] = []
+    if isinstance(op, cst.Name):
+        for origin, value in a.assigned_values(op):
+            if value is not None:
+                values.append(value)
+            elif isinstance(origin, cst.Param):
+                values += [arg for _, arg in a.argument_values(origin)]
+    elif isinstance(op, cst.Attribute):
+        for cd in a.instance_classes(op.value):
+            values += a.attribute_values(cd, op.attr.value)
+    return [d for v in values for d in _initializer_datasets(a, v, depth + 1)]
 
 
 def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
@@ -245,11 +293,15 @@ def _should_stop_loop(loop: cst.While) -> bool:
 
 
 def _until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
-    """``while True:`` ended by tf.errors.OutOfRangeError (the data runs out)."""
+    """``while True:`` ended by tf.errors.OutOfRangeError (the data runs out),
+    caught in the loop or by the nearest ``try`` around it."""
     if not (isinstance(loop.test, cst.Name) and loop.test.value == "True"):
         return False
-    return any(isinstance(n, cst.ExceptHandler) and n.type is not None and "OutOfRangeError" in a.code(n.type)
-               for n in walk(loop))
+    handlers = [n for n in walk(loop) if isinstance(n, cst.ExceptHandler)]
+    around = next((t for t in a.ancestors(loop) if isinstance(t, (cst.Try, cst.FunctionDef))), None)
+    if isinstance(around, cst.Try) and dataflow.is_inside(a, loop, around.body):
+        handlers += list(around.handlers)
+    return any(n.type is not None and "OutOfRangeError" in a.code(n.type) for n in handlers)
 
 
 def _runs_train_op_through_calls(a: A.Analysis, node, runs: List[cst.Call]) -> bool:
