@@ -723,6 +723,13 @@ TF1_QUEUE_READERS = TF1_SHUFFLING_QUEUES | {
 # Dataset methods that group elements into batches, and that split batches
 # back into elements (``ds.batch(10000).map(pack_row).unbatch()``).
 BATCHING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch", "rebatch"}
+# Transformations handed to ``dataset.apply(...)`` that batch the dataset ->
+# (keyword, position) of their batch size.
+BATCHING_TRANSFORMATIONS = {
+    "tensorflow.data.experimental.map_and_batch": ("batch_size", 1),
+    "tensorflow.data.experimental.dense_to_ragged_batch": ("batch_size", 0),
+    "tensorflow.data.experimental.dense_to_sparse_batch": ("batch_size", 0),
+}
 UNBATCHING_DATASET_METHODS = {"unbatch"}
 # Dataset methods whose output depends on where each element stands in the
 # stream or on its neighbours: windows of a series, a split by count

@@ -357,6 +357,15 @@ def _zipped(call: cst.Call) -> List[cst.BaseExpression]:
     return [arg.value for arg in args]
 
 
+def _batching_transformation(a: A.Analysis, call: cst.Call) -> Optional[cst.Call]:
+    """The batching transformation ``dataset.apply(...)`` is handed
+    (apis.BATCHING_TRANSFORMATIONS: ``map_and_batch(parse, n)``), or None."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "apply" and call.args):
+        return None
+    inner = call.args[0].value
+    return inner if isinstance(inner, cst.Call) and a.is_name(inner, apis.BATCHING_TRANSFORMATIONS) else None
+
+
 def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
     """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
     from its sources, or None when the flow cannot be followed to them."""
@@ -391,6 +400,9 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             inner = batch_calls(a, f.value, seen, methods)
             if inner is None:
                 return None
+            transformation = _batching_transformation(a, expr) if "batch" in methods else None
+            if transformation is not None:  # .apply(tf.data.experimental.map_and_batch(parse, n))
+                return [transformation] + inner
             return ([expr] if f.attr.value in methods else []) + inner
         if isinstance(f, (cst.Name, cst.Attribute)):
             fdefs = dataflow.callees(a, expr)  # a function of this module, or a method of a user class
@@ -486,7 +498,10 @@ def dataset_batches_per_replica(ctx, dataset, what: str) -> bool:
         return False
     for call in calls:
         reader = ctx.a.is_name(call, apis.BATCHING_SOURCES)
-        if reader is None:
+        transformation = ctx.a.is_name(call, apis.BATCHING_TRANSFORMATIONS)
+        if transformation is not None:
+            arg = find_arg(call, *apis.BATCHING_TRANSFORMATIONS[transformation])
+        elif reader is None:
             arg = find_arg(call, "batch_size", 0)
         else:
             keyword, position, default = apis.BATCHING_SOURCES[reader]
