@@ -488,6 +488,12 @@ WRITER_OBJECT_CHAINS = {
 # pandas DataFrame methods drawing rows at random -> the keyword seeding them
 # (``df.sample(frac=1)``: without it each process draws its own order).
 DATAFRAME_RANDOM_DRAWS = {"sample": "random_state"}
+# Writing methods that write only when handed a path, and otherwise return
+# what they would write (``df.to_json(orient="records")`` is a string):
+# kind -> method -> (keyword, position) of the path.
+WRITER_METHODS_PATH_OPTIONAL = {
+    DATAFRAME: {"to_csv": ("path_or_buf", 0), "to_json": ("path_or_buf", 0), "to_parquet": ("path", 0)},
+}
 # kind -> method that writes a file -> how the change message calls it.
 # (Rows of a csv writer and writes to an open file are guarded with the
 # ``with open(...)`` statement that opened the file.)

@@ -359,6 +359,9 @@ def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
     if m is None or m not in _WRITING_METHODS:
         return None
     kind = object_kind(a, receiver(call))
+    path = apis.WRITER_METHODS_PATH_OPTIONAL.get(kind, {}).get(m)
+    if path is not None and find_arg(call, *path) is None:
+        return None  # no path: it returns the text, writes nothing
     return apis.WRITER_OBJECT_METHODS.get(kind, {}).get(m) if kind is not None else None
 
 
