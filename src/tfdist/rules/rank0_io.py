@@ -416,9 +416,11 @@ def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> N
     a = ctx.a
     stmt = a.statement_of(call)
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    # plt.title(t); plt.show(): a line of calls only (no name bound) is guarded whole
+    calls_only = isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Expr) for s in stmt.body)
     chief = _chief_text(ctx)
     blocker = _first_collective(a, stmt) if stmt is not None else call
-    if isinstance(small, cst.Expr) and blocker is None:
+    if calls_only and blocker is None:
         if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
             ctx.change(stmt, RULE, f"{what} on rank 0 only")
             if a.is_name(call, apis.FILE_WRITE_PATH_FIRST):
