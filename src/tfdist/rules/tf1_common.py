@@ -865,6 +865,8 @@ def _per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) 
         value = dataflow.value_of_statement(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
         if value is None or not _size_of(a, value, roots):
             continue
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TF_SHAPE_ARGUMENTS):
+            continue  # tf_x = tf.placeholder(tf.float32, x.shape): a tensor shaped like the rank's data, not a count
         small = stmt.body[0]
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
         for target in targets:
