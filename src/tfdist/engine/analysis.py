@@ -371,6 +371,12 @@ class Analysis:
             return out
         if isinstance(expr, cst.IfExp):
             return self.types(expr.body, depth + 1) | self.types(expr.orelse, depth + 1)
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            # nets[0] of nets = [NN(), NN(bn=True)]: one of the list's elements
+            out = set()
+            for element in self._display_elements(expr.value):
+                out |= self.types(element, depth + 1)
+            return out
         if isinstance(expr, cst.Attribute):
             out = set()
             for cd in self.instance_classes(expr.value, depth):
@@ -381,6 +387,16 @@ class Analysis:
                     out |= self.types(value, depth + 1)
             return out
         return set()
+
+    def _display_elements(self, expr) -> List[cst.BaseExpression]:
+        """The elements of the list or tuple display expr is, or a name is
+        bound to (every binding such a display); [] otherwise."""
+        displays = [expr] if isinstance(expr, (cst.List, cst.Tuple)) else []
+        if isinstance(expr, cst.Name):
+            bound = self.assigned_values(expr)
+            if bound and all(isinstance(v, (cst.List, cst.Tuple)) for _, v in bound):
+                displays = [v for _, v in bound]
+        return [e.value for d in displays for e in d.elements if isinstance(e, cst.Element)]
 
     def module_attribute_values(self, expr: cst.Attribute) -> List[cst.BaseExpression]:
         """Values this module assigns to an attribute of an imported module
