@@ -153,11 +153,11 @@ def divide_enumerated_cap(ctx, loop) -> None:
         data_division.divide(ctx, bound, "steps before the loop breaks")
 
 
-def unwrapped(a, it):
+def unwrapped(a, it, wrappers=apis.ITERATION_WRAPPERS):
     """The iterable inside progress bars and numberings: range(n) in
-    ``tqdm(range(n))``, ``enumerate(tqdm(range(n)))``."""
+    ``tqdm(range(n))``, ``enumerate(tqdm(range(n)))`` (of ``wrappers``)."""
     while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star \
-            and a.is_name(it, apis.ITERATION_WRAPPERS):
+            and a.is_name(it, wrappers):
         it = it.args[0].value
     return it
 

@@ -671,7 +671,8 @@ def loop_row_source(a: A.Analysis, target: cst.Name) -> Optional[cst.BaseExpress
     loop = a.parent(node)
     iterated, shape = loop.iter, node
     while True:
-        iterated = _unwrap_progress(a, iterated)
+        # progress bars peeled; enumerate() is not (it changes what the target holds)
+        iterated = step_loops.unwrapped(a, iterated, apis.ITERATION_WRAPPERS - {apis.ENUMERATE})
         if isinstance(iterated, cst.Call) and a.is_name(iterated, {apis.ENUMERATE, "builtins.zip"}):
             args = [arg.value for arg in iterated.args if arg.keyword is None]
             if any(arg.star for arg in iterated.args) or not path or not isinstance(shape, (cst.Tuple, cst.List)):
@@ -694,15 +695,6 @@ def loop_row_source(a: A.Analysis, target: cst.Name) -> Optional[cst.BaseExpress
     if not isinstance(base, cst.Name) or a.kinds(base):
         return None
     return iterated
-
-
-def _unwrap_progress(a: A.Analysis, it):
-    """The iterable inside progress bars (``tqdm(zip(x, y))``); enumerate()
-    is not peeled here (it changes what the target holds)."""
-    while isinstance(it, cst.Call) and it.args and it.args[0].keyword is None and not it.args[0].star \
-            and a.is_name(it, apis.ITERATION_WRAPPERS - {apis.ENUMERATE}):
-        it = it.args[0].value
-    return it
 
 
 def _is_schedule(a: A.Analysis, expr, depth: int = 0) -> bool:
