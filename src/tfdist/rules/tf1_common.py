@@ -666,29 +666,28 @@ def loop_row_source(a: A.Analysis, target: cst.Name) -> Optional[cst.BaseExpress
         holder = a.parent(parent) if isinstance(parent, cst.Element) else None
         if not isinstance(holder, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in holder.elements):
             return None
-        path.insert(0, [e for e in holder.elements].index(parent))
+        path.insert(0, list(holder.elements).index(parent))
         node = holder
     loop = a.parent(node)
-    iterated, shape = loop.iter, node
-    while True:
-        # progress bars peeled; enumerate() is not (it changes what the target holds)
-        iterated = step_loops.unwrapped(a, iterated, apis.ITERATION_WRAPPERS - {apis.ENUMERATE})
-        if isinstance(iterated, cst.Call) and a.is_name(iterated, {apis.ENUMERATE, "builtins.zip"}):
-            args = [arg.value for arg in iterated.args if arg.keyword is None]
-            if any(arg.star for arg in iterated.args) or not path or not isinstance(shape, (cst.Tuple, cst.List)):
-                return None
-            if a.is_name(iterated, {apis.ENUMERATE}):
-                if len(args) != 1 or len(shape.elements) != 2 or path[0] == 0:
-                    return None  # the counter of enumerate()
-                iterated = args[0]
-            else:
-                if len(args) != len(shape.elements):
-                    return None
-                iterated = args[path[0]]
-            shape = shape.elements[path[0]].value
-            path = path[1:]
-            continue
-        break
+    shape = node
+    # progress bars peeled; enumerate() is not (it changes what the target holds)
+    peel = apis.ITERATION_WRAPPERS - {apis.ENUMERATE}
+    iterated = step_loops.unwrapped(a, loop.iter, peel)
+    while isinstance(iterated, cst.Call) and a.is_name(iterated, {apis.ENUMERATE, "builtins.zip"}):
+        args = [arg.value for arg in iterated.args if arg.keyword is None]
+        if any(arg.star for arg in iterated.args) or not path or not isinstance(shape, (cst.Tuple, cst.List)):
+            return None
+        if a.is_name(iterated, {apis.ENUMERATE}):
+            if len(args) != 1 or len(shape.elements) != 2 or path[0] == 0:
+                return None  # the counter of enumerate()
+            iterated = args[0]
+        elif len(args) != len(shape.elements):
+            return None
+        else:
+            iterated = args[path[0]]
+        shape = shape.elements[path[0]].value
+        path = path[1:]
+        iterated = step_loops.unwrapped(a, iterated, peel)
     base = iterated
     while isinstance(base, cst.Subscript):
         base = base.value
