@@ -310,6 +310,11 @@ class Backend(ABC):
         """A class statement: a Sequence wrapper reading a disjoint, equal share per rank."""
         raise NotImplementedError
 
+    def rank_share_of_stream(self, iterable: str) -> str:
+        """An iterable yielding this rank's share of ``iterable``'s elements:
+        disjoint shares, the same count on every rank."""
+        raise NotImplementedError
+
     def seed_per_rank(self, seed: str) -> str:
         """A seed that differs on every rank (one random stream per rank)."""
         raise NotImplementedError

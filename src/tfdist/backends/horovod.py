@@ -214,6 +214,11 @@ class HorovodBackend(Backend):
     def tf1_visible_device_list(self) -> str:
         return "str({hvd}.local_rank())"
 
+    def rank_share_of_stream(self, iterable: str) -> str:
+        # zip(*[iter(x)] * n) reads x in rounds of n elements (a last partial
+        # round is dropped); rank r keeps element r of each round.
+        return f"(elements[{{hvd}}.rank()] for elements in zip(*[iter({iterable})] * {{hvd}}.size()))"
+
     def rank_strided_sequence(self, name: str, base: str) -> str:
         # Keras calls sequence[i] for i in range(len(sequence)) every epoch:
         # rank r reads batches r, r + size, r + 2 * size, ... of the wrapped

@@ -461,6 +461,37 @@ def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     code = ctx.backend.broadcast_after_first_step(opt, _model_vars(a, variables), opt_vars)
     ctx.plan.insert_after(stmt, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial state from rank 0 once, after the first step created the optimizer's slots.")))
     ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first {method_name(call)}")
+    varying = _bound_per_iteration(a, variables, call)
+    if varying is not None:
+        ctx.warn(call, "broadcast", ctx.say(
+            "the variable list {vars} is bound anew at every pass of the loop at line {line}: the broadcast after the "
+            "first step sends only the first pass's, and the others keep each rank's own initial values; broadcast "
+            "all of them from rank 0 once before training by hand (e.g. {bcast})", vars=a.code(variables),
+            line=str(a.line(varying)), bcast=ctx.fill(ctx.backend.broadcast_now("model.variables"))))
+
+
+def _bound_per_iteration(a: A.Analysis, variables, call: cst.Call):
+    """The for-loop around ``call`` whose elements choose the variables
+    ``variables`` reads (``for layers, opt in ((lower, o1), (upper, o2))``,
+    ``variables = layers.trainable_variables``): a different set at every
+    pass. None when they are the same at every pass (``params =
+    model.trainable_variables`` rebound in the loop)."""
+    loops = [l for l in a.ancestors(call) if isinstance(l, cst.For)]
+    targets = {n.value: l for l in loops for n in walk(l.target) if isinstance(n, cst.Name)}
+    for name in (n for n in walk(variables) if isinstance(n, cst.Name)):
+        if isinstance(a.parent(name), cst.Attribute) and a.parent(name).attr is name:
+            continue
+        for where, value in a.assigned_values(name):
+            if where is None:
+                continue
+            for loop in loops:
+                if dataflow.is_inside(a, where, loop.target):
+                    return loop
+                if value is not None and dataflow.is_inside(a, where, loop.body):
+                    chosen = next((targets[n.value] for n in walk(value) if isinstance(n, cst.Name) and n.value in targets), None)
+                    if chosen is not None:
+                        return chosen
+    return None
 
 
 def _scale(ctx, opt_expr) -> None:
@@ -525,8 +556,9 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
     step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]
     for loop in step_loops_found:
         if iterator_classes.iterated_instance(a, loop):
-            if iterator_classes.shard_iterated_class(ctx, loop):
-                continue  # the class ends each epoch after the rank's share of its batches
+            if iterator_classes.shard_iterated_class(ctx, loop, otherwise=lambda loop=loop: step_loops.share_stream(
+                    ctx, loop, "training steps", _step_spots(a, loop, applies))):
+                continue  # the class ends each epoch after the rank's share of its batches (or the loop takes its share)
         sliced = _slice_rows_read(ctx, loop, applies)
         found = _samplers_feeding(a, loop, applies)
         if sliced is None:  # rows not sliced by rank: random rows must differ per rank
@@ -541,7 +573,7 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
                         "tf.random.set_seed(<seed> + {rank}), by hand", draw=a.code(draw.func)))
         if found:
             samplers.draw_per_rank(ctx, found)
-        if step_loops.divide(ctx, loop, "training steps", sliced) == step_loops.UNKNOWN:
+        if step_loops.divide(ctx, loop, "training steps", sliced, _step_spots(a, loop, applies)) == step_loops.UNKNOWN:
             ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
                                                        "run 1/size of its steps (e.g. divide its step count by {size})"))
         _shard_iterators(ctx, loop)  # next(it) with it = iter(dataset), in a for or a while step loop

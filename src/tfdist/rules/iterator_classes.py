@@ -36,9 +36,11 @@ from . import data_division, tf1_common
 ITERATOR_METHODS = ("__iter__", "__next__")
 
 
-def shard_iterated_class(ctx, loop: cst.For) -> bool:
+def shard_iterated_class(ctx, loop: cst.For, otherwise=lambda: False) -> bool:
     """Divide the samples of the iterator class ``loop`` iterates (see the
-    module's doc); True when done (the loop needs no other division)."""
+    module's doc); True when done (the loop needs no other division).
+    Where its samples cannot be divided, ``otherwise()`` may divide the
+    loop another way (True when it did): then the edit by hand is not asked for."""
     a = ctx.a
     target = loop.iter
     if not isinstance(target, cst.Name):
@@ -74,6 +76,8 @@ def shard_iterated_class(ctx, loop: cst.For) -> bool:
         reread = sorted({n.value for n in walk(stmt) if isinstance(n, cst.Name) and n.value in sources
                          and not (isinstance(a.parent(n), cst.Attribute) and a.parent(n).attr is n)})
         if reread:
+            if otherwise():
+                return True
             ctx.warn(stmt, data_division.RULE, ctx.say(
                 "line {line} computes from {names}, the whole data {klass} keeps as its samples: tfdist would "
                 "give each rank its share of self.{attr} after line {last}, and this would still count the whole; "
@@ -84,6 +88,8 @@ def shard_iterated_class(ctx, loop: cst.For) -> bool:
     constructions = [c for c in a.calls if isinstance(c.func, cst.Name) and c.func.value == klass.name.value]
     if len(constructions) != 1:
         if len(constructions) > 1:
+            if otherwise():
+                return True
             ctx.warn(loop, data_division.RULE, ctx.say(
                 "{klass} (line {line}) holds the samples this loop trains on and is built {count} times: dividing "
                 "its samples in __init__ would divide every instance (a test set too); give the training instance "

@@ -197,10 +197,149 @@ def step_count(a, loop) -> Optional[StepCount]:
     return None
 
 
-def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None) -> str:
+def _bound_names(target) -> Set[str]:
+    return {n.value for n in walk(target) if isinstance(n, cst.Name)}
+
+
+def _compiled(a, node) -> bool:
+    """node is inside a function decorated with tf.function (a Python loop
+    there is traced once, not run step by step)."""
+    return any(isinstance(f, cst.FunctionDef) and any(
+        a.is_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, {apis.TF_FUNCTION})
+        for d in f.decorators) for f in a.ancestors(node))
+
+
+def _run_fetches(a, node) -> bool:
+    """node is inside what a TF1 ``run`` call fetches (its first argument):
+    an op or tensor to run, not data fed."""
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.Arg):
+            call = a.parent(anc)
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "run" and call.args and call.args[0] is anc and anc.keyword is None:
+                return True
+    return False
+
+
+def _stream_iterable(a, loop) -> Optional[cst.BaseExpression]:
+    """The iterable of a for-loop tfdist cannot count: not a range or a
+    counter, not a literal list or tuple (its elements are settings written
+    out here, not batches), not in a tf.function (traced, not stepped)."""
+    if not isinstance(loop, cst.For) or _compiled(a, loop):
+        return None
+    it = unwrapped(a, loop.iter)
+    if isinstance(it, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString, cst.Integer)) or _is_range(a, it) \
+            or (isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS)):
+        return None
+    return it
+
+
+def stream_reach(a, loop) -> Optional[Set[str]]:
+    """The names one step's data reaches in the body of a loop over an
+    iterable tfdist cannot count (:func:`_stream_iterable`): the names the
+    loop binds to an element and those assigned from them. None when an
+    element is used as more than data -- called, asked for an attribute or
+    method (optimizers, models or layers paired in a list), or run as an op."""
+    if _stream_iterable(a, loop) is None:
+        return None
+    # the whole iterable is shared, enumerate() included: a number it adds
+    # stays the element's position in the original order (labels indexed
+    # by it stay paired; a cap on it still ends the loop at that position)
+    yielded = _bound_names(loop.target)
+    for use in (n for n in walk(loop.body) if isinstance(n, cst.Name) and n.value in yielded):
+        parent = a.parent(use)
+        if (isinstance(parent, cst.Call) and parent.func is use) or (isinstance(parent, cst.Attribute) and parent.value is use) \
+                or _run_fetches(a, use):
+            return None
+    reached = set(yielded)
+    assigns = [n for n in walk(loop.body) if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None]
+    for _ in range(len(assigns)):
+        grown = {t for n in assigns if reads(n.value, reached)
+                 for t in _bound_names(n.targets[0].target if isinstance(n, cst.Assign) else n.target)} - reached
+        if not grown:
+            break
+        reached |= grown
+    return reached
+
+
+def reads(node, names: Set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
+
+
+def stream_of_steps(a, loop, spots: List[cst.CSTNode]) -> Optional[cst.BaseExpression]:
+    """The iterable of a for-loop whose elements are the data of its steps,
+    when tfdist cannot count them (a generator, an object of another
+    module, a list built at run time): what it yields reaches ``spots``
+    (where the step's data enters training) and is used as data only
+    (:func:`stream_reach`)."""
+    reached = stream_reach(a, loop)
+    if reached is None or not any(reads(spot, reached) for spot in spots) or _steps_depend_on_data(a, loop, spots, reached):
+        return None
+    return _stream_iterable(a, loop)
+
+
+def _own_statements(loop):
+    """The nodes of a loop's body outside loops and functions nested in it."""
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(node.children)
+
+
+def _steps_depend_on_data(a, loop, spots: List[cst.CSTNode], reached: Set[str]) -> bool:
+    """Whether a step may run or not depending on the element (``continue``
+    on a short sentence, a step only when a buffer is full, a ``break``
+    other than a cap on the enumerated position): ranks holding different
+    elements would then run different numbers of steps, and a collective
+    would wait for ever."""
+    cap = None
+    if isinstance(loop.iter, cst.Call) and a.is_name(loop.iter, {apis.ENUMERATE}) \
+            and isinstance(loop.target, (cst.Tuple, cst.List)) and isinstance(loop.target.elements[0].value, cst.Name):
+        cap = _break_bound(loop, loop.target.elements[0].value.value)
+    for node in _own_statements(loop):
+        if isinstance(node, cst.Continue):
+            return True
+        if isinstance(node, cst.Break) and cap is None:
+            return True
+        if isinstance(node, cst.If) and reads(node.test, reached) and any(
+                dataflow.is_inside(a, spot, node) for spot in spots):
+            return True
+    return False
+
+
+def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
+    """Each rank takes every size-th element of an iterable of steps it
+    cannot count (:func:`stream_of_steps`), in whole rounds of size
+    elements: the shares are disjoint when every rank iterates the same
+    elements (and draws of its own when they are random), and every rank
+    runs the same number of steps. False when the loop is not such a
+    stream or the engine cannot."""
+    a = ctx.a
+    if stream_of_steps(a, loop, spots) is None:
+        return False
+    it = loop.iter  # whole: see stream_reach
+    try:
+        code = ctx.backend.rank_share_of_stream(source(a.module, it))
+    except NotImplementedError:
+        return False
+    new = ctx.expr(code)
+    ctx.plan.replace(it, lambda old, new=new: new)
+    ctx.change(it, data_division.RULE, ctx.say(
+        "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
+        "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
+        what=what, it=a.code(unwrapped(a, it))))
+    return True
+
+
+def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None, spots: Optional[List[cst.CSTNode]] = None) -> str:
     """Make the loop run 1/size of its steps. Returns DIVIDED, PER_RANK
     (nothing to do: the count is computed from divided data) or UNKNOWN
-    (nothing done; the caller warns)."""
+    (nothing done; the caller warns). ``spots``: where the step's data
+    enters training, for a loop over an iterable of steps tfdist cannot
+    count (:func:`share_stream`)."""
     a = ctx.a
     sc = step_count(a, loop)
     if sc is None:
@@ -208,6 +347,8 @@ def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None) -> str:
             late, early = dataflow.sized_after(a, loop.iter, sliced.names, sliced.point)
             if late and not early:
                 return PER_RANK  # iterates over (ranges of) the divided data itself
+        if sliced is None and spots is not None and share_stream(ctx, loop, what, spots):
+            return DIVIDED
         return UNKNOWN
     exprs = [sc.count] + ([sc.start] if sc.start is not None else [])
     if sliced is not None:

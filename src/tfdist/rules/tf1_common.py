@@ -332,7 +332,12 @@ def divide_step_loops(ctx, sharded: bool, sliced=None) -> List[cst.Call]:
     for loop in innermost:
         if isinstance(loop, cst.While) and (_should_stop_loop(loop) or (sharded and _until_out_of_range(a, loop))):
             continue
-        if step_loops.divide(ctx, loop, "training steps", _sliced_for(a, loop, sliced)) == step_loops.UNKNOWN:
+        spots = [v for r in all_runs if dataflow.is_inside(a, r, loop) for v in _feed_values(a, r, train_ops) or ()]
+        spots += [arg for c in calls_in(loop.body) if _runs_train_op_through_calls(a, c, all_runs) for arg in c.args]
+        outcome = step_loops.divide(ctx, loop, "training steps", _sliced_for(a, loop, sliced), spots)
+        if outcome == step_loops.DIVIDED and step_loops.stream_of_steps(a, loop, spots) is not None:
+            ctx.state(__name__ + ".streams", list).append(loop)
+        if outcome == step_loops.UNKNOWN:
             ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
                                                        "run 1/size of its steps (e.g. divide its step count by {size})"))
     if all_runs and not training:
@@ -1187,6 +1192,8 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
                 "the whole of {names} is fed at every step (full-batch training): tfdist cannot divide it "
                 "without changing what a step means; give each rank x[{rank}::{size}] of each, keep "
                 "the number of steps, and keep the original learning rate -- or feed mini-batches", names=names))
+        elif fed and _fed_from_streams(ctx, fed, train_ops):
+            pass  # what is fed comes from an iterable each rank takes its own share of
         elif fed:
             ctx.warn(fed[0], data_division.RULE, ctx.say(
                 "the data fed through feed_dict is built where tfdist cannot follow it: each rank now runs "
@@ -1261,6 +1268,24 @@ def _shuffling_queue_streams(ctx) -> bool:
     ctx.change(queues[0], data_division.RULE, ctx.say(
         "{queue} draws a random stream of batches on each rank (no seed): every rank trains on its own draw, "
         "1/{size} of the steps each", queue=a.code(queues[0].func)))
+    return True
+
+
+def _fed_from_streams(ctx, fed: List[cst.Call], train_ops: Set[str]) -> bool:
+    """Every feeding run is in a loop whose iterable each rank now takes its
+    own share of (step_loops.share_stream), and every value it feeds that
+    is not a constant comes from that iterable's elements: the data fed is
+    divided."""
+    a = ctx.a
+    streams = ctx.state(__name__ + ".streams", list)
+    for run in fed:
+        loop = next((l for l in streams if dataflow.is_inside(a, run, l)), None)
+        values = _feed_values(a, run, train_ops)
+        if loop is None or values is None:
+            return False
+        reached = step_loops.stream_reach(a, loop) or set()
+        if not all(_is_constant(a, v) or step_loops.reads(v, reached) for v in values):
+            return False
     return True
 
 
