@@ -720,6 +720,12 @@ TF_GLOBAL_SEED_SETTERS = {
 TF1_SHUFFLING_QUEUES = {f"{prefix}.train.{fn}" for prefix in ("tensorflow", "tensorflow.compat.v1")
                         for fn in ("shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch",
                                    "maybe_shuffle_batch_join")}
+# TF1 producers that shuffle the elements they are handed (samples, or
+# their indices) unless called with shuffle=False: unseeded, each process
+# draws its own order. (string_input_producer is not one: it shuffles file
+# names, and ranks reading one file would still read the same records.)
+TF1_SHUFFLING_PRODUCERS = {f"{prefix}.train.{fn}" for prefix in ("tensorflow", "tensorflow.compat.v1")
+                           for fn in ("slice_input_producer", "range_input_producer")}
 # TF1 queue pipelines of any kind (producers and batchers): a train op run
 # without a feed may read its batches from one.
 TF1_QUEUE_READERS = TF1_SHUFFLING_QUEUES | {

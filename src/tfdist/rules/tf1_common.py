@@ -81,8 +81,11 @@ def wrap_optimizers(ctx) -> None:
 
 
 def train_op_names(a: A.Analysis) -> Set[str]:
-    """Names bound to ``optimizer.minimize(...)`` / ``apply_gradients`` results."""
+    """Names bound to ``optimizer.minimize(...)`` / ``apply_gradients``
+    results, and to what a function returning one returns
+    (``train_op = make_train_op(loss)``)."""
     names: Set[str] = set()
+    returning = set()
     for c in a.calls:
         if method_name(c) in ("minimize", "apply_gradients"):
             for anc in a.ancestors(c):
@@ -91,8 +94,21 @@ def train_op_names(a: A.Analysis) -> Set[str]:
                         if isinstance(t.target, cst.Name):
                             names.add(t.target.value)
                     break
+                if isinstance(anc, cst.Return):
+                    returning.add(a.enclosing_function(anc))
+                    break
                 if isinstance(anc, cst.BaseStatement):
                     break
+    for fdef in (f for fs in a.functions.values() for f in fs):
+        if any(isinstance(r, cst.Return) and isinstance(r.value, cst.Name) and r.value.value in names
+               and a.enclosing_function(r) is fdef for r in walk(fdef.body)):
+            returning.add(fdef)
+    returning.discard(None)
+    for c in a.calls:
+        if isinstance(c.func, cst.Name) and any(c.func.value == f.name.value and a.method_owner(f) is None for f in returning):
+            assign = a.parent(c)
+            if isinstance(assign, cst.Assign) and assign.value is c:
+                names |= {t.target.value for t in assign.targets if isinstance(t.target, cst.Name)}
     return names
 
 
@@ -1246,15 +1262,15 @@ def _shuffling_queue_streams(ctx) -> bool:
     each (divided above) that divides the work. True when so (reported);
     with a seed every rank would draw the same stream: warned."""
     a = ctx.a
-    queues = [c for c in a.calls if a.is_name(c, apis.TF1_SHUFFLING_QUEUES)]
+    queues = [c for c in a.calls if a.is_name(c, apis.TF1_SHUFFLING_QUEUES) or (
+        a.is_name(c, apis.TF1_SHUFFLING_PRODUCERS) and not _shuffle_off(c))]
     if not queues:
         return False
     batches = set()
     for q in queues:
-        for target in walk(a.statement_of(q)):
-            if isinstance(target, cst.AssignTarget):
-                batches |= {n.value for n in walk(target.target) if isinstance(n, cst.Name)}
-    losses = [c.args[0].value for c in optimizer_loss_calls(a) if c.args]
+        batches |= _names_assigned(a, a.statement_of(q))
+    batches |= _returned_by_callers(a, queues, batches)
+    losses = [v for c in optimizer_loss_calls(a) if c.args for v in _argument_values(a, c.args[0].value)]
     if not batches or not losses or not all(dataflow.depends_on(a, loss, batches) for loss in losses):
         return False
     seeded = [c for c in a.calls if a.is_name(c, apis.TF_GLOBAL_SEED_SETTERS)] + [
@@ -1269,6 +1285,45 @@ def _shuffling_queue_streams(ctx) -> bool:
         "{queue} draws a random stream of batches on each rank (no seed): every rank trains on its own draw, "
         "1/{size} of the steps each", queue=a.code(queues[0].func)))
     return True
+
+
+def _argument_values(a: A.Analysis, expr) -> List[cst.BaseExpression]:
+    """expr, or what the calls pass for it when it is a parameter
+    (``minimize(loss_value)`` in ``def train_step(loss_value)``)."""
+    if isinstance(expr, cst.Name):
+        params = [origin for origin, _ in a.assigned_values(expr) if isinstance(origin, cst.Param)]
+        if params:
+            return [v for p in params for v in a.parameter_values(p)] or [expr]
+    return [expr]
+
+
+def _shuffle_off(call: cst.Call) -> bool:
+    arg = find_arg(call, "shuffle")
+    return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+
+
+def _names_assigned(a: A.Analysis, stmt) -> Set[str]:
+    return {n.value for target in walk(stmt) if isinstance(target, cst.AssignTarget)
+            for n in walk(target.target) if isinstance(n, cst.Name)}
+
+
+def _returned_by_callers(a: A.Analysis, queues: List[cst.Call], batches: Set[str]) -> Set[str]:
+    """Names bound from calls of the functions that build the queues and
+    return their batches (``X, Y = read_images(path)``), through up to three
+    levels of such functions."""
+    out: Set[str] = set()
+    functions = {a.enclosing_function(q) for q in queues} - {None}
+    for _ in range(3):
+        returning = [f for f in functions if any(
+            isinstance(r, cst.Return) and r.value is not None and dataflow.depends_on(a, r.value, batches | out)
+            for r in walk(f.body))]
+        calls = [c for c in a.calls if isinstance(c.func, cst.Name) and any(c.func.value == f.name.value for f in returning)]
+        grown = {n for c in calls for n in _names_assigned(a, a.statement_of(c))} - out - batches
+        if not grown:
+            break
+        out |= grown
+        functions = {a.enclosing_function(c) for c in calls} - {None}
+    return out
 
 
 def _fed_from_streams(ctx, fed: List[cst.Call], train_ops: Set[str]) -> bool:
