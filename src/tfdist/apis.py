@@ -286,6 +286,9 @@ VARIABLE_UPDATE_METHODS = {"assign_sub", "assign"}
 TF_VARIABLE = "tensorflow.Variable"
 # Unbounded counters a step loop ends with ``if step >= N: break``.
 COUNTER_FUNCTIONS = {"itertools.count"}
+# Attributes and methods of arrays and tensors (not of optimizers, models or
+# ops): a loop element read through them is still data (``n += X.shape[0]``).
+DATA_ATTRIBUTES = {"shape", "dtype", "ndim", "size", "numpy", "astype", "reshape", "get_shape", "T"}
 ENUMERATE = "builtins.enumerate"
 #: Calls returning plain data (strings, numbers): no field of their result
 #: is an object of the script (``args.optimizer`` is a name, not an optimizer).

@@ -193,7 +193,9 @@ while step < 100:
     assert not [w for w in result.warnings if w.line == 10]
 
 
-def test_while_loop_whose_counter_is_not_a_step_count_is_reported():
+def test_while_loop_advancing_by_a_fixed_amount_is_divided():
+    # 50 steps of 2: the steps are the bound over the increment, so dividing
+    # the bound divides them
     src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
 sess = tf.Session()
 sess.run(tf.global_variables_initializer())
@@ -201,6 +203,22 @@ step = 0
 while step < 100:
     sess.run(train_op)
     step += 2
+"""
+    result = _convert(src)
+    assert result.status == "converted"
+    assert "while step < max(1, 100 // hvd.size()):" in result.code
+    assert not any("cannot see how many steps" in w.message for w in result.warnings)
+
+
+def test_while_loop_whose_counter_grows_by_a_changing_amount_is_reported():
+    src = TF1_HEAD + """train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+sess = tf.Session()
+sess.run(tf.global_variables_initializer())
+step, stride = 0, 1
+while step < 100:
+    sess.run(train_op)
+    step += stride
+    stride = stride * 2
 """
     result = _convert(src)
     assert result.status == "converted"

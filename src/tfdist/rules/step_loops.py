@@ -87,18 +87,35 @@ def _counter_var(a, loop) -> Optional[str]:
     return None
 
 
-def _incremented(loop, var: str) -> bool:
-    """``var += 1`` (or ``var = var + 1``) somewhere in the loop body."""
+def _incremented(loop, var: str, by_any: bool = False) -> bool:
+    """``var += 1`` (or ``var = var + 1``) somewhere in the loop body; with
+    ``by_any``, by any fixed amount (``i += BATCH_SIZE``: a literal, or a
+    name the loop does not rebind), so that the steps are the bound over
+    that amount and dividing the bound divides them."""
+    rebound = {n.value for t in walk(loop.body) if isinstance(t, (cst.AssignTarget, cst.AugAssign))
+               for n in walk(t.target if isinstance(t, cst.AugAssign) else t.target) if isinstance(n, cst.Name)}
+
+    def step(value) -> bool:
+        if isinstance(value, cst.Integer):
+            return value.evaluated_value == 1 or (by_any and value.evaluated_value > 0)
+        return by_any and isinstance(value, cst.Name) and value.value not in rebound
+
     for n in walk(loop.body):
         if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name) and n.target.value == var \
-                and isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer) and n.value.evaluated_value == 1:
+                and isinstance(n.operator, cst.AddAssign) and step(n.value):
             return True
         if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
                 and n.targets[0].target.value == var and isinstance(n.value, cst.BinaryOperation) \
                 and isinstance(n.value.operator, cst.Add) and isinstance(n.value.left, cst.Name) \
-                and n.value.left.value == var and isinstance(n.value.right, cst.Integer) and n.value.right.evaluated_value == 1:
+                and n.value.left.value == var and step(n.value.right):
             return True
     return False
+
+
+def _scaled_counter(expr, var: str) -> bool:
+    """``var * k`` or ``k * var`` (``while step * batch_size < training_iters``)."""
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply) and (
+        (isinstance(expr.left, cst.Name) and expr.left.value == var) != (isinstance(expr.right, cst.Name) and expr.right.value == var))
 
 
 def _bound_of(test, var: str, operators) -> Optional[cst.BaseExpression]:
@@ -108,9 +125,10 @@ def _bound_of(test, var: str, operators) -> Optional[cst.BaseExpression]:
     comp = test.comparisons[0]
     flipped = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual,
                cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual, cst.Equal: cst.Equal}
-    if isinstance(test.left, cst.Name) and test.left.value == var and isinstance(comp.operator, operators):
+    if ((isinstance(test.left, cst.Name) and test.left.value == var) or _scaled_counter(test.left, var)) \
+            and isinstance(comp.operator, operators):
         return comp.comparator
-    if isinstance(comp.comparator, cst.Name) and comp.comparator.value == var:
+    if (isinstance(comp.comparator, cst.Name) and comp.comparator.value == var) or _scaled_counter(comp.comparator, var):
         op = flipped.get(type(comp.operator))
         if op is not None and issubclass(op, operators):
             return test.left
@@ -187,12 +205,15 @@ def step_count(a, loop) -> Optional[StepCount]:
                 if bound is not None and _incremented(loop, var):
                     return StepCount(bound, "count")
             return None
-        if isinstance(test, cst.Comparison) and isinstance(test.left, (cst.Name,)) or (
-                isinstance(test, cst.Comparison) and test.comparisons and isinstance(test.comparisons[0].comparator, cst.Name)):
-            names = [n.value for n in (test.left, test.comparisons[0].comparator) if isinstance(n, cst.Name)]
-            for var in names:
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            sides = (test.left, test.comparisons[0].comparator)
+            names = [n.value for n in sides if isinstance(n, cst.Name)]
+            scaled = [n.value for side in sides if isinstance(side, cst.BinaryOperation)
+                      for n in (side.left, side.right) if isinstance(n, cst.Name) and _scaled_counter(side, n.value)]
+            for var in names + scaled:
                 bound = _bound_of(test, var, (cst.LessThan, cst.LessThanEqual))
-                if bound is not None and _incremented(loop, var):
+                # while i < n: i += batch_size (offsets) / while step * batch_size < n: step += 1
+                if bound is not None and _incremented(loop, var, by_any=var in names):
                     return StepCount(bound, "count")
     return None
 
@@ -248,8 +269,8 @@ def stream_reach(a, loop) -> Optional[Set[str]]:
     yielded = _bound_names(loop.target)
     for use in (n for n in walk(loop.body) if isinstance(n, cst.Name) and n.value in yielded):
         parent = a.parent(use)
-        if (isinstance(parent, cst.Call) and parent.func is use) or (isinstance(parent, cst.Attribute) and parent.value is use) \
-                or _run_fetches(a, use):
+        if (isinstance(parent, cst.Call) and parent.func is use) or _run_fetches(a, use) or (
+                isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value not in apis.DATA_ATTRIBUTES):
             return None
     reached = set(yielded)
     assigns = [n for n in walk(loop.body) if isinstance(n, (cst.Assign, cst.AnnAssign)) and n.value is not None]
