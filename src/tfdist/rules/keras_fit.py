@@ -555,6 +555,8 @@ def _fit(ctx, call: cst.Call) -> None:
             ctx.change(x.value, data_division.RULE,
                        f"{a.code(x.value)} draws a different stream of batches on each rank (NumPy re-seeded by "
                        f"rank before fit); each rank runs 1/size of steps_per_epoch")
+        elif steps is not None and samplers.generator_call(a, x.value) is not None and _share_generator(ctx, x.value):
+            pass  # each rank keeps every size-th batch; steps_per_epoch (divided below) bounds its steps
         elif steps is not None:
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
         else:
@@ -584,6 +586,22 @@ def _fit(ctx, call: cst.Call) -> None:
             if key in per_rank and keras_inputs.counts_sharded_data(ctx, arg.value, per_rank[key]):
                 continue  # counted on the sharded data: already per rank
             data_division.divide(ctx, arg.value, key)
+
+
+def _share_generator(ctx, x) -> bool:
+    """fit() on a generator of this module that yields the same batches on
+    every rank: each rank keeps every size-th batch, in whole rounds (the
+    engine's share of a stream), so the ranks' batches are disjoint."""
+    a = ctx.a
+    try:
+        code = ctx.backend.rank_share_of_stream(source(a.module, x))
+    except NotImplementedError:
+        return False
+    new = ctx.expr(code)
+    ctx.plan.replace(x, lambda old, new=new: new)
+    ctx.change(x, data_division.RULE, f"training data: {a.code(x)} is a generator of this file, read whole on every rank: each rank "
+                                      "keeps every size-th of them, in whole rounds; each runs 1/size of steps_per_epoch")
+    return True
 
 
 def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:
