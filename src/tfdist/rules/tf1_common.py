@@ -597,7 +597,9 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
         if all(h is not None for h in helpers):
             # bx, by = get_next_batch(X, Y, step): rows of X and Y
             return all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for h in helpers for arg in h)
-        # xb = tf.convert_to_tensor(xb): still the rows xb holds
+        # xb = tf.convert_to_tensor(xb): still the rows xb holds; so is
+        # noisy = xb + 0.3 * np.random.randn(*xb.shape) (a denoising input)
+        inside = [(o, _rows_under_noise(a, v, loop) or v) for o, v in inside]
         inside = [(o, (row_kept_source(a, v) if v is not None else None) or v) for o, v in inside]
         return all(v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
                    and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
@@ -760,6 +762,25 @@ def _is_shape(a: A.Analysis, expr, depth: int) -> bool:
     """A list or tuple of constants (a shape), or of constant arrays."""
     return isinstance(expr, (cst.List, cst.Tuple)) and all(
         isinstance(e, cst.Element) and _is_constant(a, e.value, depth) for e in expr.elements)
+
+
+def _rows_under_noise(a: A.Analysis, expr, loop):
+    """``rows + noise``, ``rows - noise`` or ``rows * noise`` (noise drawn
+    fresh each step, maybe scaled by a constant: ``0.3 * np.random.randn(...)``,
+    a dropout mask): the rows, or None."""
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply))):
+        return None
+
+    def noise(e) -> bool:
+        if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Multiply):
+            return (_is_constant(a, e.left) and noise(e.right)) or (_is_constant(a, e.right) and noise(e.left))
+        return _is_noise(a, e, loop)
+
+    if noise(expr.right) and not noise(expr.left):
+        return expr.left
+    if noise(expr.left) and not noise(expr.right) and not isinstance(expr.operator, cst.Subtract):
+        return expr.right
+    return None
 
 
 def _is_noise(a: A.Analysis, expr, loop) -> bool:
