@@ -378,18 +378,26 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
         shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False")
     # filled now, so that the setup writes the helper the template names
     template = ctx.fill(ctx.backend.sequence_dataset("{inner}", shuffle=not keep_order), inner="{inner}")
-    ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    steps = find_arg(call, steps_key, keras_fit.FIT_POS[steps_key])
+    uncounted = steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None"
+    bound = _bind_before(ctx, call, value, steps_key) if uncounted and samplers.generator_call(a, value) is None else None
+    if bound is not None:
+        # fit(datagen.flow(x, y), ...): the Sequence, made just before the
+        # statement, is counted by its name below
+        ctx.plan.replace(value, lambda upd, bound=bound: ctx.expr(template, inner=bound))
+    else:
+        ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     ctx.change(value, data_division.RULE, ctx.say(
         "{what}: {batches} read as a distributed dataset: every step takes {size} of its batches, one per "
         "replica, each worker its own share", what=what, batches=a.code(value)))
-    steps = find_arg(call, steps_key, keras_fit.FIT_POS[steps_key])
-    if steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None":
+    if uncounted:
         if samplers.generator_call(a, value) is not None:
             ctx.warn(value, data_division.RULE, ctx.say(
                 "a generator has no length to count: give fit() {key}=<its batches per epoch> // {size} (the "
                 "distributed stream has no epochs of its own)", key=steps_key))
-        elif isinstance(value, (cst.Name, cst.Attribute)):
-            text = ctx.fill(ctx.backend.divide_count(f"len({a.code(value)})"))
+        elif isinstance(value, (cst.Name, cst.Attribute)) or bound is not None:
+            counted = bound if bound is not None else a.code(value)
+            text = ctx.fill(ctx.backend.divide_count(f"len({counted})"))
             count = ctx.expr(text)
             if steps is None:
                 if not keyword_free(ctx, call, steps_key, text, data_division.RULE):
@@ -399,12 +407,28 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
                 ctx.plan.replace(steps.value, lambda old, count=count: count)
             ctx.change(call, data_division.RULE, ctx.say(
                 "{key}: len({sequence}) divided by {size} (the distributed stream does not end by itself)",
-                key=steps_key, sequence=a.code(value)))
+                key=steps_key, sequence=counted))
         else:
             ctx.warn(value, data_division.RULE, ctx.say(
                 "bind this Sequence to a name and give fit() {key}=len(name) // {size}: the distributed stream "
                 "does not end by itself", key=steps_key))
     _warn_own_shuffle(ctx, value)
+
+
+def _bind_before(ctx, call: cst.Call, value, steps_key: str):
+    """Bind a Sequence made in the fit() call (``fit(datagen.flow(x, y))``)
+    to a new name in a statement of its own just before the call's, so that
+    it can be counted; the name, or None where there is no such statement."""
+    a = ctx.a
+    if not isinstance(value, cst.Call):
+        return None
+    stmt = a.statement_of(call)
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    name = ctx.imports.free_name("train_batches" if steps_key == "steps_per_epoch" else "validation_batches")
+    ctx.plan.insert_before(stmt, ctx.stmts(f"{name} = {source(a.module, value)}", comment=ctx.say(
+        "{engine}: the batches bound to a name, to count them: the distributed stream does not end by itself.")))
+    return name
 
 
 def _warn_own_shuffle(ctx, value) -> None:
