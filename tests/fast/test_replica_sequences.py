@@ -54,8 +54,10 @@ CASES = {
     "a generator of its own": (
         "math", "np.random.default_rng(0).shuffle(self.rows)", "model.fit(Rows(x, y), epochs=2, steps_per_epoch=8)",
         ["on_epoch_end reorders with a generator of its own"]),
-    "no step count and no name to count": (
-        "math", "pass", "model.fit(Rows(x, y), epochs=2)",
+    "no step count, made in the call: bound to a name before it": (
+        "math", "pass", "model.fit(Rows(x, y), epochs=2)", []),
+    "no step count and no statement of its own to bind it before": (
+        "math", "pass", "epochs = 2; model.fit(Rows(x, y), epochs=epochs)",
         ["give fit() steps_per_epoch=len(name) // strategy.num_replicas_in_sync"]),
     "no step count, a name to count": (
         "math", "pass", "train = Rows(x, y)\nmodel.fit(train, epochs=2)", []),
@@ -72,6 +74,17 @@ def test_what_is_warned_about(module, reorder, fit, expected):
     for text in expected:
         assert any(text in m for m in messages), (text, messages)
     assert b"sequence_dataset(" in result.data
+    if not expected:  # every fit() is given a step count the stream ends by
+        assert b"steps_per_epoch=" in result.data
+
+
+def test_sequence_made_in_the_call_is_bound_then_counted():
+    source = SEQUENCE.format(module="math", reorder="pass", fit="model.fit(Rows(x, y), epochs=2)")
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    code = result.data.decode()
+    bound = code.index("train_batches = Rows(x, y)\n")
+    assert code.index("model.fit(sequence_dataset(train_batches), epochs=2", bound) > bound
+    assert "steps_per_epoch=max(1, len(train_batches) // strategy.num_replicas_in_sync)" in code
 
 
 def _emitted_helper():
