@@ -157,6 +157,13 @@ KERAS_FIT_METHODS = {"fit", "fit_generator"}
 # validation_data, shuffle, ...): positions of the arguments tfdist reads.
 KERAS_FIT_POSITIONS = {"x": 0, "y": 1, "verbose": 4, "callbacks": 5, "validation_data": 7, "shuffle": 8,
                        "sample_weight": 10, "steps_per_epoch": 12, "validation_steps": 13}
+# Model.fit_generator(generator, steps_per_epoch, epochs, verbose, callbacks,
+# validation_data, validation_steps, validation_freq, class_weight,
+# max_queue_size, workers, use_multiprocessing, shuffle, ...) (Keras 2): its
+# data is called generator=; it takes no y, sample_weight or batch_size.
+KERAS_FIT_GENERATOR_POSITIONS = {"x": 0, "steps_per_epoch": 1, "verbose": 3, "callbacks": 4, "validation_data": 5,
+                                 "validation_steps": 6, "shuffle": 12}
+KERAS_FIT_KEYWORDS = {"x": ("x", "generator")}
 # Optimizer methods that apply gradients (one optimizer step) -> (keyword,
 # position) of what names the updated variables, and whether that argument
 # pairs them with the gradients: apply_gradients(zip(grads, vars)) (Keras 2

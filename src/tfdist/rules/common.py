@@ -7,6 +7,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from .. import apis
 from ..engine.scopes import walk
 
 Keywords = Union[str, Tuple[str, ...]]
@@ -31,6 +32,19 @@ def find_arg(call: cst.Call, keyword: Keywords = (), position: Optional[int] = N
         if position < len(pos):
             return pos[position]
     return None
+
+
+def fit_position(call: cst.Call, key: str) -> Optional[int]:
+    """Where fit() -- or fit_generator(), whose parameters stand elsewhere --
+    takes fit()'s parameter ``key`` positionally (None: it has no such one)."""
+    table = apis.KERAS_FIT_GENERATOR_POSITIONS if method_name(call) == "fit_generator" else apis.KERAS_FIT_POSITIONS
+    return table.get(key)
+
+
+def fit_arg(call: cst.Call, key: str) -> Optional[cst.Arg]:
+    """The argument of fit()/fit_generator() that is fit()'s ``key``
+    (``generator=`` of fit_generator() for x)."""
+    return find_arg(call, apis.KERAS_FIT_KEYWORDS.get(key, key), fit_position(call, key))
 
 
 def find_passed(a, call: cst.Call, keyword: str, position: Optional[int] = None):

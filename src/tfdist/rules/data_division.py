@@ -19,7 +19,7 @@ from ..engine.analysis import _returns
 from ..engine.scopes import walk
 from . import dataset_flow as flow
 from . import rank0_io
-from .common import append_arg, find_arg, has_star_args, kwarg, method_name, source
+from .common import append_arg, find_arg, fit_arg, has_star_args, kwarg, method_name, source
 
 RULE = "data-division"
 
@@ -997,7 +997,7 @@ def _fit_data_argument(a, arg: cst.Arg) -> bool:
     call = a.parent(arg)
     if not isinstance(call, cst.Call) or method_name(call) not in apis.KERAS_FIT_METHODS:
         return False
-    return any(find_arg(call, key, apis.KERAS_FIT_POSITIONS[key]) is arg for key in ("x", "validation_data"))
+    return any(fit_arg(call, key) is arg for key in ("x", "validation_data"))
 
 
 def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> bool:

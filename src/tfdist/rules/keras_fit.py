@@ -17,6 +17,7 @@ from ..engine import analysis as A
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
 from ..engine.scopes import walk
+from . import common
 from .common import (append_arg, find_arg, find_passed, keyword_free, kwarg, method_name, prepend_elements,
                      receiver, source)
 
@@ -25,6 +26,8 @@ RULE = "keras"
 
 # Positions of fit()'s arguments (Keras 2 signature), for positional calls.
 FIT_POS = apis.KERAS_FIT_POSITIONS
+
+fit_position, fit_arg = common.fit_position, common.fit_arg
 EVAL_VERBOSE_POS = {"evaluate": 4, "predict": 2}
 
 
@@ -508,11 +511,11 @@ def _construction(a: A.Analysis, value):
 def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
     _callbacks(ctx, call)
-    _rank0_verbose(ctx, call, FIT_POS["verbose"], default="1")
-    x = find_arg(call, "x", FIT_POS["x"])
-    y = find_arg(call, "y", FIT_POS["y"])
-    steps = find_arg(call, "steps_per_epoch", FIT_POS["steps_per_epoch"])
-    val = find_arg(call, "validation_data", FIT_POS["validation_data"])
+    _rank0_verbose(ctx, call, fit_position(call, "verbose"), default="1")
+    x = fit_arg(call, "x")
+    y = fit_arg(call, "y")
+    steps = fit_arg(call, "steps_per_epoch")
+    val = fit_arg(call, "validation_data")
     # Each flow is divided exactly once: its data is sharded (a steps count
     # taken from the sharded data is per rank already), or -- for inputs that
     # cannot be split -- every rank reads its own stream and the steps are
@@ -537,7 +540,7 @@ def _fit(ctx, call: cst.Call) -> None:
             keras_inputs.wrap_sequence(ctx, call, x.value, "training data")
         elif y is not None:
             values = [x.value, y.value]
-            sw = find_arg(call, "sample_weight", FIT_POS["sample_weight"])
+            sw = fit_arg(call, "sample_weight")
             if sw is not None:
                 values.append(sw.value)
             data_division.shard_arrays(ctx, values, "training data")
@@ -555,7 +558,8 @@ def _fit(ctx, call: cst.Call) -> None:
             ctx.change(x.value, data_division.RULE,
                        f"{a.code(x.value)} draws a different stream of batches on each rank (NumPy re-seeded by "
                        f"rank before fit); each rank runs 1/size of steps_per_epoch")
-        elif steps is not None and samplers.generator_call(a, x.value) is not None and _share_generator(ctx, x.value):
+        elif steps is not None and samplers.generator_call(a, x.value) is not None and _share_generator(
+                ctx, x.value, "training data", "steps_per_epoch"):
             pass  # each rank keeps every size-th batch; steps_per_epoch (divided below) bounds its steps
         elif steps is not None:
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
@@ -567,7 +571,7 @@ def _fit(ctx, call: cst.Call) -> None:
         if flow == "sliced":
             per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif flow == "streams":
-            if find_arg(call, "validation_steps", FIT_POS["validation_steps"]) is None:
+            if fit_arg(call, "validation_steps") is None:
                 _add_steps(ctx, call, v, "validation_steps")
         elif a.is_kind(v, A.DATASET):
             data_division.shard_dataset(ctx, v, "validation data")
@@ -578,17 +582,20 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
         elif a.is_kind(v, A.SEQUENCE):
             keras_inputs.wrap_sequence(ctx, call, v, "validation data")
+        elif fit_arg(call, "validation_steps") is not None and samplers.generator_call(a, v) is not None \
+                and _share_generator(ctx, v, "validation data", "validation_steps"):
+            pass  # validation_steps (divided below) bounds each rank's share
         elif data_division.shard_dataset(ctx, v, "validation data"):
             per_rank["validation_steps"] = keras_inputs.data_names(a, v)
     for key in ("steps_per_epoch", "validation_steps"):
-        arg = find_arg(call, key, FIT_POS[key])
+        arg = fit_arg(call, key)
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_rank and keras_inputs.counts_sharded_data(ctx, arg.value, per_rank[key]):
                 continue  # counted on the sharded data: already per rank
             data_division.divide(ctx, arg.value, key)
 
 
-def _share_generator(ctx, x) -> bool:
+def _share_generator(ctx, x, what: str, steps_key: str) -> bool:
     """fit() on a generator of this module that yields the same batches on
     every rank: each rank keeps every size-th batch, in whole rounds (the
     engine's share of a stream), so the ranks' batches are disjoint."""
@@ -599,8 +606,8 @@ def _share_generator(ctx, x) -> bool:
         return False
     new = ctx.expr(code)
     ctx.plan.replace(x, lambda old, new=new: new)
-    ctx.change(x, data_division.RULE, f"training data: {a.code(x)} is a generator of this file, read whole on every rank: each rank "
-                                      "keeps every size-th of them, in whole rounds; each runs 1/size of steps_per_epoch")
+    ctx.change(x, data_division.RULE, f"{what}: {a.code(x)} is a generator of this file, read whole on every rank: each rank "
+                                      f"keeps every size-th of its batches, in whole rounds; each runs 1/size of {steps_key}")
     return True
 
 
@@ -644,7 +651,7 @@ def _callbacks(ctx, call: cst.Call) -> None:
     first = [ctx.fill(t) for t in [*ctx.backend.keras_callbacks(), *extra]]
     # Not through a **mapping (find_passed): a list there is made once and
     # would hand one broadcast callback to every fit() unpacking it.
-    arg = find_arg(call, "callbacks", FIT_POS["callbacks"])
+    arg = fit_arg(call, "callbacks")
     if arg is None:
         if not keyword_free(ctx, call, "callbacks", "[" + ", ".join(first) + ", ...]", "keras-callbacks",
                             edit="take the callbacks out of {mapping} and pass callbacks=[" + ", ".join(first)
@@ -753,7 +760,7 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
         if not (isinstance(call, cst.Call) and call.func is use and isinstance(arg, cst.Arg) and isinstance(fit, cst.Call)
                 and method_name(fit) in apis.KERAS_FIT_METHODS and is_model(a, receiver(fit))):
             return []
-        found = find_arg(fit, "callbacks", FIT_POS["callbacks"])
+        found = fit_arg(fit, "callbacks")
         if found is None or found.value is not call:
             return []
     return returns

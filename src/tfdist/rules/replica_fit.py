@@ -285,7 +285,7 @@ def _metric_statements(a: A.Analysis, expr, depth: int):
 
 def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
-    keras_fit._rank0_verbose(ctx, call, keras_fit.FIT_POS["verbose"], default="1")
+    keras_fit._rank0_verbose(ctx, call, keras_fit.fit_position(call, "verbose"), default="1")
     backup = ctx.backend.fit_backup_callback(ctx) if hasattr(ctx.backend, "fit_backup_callback") else None
     if backup is not None and ctx.facts.get("keras_flavor") == "keras":
         raise ctx.unsupported(call, KERAS3_BACKUP_REFUSAL)
@@ -293,9 +293,9 @@ def _fit(ctx, call: cst.Call) -> None:
     first = ([backup] if backup is not None else []) + warmup.fit_callbacks(ctx, call)
     if first:
         _add_callback_first(ctx, call, first, backup is not None)
-    x = find_arg(call, "x", keras_fit.FIT_POS["x"])
-    y = find_arg(call, "y", keras_fit.FIT_POS["y"])
-    val = find_arg(call, "validation_data", keras_fit.FIT_POS["validation_data"])
+    x = keras_fit.fit_arg(call, "x")
+    y = keras_fit.fit_arg(call, "y")
+    val = keras_fit.fit_arg(call, "validation_data")
     per_step = {}  # step-count keyword -> names of datasets batched per replica
     if x is None:
         ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
@@ -323,7 +323,7 @@ def _fit(ctx, call: cst.Call) -> None:
     elif val is not None and replicas.external_helper_site(ctx, val.value) is not None:
         replicas.external_helper_dataset(ctx, replicas.external_helper_site(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
-        arg = find_arg(call, key, keras_fit.FIT_POS[key])
+        arg = keras_fit.fit_arg(call, key)
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_step and per_step[key] and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
@@ -333,7 +333,7 @@ def _fit(ctx, call: cst.Call) -> None:
 def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> None:
     """Put callbacks first in fit()'s callbacks, whatever form they take."""
     new = ", ".join(ctx.fill(t) for t in templates)
-    arg = find_arg(call, "callbacks", keras_fit.FIT_POS["callbacks"])
+    arg = keras_fit.fit_arg(call, "callbacks")
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         value = ctx.expr(f"[{new}]")
         if arg is None:
@@ -372,13 +372,13 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
     step) and the step count, which fit() cannot tell from an endless
     stream, is given: the user's divided, else len(sequence) divided."""
     a = ctx.a
-    shuffle = find_arg(call, "shuffle", keras_fit.FIT_POS["shuffle"])
+    shuffle = keras_fit.fit_arg(call, "shuffle")
     # fit() shuffles the training batches' order (unless shuffle=False), never the validation's
     keep_order = steps_key == "validation_steps" or (
         shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False")
     # filled now, so that the setup writes the helper the template names
     template = ctx.fill(ctx.backend.sequence_dataset("{inner}", shuffle=not keep_order), inner="{inner}")
-    steps = find_arg(call, steps_key, keras_fit.FIT_POS[steps_key])
+    steps = keras_fit.fit_arg(call, steps_key)
     uncounted = steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None"
     bound = _bind_before(ctx, call, value, steps_key) if uncounted and samplers.generator_call(a, value) is None else None
     if bound is not None:
