@@ -635,6 +635,9 @@ IMAGE_GENERATOR_FILE_FLOWS = {"flow_from_directory", "flow_from_dataframe"}
 KERAS_SEQUENCE = "keras.utils.Sequence"
 # Base classes of Keras Sequences: fit() reads their batches by index (Keras 3 names it PyDataset).
 KERAS_SEQUENCE_BASES = {KERAS_SEQUENCE, "keras.utils.PyDataset"}
+# Sequences Keras itself provides (Keras 2's keras.preprocessing; Keras 3
+# dropped them for tf.data): fit() reads them by index like a subclass.
+KERAS_SEQUENCE_CLASSES = {"keras.preprocessing.sequence.TimeseriesGenerator"}
 # NumPy calls that draw from its global generator (which the tf.distribute engine seeds alike on
 # every worker around a Sequence's on_epoch_end), and constructors of generators of their own.
 NUMPY_OWN_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}

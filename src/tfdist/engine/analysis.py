@@ -66,6 +66,7 @@ _CALL_KINDS.update({n: SCHEDULE for n in apis.KERAS_LR_SCHEDULES})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_SOURCES})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_COMBINERS})
 _CALL_KINDS.update({n: DATASET for n in apis.DATASET_CLASS_CALLS})
+_CALL_KINDS.update({n: SEQUENCE for n in apis.KERAS_SEQUENCE_CLASSES})
 _CALL_KINDS.update({n: SESSION for n in apis.TF1_SESSIONS})
 _CALL_KINDS.update({n: MONITORED_SESSION for n in apis.TF1_MONITORED_SESSIONS})
 _CALL_KINDS[apis.GRADIENT_TAPE] = TAPE

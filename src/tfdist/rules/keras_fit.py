@@ -8,7 +8,7 @@ output on rank 0 only, its steps divided and its data sharded.
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import List, Optional
 
 import libcst as cst
 
@@ -558,9 +558,9 @@ def _fit(ctx, call: cst.Call) -> None:
             ctx.change(x.value, data_division.RULE,
                        f"{a.code(x.value)} draws a different stream of batches on each rank (NumPy re-seeded by "
                        f"rank before fit); each rank runs 1/size of steps_per_epoch")
-        elif steps is not None and samplers.generator_call(a, x.value) is not None and _share_generator(
-                ctx, x.value, "training data", "steps_per_epoch"):
-            pass  # each rank keeps every size-th batch; steps_per_epoch (divided below) bounds its steps
+        elif samplers.generator_call(a, x.value) is not None and _share_generator(
+                ctx, x.value, "training data", "steps_per_epoch" if steps is not None else None):
+            pass  # each rank keeps every size-th batch; steps_per_epoch (divided below), if given, bounds its steps
         elif steps is not None:
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
         else:
@@ -595,7 +595,7 @@ def _fit(ctx, call: cst.Call) -> None:
             data_division.divide(ctx, arg.value, key)
 
 
-def _share_generator(ctx, x, what: str, steps_key: str) -> bool:
+def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:
     """fit() on a generator of this module that yields the same batches on
     every rank: each rank keeps every size-th batch, in whole rounds (the
     engine's share of a stream), so the ranks' batches are disjoint."""
@@ -606,8 +606,9 @@ def _share_generator(ctx, x, what: str, steps_key: str) -> bool:
         return False
     new = ctx.expr(code)
     ctx.plan.replace(x, lambda old, new=new: new)
+    runs = f"each runs 1/size of {steps_key}" if steps_key else "each runs 1/size of the steps, the same number"
     ctx.change(x, data_division.RULE, f"{what}: {a.code(x)} is a generator of this file, read whole on every rank: each rank "
-                                      f"keeps every size-th of its batches, in whole rounds; each runs 1/size of {steps_key}")
+                                      f"keeps every size-th of its batches, in whole rounds; {runs}")
     return True
 
 
