@@ -15,7 +15,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.findings import Evidence
-from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, warmup
+from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, step_loops, warmup
 from ..engine.scopes import walk
 from . import common
 from .common import (append_arg, find_arg, find_passed, keyword_free, kwarg, method_name, prepend_elements,
@@ -599,17 +599,9 @@ def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:
     """fit() on a generator of this module that yields the same batches on
     every rank: each rank keeps every size-th batch, in whole rounds (the
     engine's share of a stream), so the ranks' batches are disjoint."""
-    a = ctx.a
-    try:
-        code = ctx.backend.rank_share_of_stream(source(a.module, x))
-    except NotImplementedError:
-        return False
-    new = ctx.expr(code)
-    ctx.plan.replace(x, lambda old, new=new: new)
     runs = f"each runs 1/size of {steps_key}" if steps_key else "each runs 1/size of the steps, the same number"
-    ctx.change(x, data_division.RULE, f"{what}: {a.code(x)} is a generator of this file, read whole on every rank: each rank "
-                                      f"keeps every size-th of its batches, in whole rounds; {runs}")
-    return True
+    return step_loops.take_rank_share(ctx, x, f"{what}: {ctx.a.code(x)} is a generator of this file, read whole on every "
+                                              f"rank: each rank keeps every size-th of its batches, in whole rounds; {runs}")
 
 
 def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:

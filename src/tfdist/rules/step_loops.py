@@ -341,17 +341,23 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
     a = ctx.a
     if stream_of_steps(a, loop, spots) is None:
         return False
-    it = loop.iter  # whole: see stream_reach
+    return take_rank_share(ctx, loop.iter, ctx.say(  # the whole iterable: see stream_reach
+        "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
+        "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
+        what=what, it=a.code(unwrapped(a, loop.iter))))
+
+
+def take_rank_share(ctx, iterable, message: str) -> bool:
+    """Replace ``iterable`` by this rank's share of its elements (the
+    backend's share of a stream), reported with ``message``; False when the
+    engine has no such share."""
     try:
-        code = ctx.backend.rank_share_of_stream(source(a.module, it))
+        code = ctx.backend.rank_share_of_stream(source(ctx.a.module, iterable))
     except NotImplementedError:
         return False
     new = ctx.expr(code)
-    ctx.plan.replace(it, lambda old, new=new: new)
-    ctx.change(it, data_division.RULE, ctx.say(
-        "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
-        "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
-        what=what, it=a.code(unwrapped(a, it))))
+    ctx.plan.replace(iterable, lambda old, new=new: new)
+    ctx.change(iterable, data_division.RULE, message)
     return True
 
 

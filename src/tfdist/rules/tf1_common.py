@@ -1289,7 +1289,7 @@ def _shuffling_queue_streams(ctx) -> bool:
         return False
     batches = set()
     for q in queues:
-        batches |= _names_assigned(a, a.statement_of(q))
+        batches |= _bound_names(a, q)
     batches |= _returned_by_callers(a, queues, batches)
     losses = [v for c in optimizer_loss_calls(a) if c.args for v in _argument_values(a, c.args[0].value)]
     if not batches or not losses or not all(dataflow.depends_on(a, loss, batches) for loss in losses):
@@ -1323,11 +1323,6 @@ def _shuffle_off(call: cst.Call) -> bool:
     return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
 
 
-def _names_assigned(a: A.Analysis, stmt) -> Set[str]:
-    return {n.value for target in walk(stmt) if isinstance(target, cst.AssignTarget)
-            for n in walk(target.target) if isinstance(n, cst.Name)}
-
-
 def _returned_by_callers(a: A.Analysis, queues: List[cst.Call], batches: Set[str]) -> Set[str]:
     """Names bound from calls of the functions that build the queues and
     return their batches (``X, Y = read_images(path)``), through up to three
@@ -1339,7 +1334,7 @@ def _returned_by_callers(a: A.Analysis, queues: List[cst.Call], batches: Set[str
             isinstance(r, cst.Return) and r.value is not None and dataflow.depends_on(a, r.value, batches | out)
             for r in walk(f.body))]
         calls = [c for c in a.calls if isinstance(c.func, cst.Name) and any(c.func.value == f.name.value for f in returning)]
-        grown = {n for c in calls for n in _names_assigned(a, a.statement_of(c))} - out - batches
+        grown = {n for c in calls for n in _bound_names(a, c)} - out - batches
         if not grown:
             break
         out |= grown
