@@ -142,6 +142,20 @@ KERAS_RANK0_CALLBACKS = {
     "keras.callbacks.TensorBoard",
     "keras.callbacks.CSVLogger",
 }
+# Callbacks of other libraries that report or save: they are callbacks (a
+# Keras kind), and run on rank 0 only like the ones above. A wandb callback
+# that only logs needs no edit: its run does nothing off rank 0
+# (TRACKER_QUIET_RUNS); its checkpoint callback writes files.
+TRACKER_KERAS_CALLBACKS = {
+    "wandb.keras.WandbModelCheckpoint", "wandb.integration.keras.WandbModelCheckpoint",
+    "mlflow.keras.MlflowCallback", "mlflow.tensorflow.MlflowCallback",
+    "mlflow.keras.callback.MlflowCallback", "mlflow.tensorflow.callback.MlflowCallback",
+    "tqdm.keras.TqdmCallback",
+}
+KERAS_RANK0_CALLBACKS |= TRACKER_KERAS_CALLBACKS
+# Of those, the ones that are a ModelCheckpoint (a file path first): under
+# tf.distribute each worker writes its own file, as ModelCheckpoint does.
+TRACKER_CHECKPOINT_CALLBACKS = {"wandb.keras.WandbModelCheckpoint", "wandb.integration.keras.WandbModelCheckpoint"}
 # Callbacks driven by a metric: they must come after MetricAverageCallback.
 KERAS_METRIC_CALLBACKS = {
     "keras.callbacks.EarlyStopping",
@@ -524,7 +538,7 @@ WRITER_OBJECT_METHODS = {
 # serialisation). Module prefixes of canonical names.
 COLLECTIVE_FREE_MODULES = (
     "numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "scipy.misc.", "pandas.",
-    "json.", "pickle.", "csv.", "os.path.", "time.",
+    "json.", "pickle.", "csv.", "os.path.", "time.", "sys.stdout.", "sys.stderr.",
 )
 # Built-ins that run no collective operation, allowed in code moved to rank 0.
 COLLECTIVE_FREE_BUILTINS = {
@@ -553,6 +567,34 @@ STATE_READING_METHODS = {
     "get_vocabulary", "vocabulary_size", "decode", "encode", "texts_to_sequences", "sequences_to_texts",
     "get_weights",
 }
+
+# Console writes: rank 0 only (a stream's flush writes nothing of its own).
+CONSOLE_WRITE_FUNCTIONS = {"builtins.print", "sys.stdout.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write",
+                           "tqdm.notebook.tqdm.write"}
+
+# --- Experiment trackers and progress bars: one process reports (rules/trackers.py)
+# A tracker's call starting a run -> (keyword, the value starting a run that
+# logs nothing, the keyword's value when absent). Measured on wandb 0.31.0:
+# wandb.init(mode="disabled") returns a run whose config is read and set as
+# usual and whose log, summary and Keras callbacks do nothing.
+TRACKER_QUIET_RUNS = {"wandb.init": ("mode", '"disabled"', "None")}
+# Tracker functions that log, or start, end or choose the run logged to, and
+# have no quiet mode: rank 0 only.
+_MLFLOW_LOGGING = ("log_metric", "log_metrics", "log_param", "log_params", "log_artifact", "log_artifacts",
+                   "log_dict", "log_figure", "log_image", "log_text", "log_table", "log_input", "set_tag",
+                   "set_tags", "set_experiment", "create_experiment", "start_run", "end_run", "autolog")
+TRACKER_RANK0_FUNCTIONS = ({f"mlflow.{f}" for f in _MLFLOW_LOGGING}
+                           | {f"mlflow.{flavor}.{f}" for flavor in ("tensorflow", "keras")
+                              for f in ("autolog", "log_model", "save_model")})
+# Of those, the calls opening a run that a with-statement may hold (the
+# training inside it runs on every process: the run is a null context there).
+TRACKER_RUN_CONTEXTS = {"mlflow.start_run"}
+# Sweep agents: a server hands each agent the settings of its next run.
+TRACKER_SWEEP_AGENTS = {"wandb.agent"}
+# Progress bars -> the keyword turning one off.
+PROGRESS_BARS = {name: "disable" for name in (
+    "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.tqdm_notebook",
+    "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange", "tqdm.tnrange")}
 
 # --- Data sources beyond tf.data constructors -----------------------------------
 # tensorflow_datasets.load: a dataset of known size per split, or -- with

@@ -130,6 +130,10 @@ class Backend(ABC):
     def is_chief(self) -> str:
         """A boolean expression: this process writes files and prints."""
 
+    def is_not_chief(self) -> str:
+        """A boolean expression: this process neither writes files nor prints."""
+        return f"not ({self.is_chief()})"
+
     @abstractmethod
     def barrier(self, tf1: Optional[str] = None) -> str:
         """A statement every process runs that returns only once all have

@@ -98,6 +98,9 @@ class HorovodBackend(Backend):
     def is_chief(self) -> str:
         return "{hvd}.rank() == 0"
 
+    def is_not_chief(self) -> str:
+        return "{hvd}.rank() != 0"
+
     def barrier(self, tf1: Optional[str] = None) -> str:
         # Horovod's TensorFlow API has no barrier; an allreduce every rank
         # runs returns on none before all have called it.

@@ -123,6 +123,9 @@ class TfDistributeBackend(Backend):
     def is_chief(self) -> str:
         return "{strategy}.extended.should_checkpoint"
 
+    def is_not_chief(self) -> str:
+        return "not {strategy}.extended.should_checkpoint"
+
     def barrier(self, tf1: Optional[str] = None) -> str:  # tf1: never (TF1 is refused)
         # a cross-worker sum every worker runs: none returns before all have called it
         return ("{strategy}.reduce({tf}.distribute.ReduceOp.SUM, "

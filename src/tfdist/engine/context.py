@@ -257,6 +257,23 @@ class Context:
                 _PARSED.clear()
         return node
 
+    def around(self, template: str, hole: str = "HOLE") -> Callable[[cst.CSTNode], cst.CSTNode]:
+        """A replacement (for ``plan.replace``) putting the node, in its
+        updated form, where ``{hole}`` stands in the template: edits other
+        rules made inside the node (a keyword added to a call) are kept."""
+        marker = "__tfdist_hole__"
+        shell = self.expr(template.replace("{" + hole + "}", marker))
+
+        class _Fill(cst.CSTTransformer):
+            def __init__(self, node):
+                super().__init__()
+                self.node = node
+
+            def leave_Name(self, original, updated):
+                return self.node if original.value == marker else updated
+
+        return lambda old: shell.visit(_Fill(old))
+
     def stmts(self, template: str, comment: Optional[str] = None, **values: str) -> List[cst.BaseStatement]:
         text = self.fill(template, **values)
         indent = self.module.default_indent

@@ -35,8 +35,15 @@ class EditPlan:
         # segment must close in it.
         self.barriers: Set[cst.CSTNode] = set()
 
-    def replace(self, node: cst.CSTNode, fn: Replacement) -> None:
-        self.replacements[node].append(fn)
+    def replace(self, node: cst.CSTNode, fn: Replacement, inner: bool = False) -> None:
+        """Replace node by ``fn(its updated form)``. The node's replacements
+        apply in the order scheduled, each to the previous one's result;
+        ``inner``: before the others (an edit of the node itself, which a
+        replacement wrapping the node in more code then keeps)."""
+        if inner:
+            self.replacements[node].insert(0, fn)
+        else:
+            self.replacements[node].append(fn)
 
     def withdraw(self, node: cst.CSTNode, fn: Replacement) -> None:
         """Take back a replacement a rule scheduled (a later rule made the

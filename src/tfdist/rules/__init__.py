@@ -7,7 +7,7 @@ expose ``prepare(ctx)``, run for every rule before any applies (see
 (learning-rate scaling, data division) are modules the rules call.
 """
 from . import (gradient_tape, keras_fit, monitored_session, rank0_io, refuse_tf1, replica_fit, replica_tape,
-               session, setup, warmup)
+               session, setup, trackers, warmup)
 
 # Order matters only for readability of the report: each rule records its
 # edits independently and the engine applies them in one pass.
@@ -17,7 +17,7 @@ PATTERN_RULES = {
     session.PATTERN: session,
     monitored_session.PATTERN: monitored_session,
 }
-CROSS_CUTTING_RULES = (rank0_io, warmup)
+CROSS_CUTTING_RULES = (rank0_io, trackers, warmup)
 SETUP_RULE = setup  # last: it places the imports and start-up code the others asked for
 
 # The pipeline's rules, in the order they apply.

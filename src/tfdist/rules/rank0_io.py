@@ -42,7 +42,7 @@ TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "trai
 _INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _pure(a: A.Analysis, call: cst.Call) -> bool:
+def pure_arguments(a: A.Analysis, call: cst.Call) -> bool:
     """True if the call's arguments can never run a collective operation."""
     return all(_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
 
@@ -136,7 +136,11 @@ def _is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
         n.startswith("tensorflow.distribute") for n in names)
 
 
-def _guard(ctx, call: cst.Call, what: str) -> None:
+def guard_call(ctx, call: cst.Call, what: str) -> None:
+    """Run a call on the chief only: its statement under ``if <chief>:``
+    when the call is all it does, ``call if <chief> else None`` when it is
+    bound or sits in a one-line block; else a warning naming the edit. The
+    caller has checked that the call runs no collective operation."""
     a = ctx.a
     stmt = a.statement_of(call)
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
@@ -179,22 +183,22 @@ def apply(ctx) -> None:
         m = method_name(call)
         recv = receiver(call)
         names = a.names(call)
-        if "builtins.print" in names:
-            if _pure(a, call):
-                _guard(ctx, call, "console output")
+        if names & apis.CONSOLE_WRITE_FUNCTIONS:
+            if pure_arguments(a, call):
+                guard_call(ctx, call, "console output")
             continue
         if m in apis.KERAS_PRINT_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
-            _guard(ctx, call, f"{a.code(call.func)}()")
+            guard_call(ctx, call, f"{a.code(call.func)}()")
         elif every_worker and _every_worker_saves(ctx, call, m, recv, names):
             continue
         elif m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
-            _guard(ctx, call, f"{a.code(call.func)}()")
+            guard_call(ctx, call, f"{a.code(call.func)}()")
         elif names & apis.KERAS_SAVE_FUNCTIONS:
-            _guard(ctx, call, f"{a.code(call.func)}()")
+            guard_call(ctx, call, f"{a.code(call.func)}()")
         elif m in apis.CHECKPOINT_SAVE_METHODS and recv is not None and a.is_kind(recv, A.CHECKPOINT):
-            _guard(ctx, call, f"checkpoint {a.code(call.func)}()")
+            guard_call(ctx, call, f"checkpoint {a.code(call.func)}()")
         elif m == "save" and recv is not None and a.is_kind(recv, A.SAVER):
-            _guard(ctx, call, f"{a.code(call.func)}()")
+            guard_call(ctx, call, f"{a.code(call.func)}()")
         elif apis.TF2_FILE_WRITER in names:
             tf = tf or ctx.name("tf")
             noop = f"{_summary_prefix(ctx, call)}.create_noop_writer()"
@@ -253,7 +257,7 @@ def _tf1_writer(ctx, call: cst.Call) -> None:
         ctx.warn(call, RULE, "create this FileWriter on rank 0 only by hand")
         return
     name = small.targets[0].target.value
-    _guard(ctx, call, "summary FileWriter")
+    guard_call(ctx, call, "summary FileWriter")
     for c in a.calls:
         if isinstance(receiver(c), cst.Name) and receiver(c).value == name and a.line(c) > a.line(call):
             s = a.statement_of(c)

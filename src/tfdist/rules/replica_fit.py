@@ -35,6 +35,7 @@ KERAS3_BACKUP_REFUSAL = (
 KERAS3_WRITER_CALLBACKS = {
     "keras.callbacks.ModelCheckpoint": ("filepath", 0, None),
     "keras.callbacks.TensorBoard": ("log_dir", 0, "logs"),
+    **{name: ("filepath", 0, None) for name in apis.TRACKER_CHECKPOINT_CALLBACKS},
 }
 
 

@@ -352,11 +352,11 @@ def take_rank_share(ctx, iterable, message: str) -> bool:
     backend's share of a stream), reported with ``message``; False when the
     engine has no such share."""
     try:
-        code = ctx.backend.rank_share_of_stream(source(ctx.a.module, iterable))
+        code = ctx.backend.rank_share_of_stream("{stream}")
     except NotImplementedError:
         return False
-    new = ctx.expr(code)
-    ctx.plan.replace(iterable, lambda old, new=new: new)
+    # around(): the iterable as other rules leave it (a progress bar's keyword)
+    ctx.plan.replace(iterable, ctx.around(code, "stream"))
     ctx.change(iterable, data_division.RULE, message)
     return True
 
