@@ -314,6 +314,12 @@ ENUMERATE = "builtins.enumerate"
 #: Calls returning plain data (strings, numbers): no field of their result
 #: is an object of the script (``args.optimizer`` is a name, not an optimizer).
 PLAIN_DATA_CALLS = {"argparse.ArgumentParser.parse_args", "argparse.ArgumentParser.parse_known_args"}
+#: Objects holding a run's settings, plain data like the above: a tracker's
+#: config (``wandb.config.optimizer`` is a name a sweep may set).
+PLAIN_DATA_OBJECTS = {"wandb.config"}
+#: Calls whose result holds such settings in an attribute -> that attribute
+#: (``run = wandb.init(); config = run.config``).
+PLAIN_DATA_RESULT_ATTRIBUTES = {"wandb.init": "config"}
 #: Keras functions making an optimizer from a configuration or a name (and
 #: every class's ``from_config``).
 OPTIMIZER_FROM_CONFIG = {"keras.optimizers.deserialize", "keras.optimizers.get"}

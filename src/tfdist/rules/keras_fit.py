@@ -8,6 +8,7 @@ output on rank 0 only, its steps divided and its data sharded.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import List, Optional
 
 import libcst as cst
@@ -158,6 +159,21 @@ def _new_optimizer(ctx, class_short: str) -> str:
     return inner if wrapper is None else ctx.fill(wrapper, inner=inner)
 
 
+def _build_named(ctx, string: cst.SimpleString, short: str) -> None:
+    """``optimizer = "adam"`` read by compile() alone, beside other
+    bindings that are optimizer objects: the object compile() would build
+    from the name, built there (its rate scaled), so that compile() wraps
+    whichever binding reaches it."""
+    base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
+    lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[short]
+    rate = ctx.backend.scale_lr(repr(lr)) or repr(lr)
+    new = ctx.expr(f"{base}.optimizers.{short}(learning_rate={rate})")
+    ctx.plan.replace(string, lambda old: new)
+    ctx.change(string, "distributed-optimizer", ctx.say(
+        "optimizer {name} built as {short} here, with its default {lr_done} (compile() gets it, or another binding)",
+        name=string.value, short=short, lr_done=_lr_done(ctx)))
+
+
 def _lr_done(ctx) -> str:
     return {"linear": "learning rate scaled",
             "sqrt": "learning rate scaled by the square root of the number of processes (--lr-scaling sqrt)",
@@ -221,9 +237,12 @@ def _optimizer(ctx, compile_call: cst.Call) -> None:
             if type_.kind == A.TF1_OPTIMIZER:
                 raise _tf1_optimizer(ctx, call)
         for call, type_ in found:
+            if isinstance(call, cst.SimpleString):
+                _build_named(ctx, call, type_.name.rsplit(".", 1)[1])
+                continue
             lr_scaling.scale_optimizer_lr(ctx, call, type_.name)
             warmup.note_fit_optimizer(ctx, call)
-        _wrap(ctx, value, f"optimizer {a.code(value)} (built by {', '.join(sorted({a.code(c.func) for c, _ in found}))})")
+        _wrap(ctx, value, f"optimizer {a.code(value)} (built by {', '.join(sorted({a.code(getattr(c, 'func', c)) for c, _ in found}))})")
         return
     if found == []:  # every value it can have is None
         said = "optimizer=None:" if a.code(value) == "None" else f"optimizer={a.code(value)} is always None here:"
@@ -268,7 +287,14 @@ def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
     if value is None or depth > 8 or id(value) in seen:
         return False
     seen.add(id(value))
+    fields = set()  # nodes inside a field of plain data (config.optimizer): a name, whatever holds it
     for node in walk(value):
+        if id(node) in fields:
+            continue
+        if isinstance(node, cst.Attribute) and not isinstance(a.parent(node), cst.Call) \
+                and not a._is_import_binding(node) and not _object_attribute(a, node):
+            fields.update(id(n) for n in walk(node))
+            continue
         if isinstance(node, cst.Attribute) and _object_attribute(a, node) and not (
                 isinstance(a.parent(node), cst.Call) and a.parent(node).func is node
                 and a.is_name(a.parent(node), apis.PLAIN_DATA_CALLS)):
@@ -303,14 +329,36 @@ def _object_attribute(a: A.Analysis, attr: cst.Attribute) -> bool:
     """``x.y`` reads an attribute of an object (``model.optimizer``), not a
     name of a module or class (``tf.keras.optimizers``) nor a field of
     plain data (``args.optimizer`` of ``parser.parse_args()``,
-    apis.PLAIN_DATA_CALLS)."""
+    ``config.optimizer`` of a tracker's config: :func:`_plain_data`)."""
     if a._is_import_binding(attr):
         return False
     root = attr
     while isinstance(root, cst.Attribute):
         root = root.value
+    if a.names(root) & apis.PLAIN_DATA_OBJECTS or _plain_data(a, root):
+        return False
     bound = a.assigned_values(root) if isinstance(root, cst.Name) else []
-    return not bound or not all(isinstance(v, cst.Call) and a.is_name(v, apis.PLAIN_DATA_CALLS) for _, v in bound)
+    return not bound or not all(_plain_data(a, v) for _, v in bound)
+
+
+def _plain_data(a: A.Analysis, value) -> bool:
+    """A value holding plain settings: ``parser.parse_args()``,
+    ``wandb.config``, ``run.config`` of ``run = wandb.init()``
+    (apis.PLAIN_DATA_CALLS, PLAIN_DATA_OBJECTS, PLAIN_DATA_RESULT_ATTRIBUTES)."""
+    if isinstance(value, cst.Call):
+        return a.is_name(value, apis.PLAIN_DATA_CALLS) is not None
+    if not isinstance(value, (cst.Attribute, cst.Name)):
+        return False
+    if a.names(value) & apis.PLAIN_DATA_OBJECTS:
+        return True
+    if not isinstance(value, cst.Attribute):
+        return False
+    owner = value.value
+    calls = [owner] if isinstance(owner, cst.Call) else [
+        v for _, v in (a.assigned_values(owner) if isinstance(owner, cst.Name) else [])]
+    names = [a.is_name(c, apis.PLAIN_DATA_RESULT_ATTRIBUTES) if isinstance(c, cst.Call) else None for c in calls]
+    return bool(names) and all(n is not None and apis.PLAIN_DATA_RESULT_ATTRIBUTES[n] == value.attr.value
+                               for n in names)
 
 
 def _from_unseen_config(a: A.Analysis, call: cst.Call) -> bool:
@@ -388,6 +436,8 @@ def _constructions(a: A.Analysis, value, depth: int):
     if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
         elements = _container_elements(a, value.value)
         return _all_constructions(a, elements, depth) if elements else None
+    if isinstance(value, NamedOptimizer):
+        return [(value.string, A.Type(A.KERAS_OPTIMIZER, f"keras.optimizers.{value.short}", value.string))]
     if isinstance(value, cst.Call):
         ts = [t for t in a.types(value) if t.kind in OPTIMIZER_KINDS and t.call is value]
         if ts:
@@ -402,7 +452,10 @@ def _constructions(a: A.Analysis, value, depth: int):
     if isinstance(value, cst.Name):
         values = []
         for origin, bound in a.assigned_values(value):
-            if bound is not None:
+            named = _named_optimizer(a, origin, bound, value)
+            if named is not None:
+                values.append(named)
+            elif bound is not None:
                 values.append(bound)
             elif isinstance(origin, cst.Param):
                 passed = _param_values(a, origin)
@@ -418,6 +471,30 @@ def _constructions(a: A.Analysis, value, depth: int):
         values = a.attribute_values(klass, value.attr.value) if klass is not None else []
         return _all_constructions(a, values, depth) if values else None
     return None
+
+
+@dataclass(frozen=True)
+class NamedOptimizer:
+    """An optimizer's name bound to a variable that compile() alone reads
+    (``optimizer = "adam"`` in one branch, an optimizer object in another):
+    the conversion builds it there, as compile() would from the name."""
+    string: cst.SimpleString
+    short: str
+
+
+def _named_optimizer(a: A.Analysis, origin, bound, read: cst.Name) -> Optional[NamedOptimizer]:
+    """The binding ``origin = bound`` as a NamedOptimizer, when ``bound`` is
+    a known optimizer's name and ``read`` (compile()'s argument) is the only
+    read it reaches: an object there changes nothing else (a name printed or
+    compared elsewhere stays a name)."""
+    if not isinstance(bound, cst.SimpleString) or not isinstance(origin, cst.Assign) or len(origin.targets) != 1 \
+            or not isinstance(origin.targets[0].target, cst.Name) or origin.value is not bound:
+        return None
+    short = apis.KERAS_OPTIMIZER_STRINGS.get(str(ast.literal_eval(bound.value)).lower())
+    if short is None:
+        return None
+    reads = a.scopes.references(origin.targets[0].target)
+    return NamedOptimizer(bound, short) if reads and all(r is read for r in reads) else None
 
 
 def _all_constructions(a: A.Analysis, values, depth: int):
