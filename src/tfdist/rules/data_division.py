@@ -307,7 +307,7 @@ def _draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
     return False
 
 
-def _helper_draws(ctx, call: cst.Call) -> bool:
+def helper_draws(ctx, call: cst.Call) -> bool:
     """The call runs a function of this module or of another module of the
     project that draws unseeded (see _draws_unseeded)."""
     a = ctx.a
@@ -337,7 +337,7 @@ def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None
                     or _dataframe_draw(a, node)):
                 out.append(node)
             elif isinstance(node, cst.Call) and helpers is not None and ctx is not None and node not in helpers \
-                    and _helper_draws(ctx, node):
+                    and helper_draws(ctx, node):
                 helpers.append(node)
             if not isinstance(node, cst.Name):
                 continue

@@ -341,10 +341,57 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
     a = ctx.a
     if stream_of_steps(a, loop, spots) is None:
         return False
+    it = unwrapped(a, loop.iter)
+    if _draws_own_order(ctx, it):
+        # every rank must make the same order for every size-th element to
+        # be a disjoint share: NumPy gets one seed on every rank before the
+        # top-level statement running the loop (every draw after it is the
+        # same on every rank: the ranks run the same code)
+        top = loop
+        while not isinstance(a.parent(top), cst.Module):
+            top = a.parent(top)
+        data_division.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
+                                                        "the shares each rank takes of them are disjoint.")
+        if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
+            ctx.plan.blank_lines_before(top, 2)
+        return take_rank_share(ctx, loop.iter, ctx.say(
+            "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes "
+            "every size-th element of it, in whole rounds, so every rank runs the same number of steps; it orders "
+            "its data with NumPy's global generator and no seed: NumPy is seeded the same on every rank before "
+            "line {line}, so every rank makes the same orders and the shares are disjoint",
+            what=what, it=a.code(it), line=str(a.line(top))))
     return take_rank_share(ctx, loop.iter, ctx.say(  # the whole iterable: see stream_reach
         "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
         "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
-        what=what, it=a.code(unwrapped(a, loop.iter))))
+        what=what, it=a.code(it)))
+
+
+def _draws_own_order(ctx, iterable, depth: int = 0) -> bool:
+    """The iterable is made by a helper (of this module or the project's,
+    called there, or bound to a name from such a call) that reorders rows
+    with NumPy's global generator and sets no seed of its own
+    (data_division's check), with no global seed set at module level: each
+    process then makes its own order, and every size-th element of
+    different orders are not disjoint shares."""
+    a = ctx.a
+    if depth > 3:
+        return False
+    if isinstance(iterable, cst.Name):
+        return any(v is not None and _draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable))
+    return isinstance(iterable, cst.Call) and data_division.helper_draws(ctx, iterable) \
+        and not data_division.global_seed_set_before(a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS)
+    if isinstance(iterable, cst.Name):
+        return any(v is not None and _draws_own_order(a, v, depth + 1) for _, v in a.assigned_values(iterable))
+    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name):
+        return False
+    for fdef in a._local_functions(iterable.func):
+        calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
+        if any(a.is_name(c, apis.NUMPY_GLOBAL_SEED_SETTERS) or a.is_name(c, {"random.seed"}) for c in calls):
+            continue
+        if any(any(n.startswith(apis.RANDOM_MODULE_PREFIXES) for n in a.names(c)) or a.is_name(c, apis.JOINT_ROW_SHUFFLES)
+               for c in calls):
+            return True
+    return False
 
 
 def take_rank_share(ctx, iterable, message: str) -> bool:
