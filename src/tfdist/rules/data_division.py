@@ -296,6 +296,9 @@ def _draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
     for c in calls:
         if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
             return True
+        if other.is_name(c, apis.JOINT_ROW_SHUFFLES) and find_arg(c, "random_state") is None \
+                and not has_star_args(c):
+            return True  # sklearn's shuffle(X, y) draws from NumPy's global generator
         found = other.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
         if found:
             keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]

@@ -380,18 +380,6 @@ def _draws_own_order(ctx, iterable, depth: int = 0) -> bool:
         return any(v is not None and _draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable))
     return isinstance(iterable, cst.Call) and data_division.helper_draws(ctx, iterable) \
         and not data_division.global_seed_set_before(a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS)
-    if isinstance(iterable, cst.Name):
-        return any(v is not None and _draws_own_order(a, v, depth + 1) for _, v in a.assigned_values(iterable))
-    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name):
-        return False
-    for fdef in a._local_functions(iterable.func):
-        calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-        if any(a.is_name(c, apis.NUMPY_GLOBAL_SEED_SETTERS) or a.is_name(c, {"random.seed"}) for c in calls):
-            continue
-        if any(any(n.startswith(apis.RANDOM_MODULE_PREFIXES) for n in a.names(c)) or a.is_name(c, apis.JOINT_ROW_SHUFFLES)
-               for c in calls):
-            return True
-    return False
 
 
 def take_rank_share(ctx, iterable, message: str) -> bool:
