@@ -574,9 +574,12 @@ def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
         if found or a.names(c) & apis.NUMPY_REORDERING_DRAWS:
             continue
         return False
-    # X = X[perm]: perm drawn by NumPy's global generator
-    for n in walk(statement):
-        if isinstance(n, cst.Name) and n.value != name:
+    # X = X[perm]: perm drawn by NumPy's global generator (the names in the
+    # index only: the arrays reordered may hold random data of their own)
+    index_names = [n for sub in walk(statement) if isinstance(sub, cst.Subscript)
+                   for el in sub.slice for n in walk(el) if isinstance(n, cst.Name)]
+    for n in index_names:
+        if n.value != name:
             for o, v in a.assigned_values(n):
                 if v is not None and any(isinstance(c, cst.Call) and not (a.names(c) & apis.NUMPY_REORDERING_DRAWS)
                                          and any(q.startswith("numpy.random.") for q in a.names(c)) for c in walk(v)):

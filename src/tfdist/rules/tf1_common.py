@@ -649,6 +649,9 @@ def reorders_itself(a: A.Analysis, origin, name: str) -> bool:
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
         return False
     value = statement.value
+    if position is not None and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(holder.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+        value, position = value.elements[position].value, None  # X, Y = X[perm], Y[perm]: X's own element
     if position is None and isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) \
             and value.value.value == name and len(value.slice) == 1 \
             and isinstance(value.slice[0].slice, cst.Index) \
