@@ -225,6 +225,8 @@ class TfDistributeBackend(Backend):
                 f"\n"
                 f"    indexed = hasattr(batches, {q('__getitem__')}) and hasattr(batches, {q('__len__')})\n"
                 f"    stream = None if indexed else iter(batches)\n"
+                f"    if indexed and hasattr(batches, {q('on_epoch_end')}):\n"
+                f"        alike(batches.on_epoch_end)  # its first order too: one drawn in its __init__ differs\n"
                 f"    first = alike(lambda: batches[0]) if indexed else next(stream)\n"
                 f"    stream = None if indexed else itertools.chain([first], stream)\n"
                 f"    spec = {{tf}}.nest.map_structure(\n"

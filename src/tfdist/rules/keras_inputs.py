@@ -16,7 +16,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
-from .common import find_arg, method_name, source
+from .common import calls_in, find_arg, method_name, source
 from .data_division import RULE, _sharded, _state, _wrapped, shard_arrays
 
 
@@ -111,9 +111,27 @@ def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
     ctx.plan.replace(expr, lambda upd: ctx.expr(f"{name}({{inner}})", inner=ctx.module.code_for_node(upd)))
     ctx.change(expr, RULE, f"{what}: {a.code(expr)} read through {name}: rank r gets batches r, r + size, ... (disjoint, len // size per rank)")
     for c in sequence_classes(a, expr):
-        if any(isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end" for s in c.body.body):
-            ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches: the ranks' shares are disjoint only if it orders them identically on every rank (seed its random generator with the same value on every rank)")
+        ends = [s for s in c.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "on_epoch_end"]
+        if any(_draws_elsewhere_than_numpy(a, f) for f in ends):
+            ctx.warn(c, RULE, f"{c.name.value}.on_epoch_end may reorder the batches with a random generator other "
+                              f"than NumPy's global one (which the wrapper seeds alike on every rank each epoch): "
+                              f"the ranks' shares are disjoint only if it orders them identically on every rank "
+                              f"(seed that generator with the same value on every rank, e.g. the epoch number)")
     return True
+
+
+def _draws_elsewhere_than_numpy(a, fdef) -> bool:
+    """``fdef`` calls something random other than NumPy's global generator
+    (``random.shuffle``, a Generator or RandomState of its own, TensorFlow's
+    draws): seeding NumPy alike would not make its order the same on every rank."""
+    for c in calls_in(fdef.body):
+        names = a.names(c)
+        if any(n.startswith(apis.RANDOM_MODULE_PREFIXES) and not n.startswith("numpy.random.")
+               or n in apis.NUMPY_OWN_GENERATORS for n in names):
+            return True
+        if method_name(c) in apis.RANDOM_DRAWS and not any(n.startswith("numpy.random.") for n in names):
+            return True  # self.rng.shuffle(...): a generator of its own
+    return False
 
 
 def sequence_classes(a, expr) -> list:

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 #: on": TF1 feeds of train-op runs are training steps by construction; eager
 #: iterator batches and eager GradientTape batches (the first model input and
 #: the first loss's y_true in a tape) count when an optimizer step followed
-#: them; Keras fit's NumPy rows are what fit was given (x epochs).
-SAMPLE_SOURCES = ("tf1-feed", "iterator", "tape", "keras-fit")
+#: them; Keras fit's NumPy rows are what fit was given (x epochs); the
+#: batches fit() read from a Sequence it was given, as it read them.
+SAMPLE_SOURCES = ("tf1-feed", "iterator", "tape", "keras-fit", "keras-sequence")
 #: Sources whose batches count only when marked ``trained`` by the probe.
 STEP_FOLLOWED_SOURCES = ("iterator", "tape")
 

@@ -21,9 +21,43 @@ def _multi_worker_model(model) -> bool:
     return isinstance(workers, int) and workers > 1
 
 
+def _is_sequence(x) -> bool:
+    """A Keras Sequence / PyDataset (an object indexed by batch, with a
+    length), not an array or a dataset."""
+    kind = type(x)
+    return hasattr(kind, "__getitem__") and hasattr(kind, "__len__") and hasattr(kind, "on_epoch_end") \
+        and _as_array_struct(x) is None and not isinstance(x, (list, tuple, dict))
+
+
+def _record_sequence_batches(x) -> None:
+    """fit(sequence): the batches fit() reads from this very object are
+    recorded as it reads them (``keras-sequence``). The object's class is
+    swapped for a subclass of it whose ``__getitem__`` records: another
+    instance of the class (a validation Sequence) records nothing."""
+    kind = type(x)
+    if getattr(kind, "_tfdist_records_batches", False):
+        return
+
+    def __getitem__(self, index):
+        batch = kind.__getitem__(self, index)
+        if STATE.pid == os.getpid() and not _busy():
+            try:
+                items = list(batch) if isinstance(batch, (tuple, list)) else [batch]
+                _record_batch("keras-sequence", items, index=int(index), steps_before=_step_counter())
+            except Exception as exc:  # noqa: BLE001
+                _note_error("sequence_samples", exc)
+        return batch
+
+    x.__class__ = type(kind.__name__, (kind,), {"__getitem__": __getitem__, "_tfdist_records_batches": True,
+                                                "__module__": kind.__module__})
+
+
 def _record_fit(bound) -> None:
     args = bound.arguments
     x, y = args.get("x"), args.get("y")
+    if x is not None and _is_sequence(x):
+        _record_sequence_batches(x)
+        return
     if x is None or _as_array_struct(x) is None:
         return
     if _multi_worker_model(args.get("self")):
