@@ -111,7 +111,8 @@ def _run_steps(ctx, applies: Set[int]) -> None:
     a = ctx.a
     trains = lambda node: gradient_tape._trains(a, node, applies)  # noqa: E731
     loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)]
-    innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)]
+    innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
+                 and not any(o is not l and _inside_called(a, o, l) for o in loops)]
     if not innermost:
         ctx.warn(None, RULE, ctx.say("no training loop found around the steps: run each step with {run}",
                                      run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
@@ -446,6 +447,24 @@ class _ArrayFeed:
     offset_step: Optional[cst.BaseExpression]  # step of range(0, stop, step): the counter is a row offset
     random: bool  # they draw from NumPy's global generator
     reorders: List[cst.CSTNode] = None  # the arrays reordered by themselves each epoch (X, Y = shuffle(X, Y))
+
+
+def _inside_called(a: A.Analysis, node, loop, depth: int = 3) -> bool:
+    """``node`` sits in a function of this module that ``loop`` calls, or
+    that one calls (``for epoch in range(n): train(epoch)`` around the
+    batch loop in ``def train``): the loop is an outer loop, not the step loop."""
+    fdef = a.enclosing_function(node)
+    if fdef is None:
+        return False
+    seen, frontier = set(), [loop.body]
+    for _ in range(depth):
+        called = [f for body in frontier for c in calls_in(body) for f in dataflow.callees(a, c)
+                  if id(f) not in seen]
+        if any(f is fdef or dataflow.is_inside(a, fdef, f) for f in called):
+            return True
+        seen |= {id(f) for f in called}
+        frontier = [f.body for f in called]
+    return False
 
 
 def _reads_dataset(a: A.Analysis, loop) -> bool:
