@@ -291,6 +291,12 @@ RANGE_FUNCTIONS = {"builtins.range", "six.moves.range", "six.moves.xrange", "pas
 # Wrappers yielding one item per item of their first argument (a progress
 # bar, a numbering): ``for i in tqdm(range(n))`` runs range(n)'s steps.
 ITERATION_WRAPPERS = {"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "builtins.enumerate"}
+# Libraries whose functions tfdist knows (qualified-name prefixes): a call
+# into another module not among them is a helper of the user's it may not see.
+KNOWN_LIBRARY_PREFIXES = ("builtins.", "numpy.", "tensorflow.", "keras.", "tf_keras.", "tensorflow_datasets.",
+                          "sklearn.", "pandas.", "itertools.", "tqdm.", "six.", "random.", "math.", "os.",
+                          "glob.", "collections.", "functools.", "scipy.", "PIL.", "cv2.", "json.", "pickle.",
+                          "csv.", "re.", "torch.", "datasets.", "transformers.")
 # Stateful TensorFlow draws a step loop may pick its rows with
 # (``idx = tf.random.uniform([bs], maxval=n, dtype=tf.int32)``): after
 # tf.random.set_seed(s), every process draws the same sequence.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Set
 
 import libcst as cst
+import libcst.helpers
 
 from .. import apis
 from ..engine import dataflow
@@ -342,7 +343,8 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
     if stream_of_steps(a, loop, spots) is None:
         return False
     it = unwrapped(a, loop.iter)
-    if _draws_own_order(ctx, it):
+    order = _draws_own_order(ctx, it)
+    if order is not None:
         # every rank must make the same order for every size-th element to
         # be a disjoint share: NumPy gets one seed on every rank before the
         # top-level statement running the loop (every draw after it is the
@@ -356,30 +358,69 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
             ctx.plan.blank_lines_before(top, 2)
         return take_rank_share(ctx, loop.iter, ctx.say(
             "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes "
-            "every size-th element of it, in whole rounds, so every rank runs the same number of steps; it orders "
-            "its data with NumPy's global generator and no seed: NumPy is seeded the same on every rank before "
-            "line {line}, so every rank makes the same orders and the shares are disjoint",
-            what=what, it=a.code(it), line=str(a.line(top))))
+            "every size-th element of it, in whole rounds, so every rank runs the same number of steps; {why}: "
+            "NumPy is seeded the same on every rank before line {line}, so every rank makes the same orders and the "
+            "shares are disjoint", what=what, it=a.code(it), line=str(a.line(top)), why=(
+                "it orders its data with NumPy's global generator and no seed" if order == "draws" else
+                "it is made by a helper of a module tfdist cannot read, which may order its data with NumPy's "
+                "global generator")))
     return take_rank_share(ctx, loop.iter, ctx.say(  # the whole iterable: see stream_reach
         "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
         "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
         what=what, it=a.code(it)))
 
 
-def _draws_own_order(ctx, iterable, depth: int = 0) -> bool:
+def _draws_own_order(ctx, iterable, depth: int = 0) -> Optional[str]:
     """The iterable is made by a helper (of this module or the project's,
     called there, or bound to a name from such a call) that reorders rows
     with NumPy's global generator and sets no seed of its own
     (data_division's check), with no global seed set at module level: each
     process then makes its own order, and every size-th element of
-    different orders are not disjoint shares."""
+    different orders are not disjoint shares: "draws"; "unseen" when the
+    helper is imported from a module tfdist cannot read (:func:`_unseen_helper`);
+    None otherwise."""
     a = ctx.a
     if depth > 3:
-        return False
+        return None
     if isinstance(iterable, cst.Name):
-        return any(v is not None and _draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable))
-    return isinstance(iterable, cst.Call) and data_division.helper_draws(ctx, iterable) \
-        and not data_division.global_seed_set_before(a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS)
+        found = [_draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable) if v is not None]
+        return "draws" if "draws" in found else "unseen" if "unseen" in found else None
+    if not isinstance(iterable, cst.Call) or data_division.global_seed_set_before(
+            a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS):
+        return None
+    if data_division.helper_draws(ctx, iterable):
+        return "draws"
+    return "unseen" if _unseen_helper(ctx, iterable) else None
+
+
+def _unseen_helper(ctx, call: cst.Call) -> bool:
+    """A helper imported from a module tfdist cannot read (not a library it
+    knows, not a module of the converted project): it may shuffle with
+    NumPy's global generator (``random_mini_batches(X, Y, 64)`` of a course's
+    utils module). In a script using NumPy, seeding NumPy alike costs
+    nothing when it does not, and makes the shares disjoint when it does."""
+    a = ctx.a
+    names = a.qualified(call.func)
+    if not names or not a._is_import_binding(call.func):
+        return False  # a function, class or object of this file: not unseen
+    if any(n.startswith(apis.KNOWN_LIBRARY_PREFIXES) for n in names):
+        return False
+    if data_division.flow.external_function(ctx, call) is not None:
+        return False  # read, and found not to draw (helper_draws)
+    return any(q.startswith("numpy") for imp in a.module.body for q in _imported_modules(imp))
+
+
+def _imported_modules(stmt) -> List[str]:
+    """The modules a top-level import statement imports."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    out = []
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            out += [cst.helpers.get_full_name_for_node(n.name) or "" for n in small.names]
+        elif isinstance(small, cst.ImportFrom) and small.module is not None:
+            out.append(cst.helpers.get_full_name_for_node(small.module) or "")
+    return out
 
 
 def take_rank_share(ctx, iterable, message: str) -> bool:
