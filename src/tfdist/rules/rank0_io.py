@@ -102,7 +102,10 @@ def _fetches_training(a: A.Analysis, fetches, seen: set, depth: int = 0) -> bool
     and calls tfdist cannot follow) by one of _TF1_STEP_BUILDERS."""
     if depth > 8:
         return True
+    from .tf1_common import names_train_op
     for node in walk(fetches):
+        if names_train_op(a, node):
+            return True  # sess.run("train"): the train op by its graph name
         if isinstance(node, cst.Call) and (method_name(node) in _TF1_STEP_BUILDERS or not isinstance(
                 node.func, (cst.Name, cst.Attribute)) or a.names(node) & {"tensorflow.gradients"}):
             return True

@@ -1,6 +1,7 @@
 """Pieces shared by the TF1 rules (Session and MonitoredSession)."""
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -272,13 +273,41 @@ def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
     return out
 
 
+def train_op_strings(a: A.Analysis) -> Set[str]:
+    """The graph names given to train ops (``optimizer.minimize(cost,
+    name="train")``): a session may run one by that name
+    (``sess.run(["train", "cost:0"], feed_dict={"features:0": x})``)."""
+    out = set()
+    for c in a.calls:
+        if method_name(c) in ("minimize", "apply_gradients"):
+            arg = find_arg(c, "name")
+            if arg is not None and isinstance(arg.value, cst.SimpleString):
+                out.add(str(ast.literal_eval(arg.value.value)))
+    return out
+
+
+def names_train_op(a: A.Analysis, expr) -> bool:
+    """``expr`` is a string naming a train op by its graph name."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    try:
+        value = str(ast.literal_eval(expr.value))
+    except (ValueError, SyntaxError):
+        return False
+    return value.split(":")[0] in train_op_strings(a)
+
+
 def _holds_train_op(a: A.Analysis, expr, depth: int = 0) -> bool:
     """A fetch that is (or lists) a train op held in an attribute of a
-    user object (``self.optimizer = opt.minimize(cost)``, run in a method)."""
+    user object (``self.optimizer = opt.minimize(cost)``, run in a method),
+    or named by the graph name it was given (``sess.run("train")``)."""
     if depth > 4:
         return False
+    if names_train_op(a, expr):
+        return True
     if isinstance(expr, (cst.List, cst.Tuple)):
         return any(_holds_train_op(a, e.value, depth + 1) for e in expr.elements)
+
     if isinstance(expr, cst.Attribute):
         for cd in a.instance_classes(expr.value):
             for value in a.attribute_values(cd, expr.attr.value):
