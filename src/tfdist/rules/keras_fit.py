@@ -150,11 +150,16 @@ def _wrap(ctx, node: cst.BaseExpression, what: str, scaled: str = None) -> None:
     ctx.plan.replace(node, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
 
 
-def _new_optimizer(ctx, class_short: str) -> str:
+def _optimizer_of_name(ctx, class_short: str) -> str:
+    """The optimizer compile() builds from a name, its default rate scaled."""
     base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
     lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[class_short]
     rate = ctx.backend.scale_lr(repr(lr)) or repr(lr)  # None: --lr-scaling none
-    inner = ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={rate})")
+    return ctx.fill(f"{base}.optimizers.{class_short}(learning_rate={rate})")
+
+
+def _new_optimizer(ctx, class_short: str) -> str:
+    inner = _optimizer_of_name(ctx, class_short)
     wrapper = ctx.backend.wrap_optimizer("{inner}", keras=True)
     return inner if wrapper is None else ctx.fill(wrapper, inner=inner)
 
@@ -164,10 +169,7 @@ def _build_named(ctx, string: cst.SimpleString, short: str) -> None:
     bindings that are optimizer objects: the object compile() would build
     from the name, built there (its rate scaled), so that compile() wraps
     whichever binding reaches it."""
-    base = "{keras}" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras"
-    lr = apis.KERAS_OPTIMIZER_DEFAULT_LR[short]
-    rate = ctx.backend.scale_lr(repr(lr)) or repr(lr)
-    new = ctx.expr(f"{base}.optimizers.{short}(learning_rate={rate})")
+    new = ctx.expr(_optimizer_of_name(ctx, short))
     ctx.plan.replace(string, lambda old: new)
     ctx.change(string, "distributed-optimizer", ctx.say(
         "optimizer {name} built as {short} here, with its default {lr_done} (compile() gets it, or another binding)",

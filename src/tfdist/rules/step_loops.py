@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import List, Optional, Set
 
 import libcst as cst
-import libcst.helpers
 
 from .. import apis
 from ..engine import dataflow
@@ -407,20 +406,7 @@ def _unseen_helper(ctx, call: cst.Call) -> bool:
         return False
     if data_division.flow.external_function(ctx, call) is not None:
         return False  # read, and found not to draw (helper_draws)
-    return any(q.startswith("numpy") for imp in a.module.body for q in _imported_modules(imp))
-
-
-def _imported_modules(stmt) -> List[str]:
-    """The modules a top-level import statement imports."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return []
-    out = []
-    for small in stmt.body:
-        if isinstance(small, cst.Import):
-            out += [cst.helpers.get_full_name_for_node(n.name) or "" for n in small.names]
-        elif isinstance(small, cst.ImportFrom) and small.module is not None:
-            out.append(cst.helpers.get_full_name_for_node(small.module) or "")
-    return out
+    return any(m == "numpy" or m.startswith("numpy.") for m in ctx.imports.import_stmt)
 
 
 def take_rank_share(ctx, iterable, message: str) -> bool:

@@ -88,38 +88,36 @@ def _quiet_elsewhere(ctx, call: cst.Call, name: str) -> None:
     "disabled")``: the run logs on the chief only."""
     keyword, quiet, default = apis.TRACKER_QUIET_RUNS[name]
     chief = ctx.backend.is_chief()
-    arg = find_arg(call, keyword)
-    if arg is None:
-        text = f"{default} if {chief} else {quiet}"
-        if not keyword_free(ctx, call, keyword, ctx.fill(text), RULE):
-            return
-        new = ctx.expr(text)
-        ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, new)))
-    else:
-        new = ctx.expr(f"{{v}} if {chief} else {quiet}", v=source(ctx.module, arg.value))
-        ctx.plan.replace(arg.value, lambda old: new)
-    ctx.change(call, RULE, ctx.say(
-        "{call}(): the tracker run logs from rank 0 only ({keyword}={quiet} elsewhere: its config is still read "
-        "there, and its logs, summaries and callbacks do nothing)",
-        call=ctx.a.code(call.func), keyword=keyword, quiet=quiet))
+    if _set_per_rank(ctx, call, keyword, f"{default} if {chief} else {quiet}", f"{{v}} if {chief} else {quiet}"):
+        ctx.change(call, RULE, ctx.say(
+            "{call}(): the tracker run logs from rank 0 only ({keyword}={quiet} elsewhere: its config is still "
+            "read there, and its logs, summaries and callbacks do nothing)",
+            call=ctx.a.code(call.func), keyword=keyword, quiet=quiet))
 
 
 def _bar_off_elsewhere(ctx, call: cst.Call, keyword: str) -> None:
     """``tqdm(x)`` -> ``tqdm(x, disable=not <chief>)``; a given
-    ``disable=d`` becomes ``disable=d or not <chief>``."""
+    ``disable=d`` becomes ``disable=(d) or not <chief>``."""
     off = ctx.backend.is_not_chief()
+    if _set_per_rank(ctx, call, keyword, off, f"({{v}}) or {off}"):
+        ctx.change(call, RULE, "progress bar shown on rank 0 only")
+
+
+def _set_per_rank(ctx, call: cst.Call, keyword: str, absent: str, given: str) -> bool:
+    """Give ``call`` the keyword ``absent`` when it has none, or rewrite the
+    value it has by ``given`` (``{v}``: that value). The edit is the call's
+    own (``inner``): a rule wrapping the call keeps it (a rank's share of a
+    bar's stream). False (warned) when a ``**mapping`` may pass it already."""
     arg = find_arg(call, keyword)
     if arg is None:
-        text = off
-        if not keyword_free(ctx, call, keyword, ctx.fill(text), RULE):
-            return
-        new = ctx.expr(text)
-        # inner: the bar's own keyword, kept by a rule wrapping the bar (a rank's share of its stream)
+        if not keyword_free(ctx, call, keyword, ctx.fill(absent), RULE):
+            return False
+        new = ctx.expr(absent)
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, new)), inner=True)
     else:
-        new = ctx.expr(f"({{v}}) or {off}", v=source(ctx.module, arg.value))
+        new = ctx.expr(given, v=source(ctx.module, arg.value))
         ctx.plan.replace(arg.value, lambda old: new)
-    ctx.change(call, RULE, "progress bar shown on rank 0 only")
+    return True
 
 
 def _null_context_elsewhere(ctx, call: cst.Call) -> None:
