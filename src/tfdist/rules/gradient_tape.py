@@ -495,14 +495,26 @@ def _bound_per_iteration(a: A.Analysis, variables, call: cst.Call):
 
 
 def _scale(ctx, opt_expr) -> None:
+    """Scale the rate of the optimizer applying the gradients: every
+    construction of it that reaches the apply (followed through names and
+    functions, as compile()'s optimizer is; a name rebound cell after cell
+    reaches one), else the first of those its type names, in file order (a
+    set's order would change from run to run)."""
+    from .keras_fit import _constructions
     a = ctx.a
-    for t in a.types(opt_expr):
-        if t.kind == A.KERAS_OPTIMIZER and t.call is not None:
-            if lr_scaling.scale_optimizer_lr(ctx, t.call, t.name):
-                warmup.warm_up_tape_optimizer(ctx, t.call)
-            else:
-                warmup.not_warmed_up(ctx, t.call)
-            return
+    built = [(c, t) for c, t in _constructions(a, opt_expr, 0) or []
+             if t.kind == A.KERAS_OPTIMIZER and isinstance(c, cst.Call)]
+    if not built:
+        typed = sorted((t for t in a.types(opt_expr) if t.kind == A.KERAS_OPTIMIZER and t.call is not None),
+                       key=lambda t: (a.line(t.call), a.col(t.call)))
+        built = [(t.call, t) for t in typed[:1]]
+    for call, t in built:
+        if lr_scaling.scale_optimizer_lr(ctx, call, t.name):
+            warmup.warm_up_tape_optimizer(ctx, call)
+        else:
+            warmup.not_warmed_up(ctx, call)
+    if built:
+        return
     if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
         ctx.warn(opt_expr, lr_scaling.RULE, f"where {a.code(opt_expr)} is created is unknown: multiply its learning rate by the number of processes by hand")
 
