@@ -369,6 +369,9 @@ CONTAINER_MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "s
 SCALAR_MATH_PREFIXES = ("math.",)
 SCALAR_MATH_BUILTINS = {"builtins.min", "builtins.max", "builtins.float", "builtins.int", "builtins.abs",
                         "builtins.round", "builtins.pow"}
+# Built-ins whose result is a Python number or string, never an array: a
+# list of such given to fit() holds samples, not one array per input.
+PYTHON_SCALAR_BUILTINS = SCALAR_MATH_BUILTINS | {"builtins.str", "builtins.bool", "builtins.len"}
 # NumPy's global random generator: functions that draw from it.
 NUMPY_GLOBAL_RANDOM = {
     "numpy.random.randint", "numpy.random.choice", "numpy.random.permutation", "numpy.random.shuffle",

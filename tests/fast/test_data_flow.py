@@ -273,3 +273,49 @@ with tf.compat.v1.Session() as sess:
     assert "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in result.code
     assert "for step in range(max(1, 100 // hvd.size())):" in result.code
     assert not warnings(result), result.warnings
+
+
+KERAS_TWO_OUTPUTS = """import numpy as np
+import tensorflow as tf
+
+X = np.load("x.npy")
+Y = np.load("y.npy")
+inputs = tf.keras.Input((8,))
+model = tf.keras.Model(inputs, [tf.keras.layers.Dense(2)(inputs), tf.keras.layers.Dense(2)(inputs)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss="mse")
+"""
+EACH_ARRAY = "[rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for rows in {}]"
+
+
+def _fit_line(result):
+    return next(line for line in result.data.decode().splitlines() if ".fit(" in line)
+
+
+def test_a_list_of_outputs_given_to_fit_is_sliced_array_by_array():
+    # Keras reads a list given to fit() as one array per output (a list of
+    # samples fails its cardinality check): slicing the list itself would drop
+    # outputs. list(Y.swapaxes(0, 1)), a comprehension over the steps and a
+    # display of names are all lists of arrays.
+    for bind, name in (("outputs = list(Y.swapaxes(0, 1))\n", "outputs"),
+                       ("outputs = [Y[:, t] for t in range(2)]\n", "outputs"),
+                       ("", "list(Y.swapaxes(0, 1))")):
+        result = convert(KERAS_TWO_OUTPUTS + bind + f"model.fit(X, {name}, epochs=1)\n")
+        assert not warnings(result), [w.message for w in warnings(result)]
+        assert EACH_ARRAY.format(name) in _fit_line(result), _fit_line(result)
+        assert f"{name}[hvd.rank()::hvd.size()]" not in _fit_line(result)
+
+
+def test_a_list_converted_to_an_array_is_sliced_as_samples():
+    # np.array(rows) given to fit: the rows of the list are samples, whatever it holds
+    result = convert(KERAS_TWO_OUTPUTS.replace("[tf.keras.layers.Dense(2)(inputs), tf.keras.layers.Dense(2)(inputs)]",
+                                               "tf.keras.layers.Dense(2)(inputs)")
+                     + "rows = [list(r) for r in X]\nmodel.fit(np.array(rows), Y, epochs=1)\n")
+    assert "np.array(rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()])" in _fit_line(result)
+
+
+def test_a_name_bound_to_a_list_of_outputs_and_to_an_array_is_reported():
+    result = convert(KERAS_TWO_OUTPUTS + "if X.ndim > 1:\n    outputs = list(Y)\nelse:\n    outputs = Y\n"
+                     "model.fit(X, outputs, epochs=1)\n")
+    (warning,) = warnings(result)
+    assert "outputs is bound both to a list or dict of arrays" in warning.message
+    assert "hvd.rank()::" not in _fit_line(result)  # nothing sliced: X and outputs are kept paired

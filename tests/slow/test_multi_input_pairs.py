@@ -31,6 +31,9 @@ SCRIPT = MULTI_INPUT / "keras_fit_wide_deep.py"
 #: Two named inputs held by a name bound to a dict comprehension (training)
 #: and to a dict literal (validation): each array sliced alike, by name.
 NAMED_DICT_SCRIPT = MULTI_INPUT / "keras_fit_named_dict_inputs.py"
+#: One output per time step: ``outputs = list(Y.swapaxes(0, 1))`` and a
+#: comprehension over the steps for validation, each array sliced alike.
+PER_STEP_OUTPUTS_SCRIPT = MULTI_INPUT / "keras_fit_outputs_per_timestep.py"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
@@ -127,6 +130,33 @@ def test_named_dict_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_fact
     assert _audit(ref, distributed.ranks) == []
     for rank in distributed.ranks:
         assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 240
+
+
+@pytest.mark.timeout(400)
+def test_one_output_per_step_held_in_a_list_keeps_its_pairs_on_two_ranks(tmp_path, tmp_path_factory):
+    """fit([X, s0], outputs) with outputs = list(Y.swapaxes(0, 1)): Keras
+    reads the list as one array per output, so each array is sliced with
+    the inputs' rows (slicing the list would drop outputs: fit() fails)."""
+    script = PER_STEP_OUTPUTS_SCRIPT
+    text = _converted_text(script)
+    assert "[rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for rows in outputs]" in text
+    assert "outputs[hvd.rank()::hvd.size()]" not in text
+    converted = tmp_path / "converted" / script.name
+    converted.parent.mkdir()
+    converted.write_text(text)
+    original = _original(tmp_path_factory, script)
+    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 300, single=False, as_file=script,
+                                  env=_env(), label="2 ranks")
+    assert original.returncode == 0 and distributed.returncode == 0, distributed.tail[-20:]
+    (ref,) = original.ranks
+    stream = ref.sample_stream()
+    assert stream is not None and stream.source.startswith("keras-fit"), stream
+    assert len(set(s for s, _ in stream.rows)) == 384
+    reasons, checks, _ = check(original, distributed, 2)
+    assert reasons == [], reasons
+    assert _audit(ref, distributed.ranks) == []
+    for rank in distributed.ranks:
+        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 192
 
 
 @pytest.mark.extended

@@ -408,16 +408,24 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
+        mixed = [leaf for leaf in found if _held_directly(ctx.a, leaf, [v]) and flow.array_structure(ctx.a, leaf) == "mixed"]
+        if mixed:
+            ctx.warn(mixed[0], RULE, ctx.say(
+                "{what}: {name} is bound both to a list or dict of arrays (one per input or output) and to "
+                "something else, so tfdist cannot tell how to slice it; give each rank 1/size of the samples "
+                "by hand (x[{rank}::{size}] of every array)", what=what, name=ctx.a.code(mixed[0])))
+            return False
         leaves += found
     for v in leaves:
         # a call (np.ones((64, 8))) is evaluated once: slicing it twice would draw random arrays twice;
         # arithmetic (x - mu) once too, rather than computed twice
         once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
         template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
-        inputs = _inputs_held(ctx.a, v)
-        if inputs is not None:
-            # a name holding a model's several inputs: each array sliced alike
-            template = ctx.backend.shard_array_values if inputs == "dict" else ctx.backend.shard_array_items
+        structure = flow.array_structure(ctx.a, v) if _held_directly(ctx.a, v, values) else None
+        if structure is not None:
+            # a model's several inputs or outputs (a list or dict of arrays, as Keras reads it): each
+            # array sliced alike, not the list itself (that would drop whole inputs or outputs)
+            template = ctx.backend.shard_array_values if structure == "dict" else ctx.backend.shard_array_items
         new = ctx.expr(template(source(ctx.module, v)))
         replacement = lambda old, new=new: new  # noqa: E731
         ctx.plan.replace(v, replacement)
@@ -426,25 +434,16 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     return True
 
 
-def _inputs_held(a, value) -> Optional[str]:
-    """"dict" when ``value`` names a dict of arrays (every binding a dict
-    display or comprehension: ``features = {name: np.array(col) for name,
-    col in df.items()}``), "list" when it names a list or tuple display of
-    NumPy arrays (``x = [x_wide, x_deep]``): several inputs of one model,
-    where slicing the name itself would take dict keys or whole inputs, not
-    rows. None for anything else."""
-    if not isinstance(value, cst.Name):
-        return None
-    bound = a.assigned_values(value)
-    if not bound or any(v is None for _, v in bound):
-        return None
-    if all(isinstance(v, cst.DictComp) or (isinstance(v, cst.Dict) and v.elements and all(
-            isinstance(e, cst.DictElement) for e in v.elements)) for _, v in bound):
-        return "dict"
-    if all(isinstance(v, (cst.List, cst.Tuple)) and v.elements and all(
-            isinstance(e, cst.Element) and flow.numpy_array(a, e.value) for e in v.elements) for _, v in bound):
-        return "list"
-    return None
+def _held_directly(a, leaf, values) -> bool:
+    """fit() reads ``leaf`` as it is: it is one of ``values`` or an item of
+    their tuple, list or dict displays -- not the argument of a conversion
+    (``np.array(rows)``, whose rows are samples whatever ``rows`` is)."""
+    node = leaf
+    while all(node is not v for v in values):
+        node = a.parent(node)
+        if not isinstance(node, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict)):
+            return False
+    return True
 
 
 def _inline_slices(ctx) -> list:

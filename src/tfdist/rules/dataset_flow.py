@@ -27,8 +27,10 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     model with several inputs or outputs -- every array of a literal tuple,
     list or dict of them (nested), in order; None when one is not an array
     named or indexed (a call, a comprehension, a ``**`` entry...). With the
-    analysis ``a``, also the array ``np.array(x)`` converts (x), and a new
-    array made by a constructor (``np.ones((64, 8))``: the call itself)."""
+    analysis ``a``, also the array ``np.array(x)`` converts (x), a new
+    array made by a constructor (``np.ones((64, 8))``: the call itself), and
+    a list or dict of arrays made by a comprehension or ``list(Y)`` (itself:
+    see array_structure)."""
     if isinstance(value, cst.Name) and value.value == "None":
         return []  # validation_data=(x, None): no labels, nothing to slice
     if isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
@@ -53,7 +55,7 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
                 return inner
         if a.is_name(value, apis.ARRAY_CONSTRUCTORS):
             return [value]
-        return None
+        return [value] if array_structure(a, value) == "list" else None  # list(Y): one array per output
     if isinstance(value, (cst.Tuple, cst.List)) and value.elements:
         items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
         if len(items) != len(value.elements):
@@ -62,6 +64,8 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
         if any(not isinstance(e, cst.DictElement) for e in value.elements):
             return None
         items = [e.value for e in value.elements]
+    elif a is not None and array_structure(a, value) in ("list", "dict"):
+        return [value]  # [Y[:, t] for t in ...]: one array per output, each sliced alike
     else:
         return None
     out: List[cst.BaseExpression] = []
@@ -71,6 +75,61 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
             return None
         out += leaves
     return out
+
+
+def array_structure(a, value, depth: int = 0) -> Optional[str]:
+    """How Keras reads a Python container given to fit() as x or y:
+    "dict" (a dict display or comprehension) or "list" (a list or tuple --
+    a display, a comprehension, ``list(...)``/``tuple(...)`` -- whose items
+    are not Python numbers) holds one array per input or output of the
+    model, each with the samples along its first axis: ``[x_wide, x_deep]``,
+    ``[Y[:, t] for t in range(Ty)]``, ``list(Y.swapaxes(0, 1))``. Keras 2
+    and 3 alike take a list of arrays that way (a list of per-sample arrays
+    fails their cardinality check), so slicing the list itself would drop
+    inputs or outputs, not samples: each array is sliced alike. A name is
+    followed to every binding that reaches it (one kind for all, else
+    "mixed"). None for anything else: an array, or a list of Python numbers
+    (samples, which only tf.keras 2 reads, and only when x is one too)."""
+    if depth > 6:
+        return None
+    if isinstance(value, (cst.Dict, cst.DictComp)):
+        return "dict" if not isinstance(value, cst.Dict) or (value.elements and all(
+            isinstance(e, cst.DictElement) for e in value.elements)) else None
+    if isinstance(value, (cst.List, cst.Tuple)):
+        items = [e.value for e in value.elements]
+        return "list" if items and not any(_python_scalar(a, i) for i in items) else None
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return None if _python_scalar(a, value.elt) else "list"
+    if isinstance(value, cst.Call) and a.is_name(value, {"builtins.list", "builtins.tuple"}) \
+            and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
+        inner = value.args[0].value
+        if isinstance(inner, (cst.GeneratorExp, cst.ListComp, cst.List, cst.Tuple)):
+            return array_structure(a, inner, depth + 1)
+        return "list"  # list(Y): Y's sub-arrays along its first axis, one per input or output
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        if not bound or any(v is None for _, v in bound):
+            return None
+        kinds = {array_structure(a, v, depth + 1) for _, v in bound}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+    return None
+
+
+def _python_scalar(a, expr) -> bool:
+    """expr is a Python number or string (or a list of them): a literal,
+    ``int(...)``, a comparison, a name bound only to such."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.Comparison, cst.BooleanOperation,
+                         cst.List, cst.Tuple)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _python_scalar(a, expr.expression)
+    if isinstance(expr, cst.Call):
+        return a.is_name(expr, apis.PYTHON_SCALAR_BUILTINS) is not None
+    if isinstance(expr, cst.Name) and a is not None:
+        bound = a.assigned_values(expr)
+        return bool(bound) and all(v is not None and isinstance(v, (cst.Integer, cst.Float, cst.SimpleString))
+                                   for _, v in bound)
+    return False
 
 
 def keeps_rows(call: cst.Call, name: str) -> bool:
