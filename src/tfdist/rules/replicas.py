@@ -43,6 +43,7 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
                 for s in _layer_statements(a, t.call, set(), depth) + building_statements(a, t.call):
                     if s not in out:
                         out.append(s)
+                _take_whole_loops(a, out)
                 # models passed to its constructor (a GAN's generator and discriminator, built apart)
                 for arg in t.call.args if depth < 6 else ():
                     if arg.value is not expr and a.is_kind(arg.value, A.MODEL):
@@ -182,6 +183,20 @@ def _trains(a: A.Analysis, node) -> bool:
                for n in walk(node))
 
 
+def _take_whole_loops(a: A.Analysis, chosen: List[cst.BaseStatement]) -> None:
+    """A loop every statement of which is chosen (``for t in range(Ty):``
+    calling the layers of each output step) is chosen whole instead: one
+    scope around the loop rather than one inside it."""
+    for stmt in list(chosen):
+        if stmt not in chosen:
+            continue  # taken into a loop already
+        whole = _whole_loop(a, stmt, chosen)
+        if whole is not stmt:
+            chosen[:] = [s for s in chosen if s is not stmt]
+            if whole not in chosen:
+                chosen.append(whole)
+
+
 def _whole_loop(a: A.Analysis, stmt, chosen: List[cst.BaseStatement]):
     """A ``for``/``while`` loop whose body is only this statement (or
     statements chosen already) is taken whole: one scope around the loop."""
@@ -231,13 +246,49 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
                 # a layer handed to the function building the model: followed to every caller's argument
                 for _call, arg in a.argument_values(origin):
                     out += [s for s in _layer_statements(a, arg, seen, depth + 1) if s not in out]
-            elif value is not None and _is_layer_call(a, value):
+                continue
+            if value is None and isinstance(origin, cst.Name):
+                value = dataflow.assigned_by(a, origin)  # s, _, c = lstm_cell(x, initial_state=[s, c])
+            if value is not None and (_is_layer_call(a, value) or _calls_layers(a, value)):
                 stmt = a.statement_of(value)
                 if stmt is not None and stmt not in out:
                     out.append(stmt)
                     # what builds a layer object after its constructor (``normalizer.adapt(data)``)
                     out += [s for s in building_statements(a, value) if s not in out]
                     out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
+            elif isinstance(value, cst.List) and isinstance(origin, cst.Assign) \
+                    and isinstance(origin.targets[0].target, cst.Name):
+                # outputs = [] ... outputs.append(head(x)) in a loop: the tensors appended are the model's
+                for added in _appended(a, origin.targets[0].target):
+                    stmt = a.statement_of(added)
+                    if stmt is not None and stmt not in out and (
+                            _is_layer_call(a, added) or _layer_statements(a, added, set(seen), depth)):
+                        out.append(stmt)
+                        out += [s for s in _layer_statements(a, added, seen, depth) if s not in out]
+    return out
+
+
+def _calls_layers(a: A.Analysis, value) -> bool:
+    """A call of a function of this module that calls layers on the tensors
+    it is given (``context = one_step_attention(a, s)``): the layers' variables
+    are created when it runs, so it runs in the scope."""
+    from ..engine.scopes import walk
+    if not isinstance(value, cst.Call) or a.is_kind(value, A.MODEL):
+        return False  # a model factory's call: its construction is followed into it (construction_statements)
+    fdefs = dataflow.callees(a, value)
+    return bool(fdefs) and any(isinstance(n, cst.Call) and _is_layer_call(a, n) for f in fdefs for n in walk(f.body))
+
+
+def _appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
+    """The values appended to the list a name is bound to: ``xs.append(v)``
+    on any reference the binding reaches."""
+    out = []
+    for ref in a.scopes.references(target):
+        attr = a.parent(ref)
+        call = a.parent(attr) if isinstance(attr, cst.Attribute) and attr.value is ref else None
+        if isinstance(call, cst.Call) and call.func is attr and attr.attr.value in ("append", "insert") \
+                and call.args:
+            out.append(call.args[-1].value)
     return out
 
 
