@@ -374,3 +374,21 @@ Model().fit(X_all, Y_all)
     # shuffled with itself only, it is sliced at the entry (stop 25's shape)
     alone = _convert(src.replace("X, X_test = shuffle(X, X_test)", "X = shuffle(X)"))
     assert "X = X[hvd.rank()::hvd.size()][:len(X) // hvd.size()]" in alone.code, alone.code
+
+
+def test_a_batch_wrapped_by_a_function_reading_only_its_rows_is_followed_to_the_arrays():
+    result = _fixture("session/batch_helper_wrapped_one_hot")
+    assert not [w for w in result.warnings if w.level == "WARNING"]
+    assert "y_train = y_train[hvd.rank()::hvd.size()][:len(y_train) // hvd.size()]" in result.code
+
+
+def test_a_batch_wrapped_by_a_function_reading_a_module_array_is_not_followed():
+    # one_hot() reads a table of the module: a lookup into data tfdist cannot
+    # tell is divided or not, so the fed labels stay hand work
+    source = (FIXTURES / "session/batch_helper_wrapped_one_hot/input.py").read_text()
+    source = source.replace("n_classes = 6\n", "n_classes = 6\ncodes = np.eye(n_classes)\n")
+    source = source.replace("return np.eye(n_classes)[np.array(y_, dtype=np.int32)]",
+                            "return codes[np.array(y_, dtype=np.int32)]")
+    result = _convert(source)
+    assert "codes[np.array(y_" in result.code
+    assert any("feed_dict is built where tfdist cannot follow it" in w.message for w in result.warnings)

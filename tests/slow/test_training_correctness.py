@@ -55,7 +55,7 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
 Runs the original once per script and reuses it for every rank count.
-Scripts: 71 (see correctness_scripts/); 3 ranks too for the 14 flagged ranks=2,3 -- one or two
+Scripts: 72 (see correctness_scripts/); 3 ranks too for the 14 flagged ranks=2,3 -- one or two
 of each source family where the share per rank depends on N (NumPy offsets, feed offsets,
 derived labels, next_batch, samplers, an iterator's while loop, Keras fit on arrays, a
 generator's stream shared out, a while loop walking offsets).
@@ -179,6 +179,7 @@ def label_function(script: Path, flags: Flags):
 #: 2 ranks (the budget's 2 cores); they run in the extended tier. Each names
 #: the sibling that keeps its family in the slow tier.
 TF1_SIBLINGS_EXTENDED = {
+    "tf1_batch_helper_wrapped_one_hot": "tf1_batch_helper_loaded_in_with",  # a batch helper of the script's own
     "tf1_feed_offsets": "tf1_derived_labels_offsets",          # offsets into arrays, feed_dict
     "tf1_itertools_count": "tf1_while_true_break",             # endless loop, break on a count
     "tf1_monitored_feed": "monitored_next_batch_stop_hook",    # MonitoredTrainingSession fed batches

@@ -495,6 +495,55 @@ def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
     return None
 
 
+def pure_batch_function_argument(a: A.Analysis, call) -> Optional[cst.BaseExpression]:
+    """The batch a function of this module is given, when its result is
+    computed from that batch alone (``one_hot(yb)``, ``normalise(xb)``,
+    ``one_hot(get_batch(y, step))``): the call's one argument that is not a
+    constant, for a plain function (no method) that reads nothing but its
+    parameters, its own locals, imported modules, built-ins, functions and
+    constants of the module -- no module-level array (a lookup table indexed
+    by the batch would read data tfdist divides elsewhere), no state kept
+    across calls, no random draw. The same rows in give what the original
+    fed for those rows. None otherwise."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name) or has_star_args(call):
+        return None
+    fdefs = dataflow.callees(a, call)
+    if len(fdefs) != 1 or a.method_owner(fdefs[0]) is not None or a.enclosing_function(fdefs[0]) is not None:
+        return None
+    fdef = fdefs[0]
+    if any(isinstance(n, (cst.Global, cst.Nonlocal, cst.Yield, cst.Lambda, cst.FunctionDef)) for n in walk(fdef.body)):
+        return None
+    if any(q.startswith(apis.RANDOM_MODULE_PREFIXES) for c in calls_in(fdef.body) for q in a.names(c)):
+        return None
+    for name in walk(fdef.body):
+        if isinstance(name, cst.Name) and not _reads_only_own_or_fixed(a, name, fdef):
+            return None
+    rows = [arg.value for arg in call.args if not _is_constant(a, arg.value)]
+    return rows[0] if len(rows) == 1 and rows[0] is call.args[0].value else None
+
+
+def _reads_only_own_or_fixed(a: A.Analysis, name: cst.Name, fdef: cst.FunctionDef) -> bool:
+    """A name in a function's body: an attribute's or keyword's name, or bound
+    in the function, by an import, a ``def``, a built-in, or a module-level
+    constant."""
+    parent = a.parent(name)
+    if (isinstance(parent, cst.Attribute) and parent.attr is name) or (isinstance(parent, cst.Arg) and parent.keyword is name):
+        return True
+    bindings = a.scopes.lookup(name)
+    if not bindings:
+        return False  # bound nowhere tfdist can see
+    for b in bindings:
+        node = b.node
+        if node is None or b.imported is not None or isinstance(node, (cst.Import, cst.ImportFrom, cst.FunctionDef)):
+            continue
+        if node is fdef or any(x is fdef for x in a.ancestors(node)):
+            continue  # a parameter or local of the function
+        value = dataflow.assigned_by(a, node) if isinstance(node, cst.Name) else None
+        if value is None or not isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)):
+            return False
+    return True
+
+
 def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression]]:
     """The arrays a step's batch helper of this module cuts rows from
     (``get_next_batch(images, labels, step)`` with ``def
@@ -630,8 +679,18 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
         # noisy = xb + 0.3 * np.random.randn(*xb.shape) (a denoising input)
         inside = [(o, _rows_under_noise(a, v, loop) or v) for o, v in inside]
         inside = [(o, (row_kept_source(a, v) if v is not None else None) or v) for o, v in inside]
-        return all(v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
-                   and _array_roots(a, v, loop, out, readers, reader, depth + 1) for _, v in inside)
+        # yb = one_hot(get_batch(y, step)): a function of this module computing
+        # from the rows it is given and nothing else
+        inside = [(o, pure_batch_function_argument(a, v) or v) for o, v in inside]
+        for _, v in inside:
+            helper = batch_helper_arrays(a, v)
+            if helper is not None:  # one_hot(get_batch(y, step)): the rows get_batch cuts from y
+                if not all(_array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in helper):
+                    return False
+            elif not (v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or _rows_reshaped(v))
+                      and _array_roots(a, v, loop, out, readers, reader, depth + 1)):
+                return False
+        return True
     params = [o for o, _ in bound if isinstance(o, cst.Param)]
     # a parameter of the function holding the step loop is divided at the
     # function's entry (every caller's data alike); one of a function called
