@@ -396,6 +396,11 @@ ROW_PRESERVING_METHODS = {"reshape", "astype", "copy", "toarray", "todense"}
 # argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
 # ``reshape`` may merge rows).
 ROW_KEEPING_CONVERSIONS = {"astype", "copy", "toarray", "todense"}
+# Methods of a NumPy array returning an array, whatever their arguments. Given
+# straight to fit(), the result's first axis holds the samples (Keras pairs
+# x[i] with y[i]), so the result is sliced as a whole, computed once:
+# ``x.reshape(-1, 1)`` becomes ``x.reshape(-1, 1)[r::n]``.
+ARRAY_RESULT_METHODS = {"reshape", "transpose", "swapaxes", "squeeze", "flatten", "ravel", "clip", "round"}
 # Functions turning the array (or list) they are handed into an array with
 # the same rows: np.array(x_list) is sliced as np.array(x_list[...]).
 ROW_KEEPING_ARRAY_FUNCTIONS = {

@@ -319,3 +319,15 @@ def test_a_name_bound_to_a_list_of_outputs_and_to_an_array_is_reported():
     (warning,) = warnings(result)
     assert "outputs is bound both to a list or dict of arrays" in warning.message
     assert "hvd.rank()::" not in _fit_line(result)  # nothing sliced: X and outputs are kept paired
+
+
+def test_an_array_reshaped_where_fit_is_called_is_sliced_whole():
+    # x.reshape(-1, 1) may merge or split rows, but what fit() is handed has
+    # its samples along the first axis (paired row for row with y): that
+    # result is sliced, computed once
+    result = convert(KERAS_TWO_OUTPUTS.replace("[tf.keras.layers.Dense(2)(inputs), tf.keras.layers.Dense(2)(inputs)]",
+                                               "tf.keras.layers.Dense(2)(inputs)")
+                     + "model.fit(X.reshape(-1, 8), Y, epochs=1)\n")
+    assert not warnings(result)
+    assert ("(lambda rows: rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()])(X.reshape(-1, 8))"
+            in _fit_line(result)), _fit_line(result)

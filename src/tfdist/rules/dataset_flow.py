@@ -43,6 +43,9 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
             value.func.attr.value in apis.ROW_KEEPING_CONVERSIONS:
         return array_leaves(value.func.value, a)  # x.astype(np.float32): the rows of x, sliced before converting
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in apis.ARRAY_RESULT_METHODS and array_leaves(value.func.value, a) is not None:
+        return [value]  # x.reshape((len(x), 1)): an array whose rows fit() pairs; sliced whole, computed once
     if isinstance(value, cst.Call) and a is not None and not has_star_args(value):
         first = value.args[0] if value.args and value.args[0].keyword is None else None
         keeping = a.is_name(value, apis.ROW_KEEPING_ARRAY_FUNCTIONS)
