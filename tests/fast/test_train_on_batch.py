@@ -134,3 +134,34 @@ def test_tf_distribute_keeps_learning_rate_and_steps(case):
     assert "num_replicas_in_sync" not in out
     horovod = _convert(text).data.decode()
     assert "hvd.size()" in horovod and "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in horovod
+
+
+def test_one_step_outside_any_loop_is_warned_by_horovod():
+    # every rank would take the same step on the same batch at N x the rate
+    text = MODEL + 'model.compile(optimizer="sgd", loss="mse")\nloss = model.train_on_batch(x, y)\n'
+    result = _convert(text)
+    assert result.status == "converted"
+    (warning,) = [w for w in result.warnings if w.level == "WARNING"]
+    assert warning.line == _line_of(text, "train_on_batch") and "runs one step, outside any loop" in warning.message
+    # a step in a function called from a loop is a loop's step: divided, not warned
+    looped = MODEL + ('model.compile(optimizer="sgd", loss="mse")\n'
+                      'def fit_chunk(i):\n    loss = model.train_on_batch(x[i * 50:(i + 1) * 50], y[i * 50:(i + 1) * 50])\n'
+                      'for i in range(20):\n    fit_chunk(i)\n')
+    assert not [w for w in _convert(looped).warnings if "outside any loop" in w.message]
+
+
+def test_a_notebook_model_rebound_and_compiled_in_each_cell_is_told_apart_by_binding():
+    # three models share the name, each compiled once in its own cell: the
+    # compile reaching the stepped one is the one in its cell, not "3 compiles"
+    cells = [MODEL + 'model.compile("sgd", "mae")\nfor i in range(20):\n    model.train_on_batch(x[i * 50:(i + 1) * 50], y[i * 50:(i + 1) * 50])',
+             'model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])\nmodel.compile("adam", "mae")\n'
+             'print(model.evaluate(x, y))',
+             'model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(4,))])\nmodel.compile("sgd", "mse")']
+    import json
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
+                     "source": src} for i, src in enumerate(cells)],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    from tfdist.project.notebook import convert_notebook
+    result = convert_notebook("nb.ipynb", json.dumps(nb).encode()).result
+    assert result.status == "converted", result.error
+    assert "if model.optimizer.iterations == 1:" in result.data.decode()
