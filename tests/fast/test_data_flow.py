@@ -331,3 +331,31 @@ def test_an_array_reshaped_where_fit_is_called_is_sliced_whole():
     assert not warnings(result)
     assert ("(lambda rows: rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()])(X.reshape(-1, 8))"
             in _fit_line(result)), _fit_line(result)
+
+
+TAPE_STEP = """import numpy as np
+import tensorflow as tf
+
+x = np.load("x.npy")
+y = np.load("y.npy")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+opt = tf.keras.optimizers.SGD(0.1)
+
+
+def step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+"""
+
+
+def test_a_tape_step_run_once_outside_any_loop_is_warned():
+    # Horovod: every rank would take the one step on the same data at N x the
+    # rate, with the initial state broadcast only after it: the result differs
+    # from the original's and nothing says so
+    (warning,) = warnings(convert(TAPE_STEP + "print(float(step(x, y)))\n"))
+    assert "this step runs once, outside any loop" in warning.message and warning.line == 14
+    looped = convert(TAPE_STEP + "for i in range(0, len(x), 32):\n    step(x[i:i + 32], y[i:i + 32])\n")
+    assert not [w for w in warnings(looped) if "outside any loop" in w.message]

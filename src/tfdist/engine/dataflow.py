@@ -101,6 +101,23 @@ def outermost_loop(a: Analysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return found
 
 
+def runs_once_outside_loops(a: Analysis, node: cst.CSTNode, depth: int = 0) -> bool:
+    """node certainly runs, and in no ``for``/``while``: not in one of its
+    own, and -- in a function -- the function is called, and every call of
+    it runs outside loops too (followed up to a few callers). False when
+    tfdist cannot tell (a function no call of which it sees: a method, or
+    one another module calls)."""
+    if outermost_loop(a, node) is not None:
+        return False
+    fdef = a.enclosing_function(node)
+    if fdef is None:
+        return True
+    if depth > 4:
+        return False
+    sites = [site for site in a.calls if fdef in callees(a, site)]
+    return bool(sites) and all(runs_once_outside_loops(a, site, depth + 1) for site in sites)
+
+
 def sized_after(a: Analysis, expr: cst.CSTNode, targets: Set[str], point: cst.CSTNode,
                 depth: int = 0, seen: Optional[Set[int]] = None) -> Tuple[bool, bool]:
     """(reaches a target as bound after point, reaches one as bound at or before point).

@@ -132,23 +132,13 @@ def apply_horovod(ctx, tob: List[cst.Call]) -> None:
     gradient_tape._divide_loops(ctx, {id(c) for c in tob})
     _seed_global_numpy(ctx, tob)
     for call in tob:
-        if not _runs_in_a_loop(a, call):
+        if dataflow.runs_once_outside_loops(a, call):
             ctx.warn(call, data_division.RULE, ctx.say(
                 "{call}(...) runs one step, outside any loop: every rank would take that same step on the same "
                 "batch, with the learning rate x {size}; one step cannot be divided between ranks: give each "
                 "rank its share of the batch (x[{rank}::{size}]) and the original learning rate, or train in a "
                 "loop of steps", call=a.code(call.func)))
 
-
-def _runs_in_a_loop(a: A.Analysis, node, depth: int = 0) -> bool:
-    """node runs inside a loop: its own, or one around a call of the
-    function it is in (followed up to a few callers)."""
-    if dataflow.outermost_loop(a, node) is not None:
-        return True
-    fdef = a.enclosing_function(node)
-    if fdef is None or depth > 4:
-        return False
-    return any(_runs_in_a_loop(a, site, depth + 1) for site in a.calls if fdef in dataflow.callees(a, site))
 
 
 def _step_loops(a: A.Analysis, tob: List[cst.Call]):
