@@ -359,3 +359,17 @@ def test_a_tape_step_run_once_outside_any_loop_is_warned():
     assert "this step runs once, outside any loop" in warning.message and warning.line == 14
     looped = convert(TAPE_STEP + "for i in range(0, len(x), 32):\n    step(x[i:i + 32], y[i:i + 32])\n")
     assert not [w for w in warnings(looped) if "outside any loop" in w.message]
+
+
+def test_optimizers_chosen_by_a_loop_over_pairs_written_out_are_each_scaled():
+    # for layers, optimizer in ((lower, opt_a), (upper, opt_b)): optimizer is
+    # followed to both constructions; scaling only one would train the other
+    # group at the single-process rate, silently
+    from pathlib import Path
+    source = (Path(__file__).parent / "fixtures/gradient_tape/optimizer_per_layer_group_pairs/input.py").read_text()
+    result = convert(source)
+    assert not warnings(result)
+    assert "SGD(learning_rate=0.05 * hvd.size())" in result.code
+    assert "Nadam(learning_rate=0.01 * hvd.size())" in result.code
+    assert "for step in range(1, max(1, n_steps // hvd.size()) + 1):" in result.code  # the pairs loop is not a step loop
+

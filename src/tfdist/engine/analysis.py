@@ -680,6 +680,9 @@ class Analysis:
         """The values a name bound as one element of a tuple assignment
         gets: ``a`` in ``a, b = x, y`` (x), in ``a, b = make()`` with
         ``make`` returning tuple literals (the matching element of each)."""
+        over = self._written_out_loop_values(target)
+        if over is not None:
+            return over
         element = self.parent(target)
         tup = self.parent(element) if isinstance(element, cst.Element) else None
         assign_target = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
@@ -697,6 +700,36 @@ class Analysis:
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(tup.elements) \
                     and not any(isinstance(e, cst.StarredElement) for e in value.elements):
                 values.append(value.elements[index].value)
+        return values
+
+    def _written_out_loop_values(self, target: cst.CSTNode) -> Optional[List[cst.BaseExpression]]:
+        """The values a ``for`` target takes over a tuple or list written out
+        in place: ``opt`` in ``for opt in (opt_a, opt_b):`` (both), ``optimizer``
+        in ``for layers, optimizer in ((lower, opt_a), (upper, opt_b)):`` (the
+        second of each pair). None when target is not such a loop's."""
+        parent = self.parent(target)
+        if isinstance(parent, cst.For) and parent.target is target:
+            loop, index = parent, None
+        else:
+            tup = self.parent(parent) if isinstance(parent, cst.Element) else None
+            loop = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
+            if not isinstance(loop, cst.For) or loop.target is not tup \
+                    or any(isinstance(e, cst.StarredElement) for e in tup.elements):
+                return None
+            index = next(i for i, e in enumerate(tup.elements) if e is parent)
+        rows = loop.iter
+        if not isinstance(rows, (cst.Tuple, cst.List)) or not rows.elements \
+                or any(not isinstance(e, cst.Element) for e in rows.elements):
+            return None
+        if index is None:
+            return [e.value for e in rows.elements]
+        values = []
+        for row in rows.elements:
+            value = row.value
+            if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != len(tup.elements) \
+                    or any(not isinstance(e, cst.Element) for e in value.elements):
+                return None
+            values.append(value.elements[index].value)
         return values
 
     @staticmethod

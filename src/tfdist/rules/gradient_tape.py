@@ -470,12 +470,30 @@ def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     ctx.plan.insert_after(stmt, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial state from rank 0 once, after the first step created the optimizer's slots.")))
     ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first {method_name(call)}")
     varying = _bound_per_iteration(a, variables, call)
-    if varying is not None:
+    if varying is not None and not _optimizer_per_pass(a, receiver(call), varying):
         ctx.warn(call, "broadcast", ctx.say(
             "the variable list {vars} is bound anew at every pass of the loop at line {line}: the broadcast after the "
             "first step sends only the first pass's, and the others keep each rank's own initial values; broadcast "
             "all of them from rank 0 once before training by hand (e.g. {bcast})", vars=a.code(variables),
             line=str(a.line(varying)), bcast=ctx.fill(ctx.backend.broadcast_now("model.variables"))))
+
+
+def _optimizer_per_pass(a: A.Analysis, opt, loop) -> bool:
+    """The optimizer is a target of ``loop``, written out with a different
+    optimizer for each pass (``for layers, optimizer in ((lower, opt_a),
+    (upper, opt_b))``): each pass's broadcast fires at its own optimizer's
+    first step, with that pass's variables."""
+    if not isinstance(opt, cst.Name) or not isinstance(loop, cst.For) \
+            or not any(n is not None and n.value == opt.value for n in walk(loop.target) if isinstance(n, cst.Name)):
+        return False
+    bound = a.assigned_values(opt)
+    if len(bound) != 1:
+        return False
+    values = a.tuple_element_values(bound[0][0])
+    built = [frozenset(id(t.call) for t in a.types(v) if t.kind == A.KERAS_OPTIMIZER and t.call is not None)
+             for v in values]
+    # each pass's optimizer built by one construction of its own
+    return len(values) > 1 and all(len(b) == 1 for b in built) and len(set(built)) == len(values)
 
 
 def _bound_per_iteration(a: A.Analysis, variables, call: cst.Call):
@@ -515,6 +533,14 @@ def _scale(ctx, opt_expr) -> None:
     if not built:
         typed = sorted((t for t in a.types(opt_expr) if t.kind == A.KERAS_OPTIMIZER and t.call is not None),
                        key=lambda t: (a.line(t.call), a.col(t.call)))
+        if len({id(t.call) for t in typed}) > 1:
+            # several constructions, and tfdist cannot follow which reaches the apply: scaling one of
+            # them would leave another unscaled, silently
+            ctx.warn(opt_expr, lr_scaling.RULE, ctx.say(
+                "{opt} may be any of the optimizers built at lines {lines}, and tfdist cannot follow which "
+                "reaches this step: multiply the learning rate of each one that trains here by {size} by hand",
+                opt=a.code(opt_expr), lines=", ".join(str(a.line(t.call)) for t in typed)))
+            return
         built = [(t.call, t) for t in typed[:1]]
     for call, t in built:
         if lr_scaling.scale_optimizer_lr(ctx, call, t.name):
@@ -568,9 +594,11 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
         step_loops.divide_enumerated_cap(ctx, loop)
     # A loop inside a loop over a dataset is part of its step (the updates
     # of a step written by hand: for g, v in zip(grads, variables)).
+    # So is a loop over a list written out (``for layers, optimizer in ((lower,
+    # opt1), (upper, opt2)):``): it applies each of a fixed set, once a step.
     candidates = [l for l in training_loops + [w for w in a.while_loops if _trains(a, w.body, applies)]
                   if l not in dataset_loops and not _reaches(a, l.body, dataset_loops)
-                  and not any(anc in dataset_loops for anc in a.ancestors(l))]
+                  and not any(anc in dataset_loops for anc in a.ancestors(l)) and not over_a_display(l)]
     # Only the innermost loop is the step loop; one around it (directly or
     # through a function it calls) is an epoch loop and keeps its count.
     step_loops_found = [l for l in candidates if not any(o is not l and _reaches(a, l.body, [o]) for o in candidates)]
@@ -597,6 +625,12 @@ def _divide_loops(ctx, applies: Set[int]) -> None:
             ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this training loop runs: make each rank "
                                                        "run 1/size of its steps (e.g. divide its step count by {size})"))
         _shard_iterators(ctx, loop)  # next(it) with it = iter(dataset), in a for or a while step loop
+
+
+def over_a_display(loop) -> bool:
+    """A ``for`` over a tuple or list written out in place: a fixed set of
+    things (optimizers, models) handled in turn within one step."""
+    return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.Tuple, cst.List)) and bool(loop.iter.elements)
 
 
 def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Name], List[cst.CSTNode]]:

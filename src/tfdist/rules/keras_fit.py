@@ -464,6 +464,9 @@ def _constructions(a: A.Analysis, value, depth: int):
                 if passed is None:
                     return None
                 values += passed
+            elif a.tuple_element_values(origin):
+                # opt in ``for layers, opt in ((lower, opt_a), (upper, opt_b)):``, ``a, b = x, y``
+                values += a.tuple_element_values(origin)
             else:
                 return None
         return _all_constructions(a, values, depth)

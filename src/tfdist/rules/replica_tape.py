@@ -110,7 +110,9 @@ def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
 def _run_steps(ctx, applies: Set[int]) -> None:
     a = ctx.a
     trains = lambda node: gradient_tape._trains(a, node, applies)  # noqa: E731
-    loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)]
+    # a loop over a tuple written out applies each of a fixed set within a step
+    loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)
+             and not gradient_tape.over_a_display(l)]
     innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
                  and not any(o is not l and _inside_called(a, o, l) for o in loops)]
     if not innermost:
