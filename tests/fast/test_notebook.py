@@ -371,3 +371,23 @@ def test_cells_with_windows_line_ends_convert_and_keep_them(tmp_path):
     assert "SGD(0.01 * hvd.size())" in last
     assert "\r\n" in last and "\n" not in last.replace("\r\n", "")
     assert "\r\n" not in out.cells[1].source  # an unchanged "\n" cell is left as it was
+
+
+def test_a_cell_that_does_not_compile_is_left_as_written_and_the_rest_converted(tmp_path):
+    # Jupyter compiles a cell whole before running it: one that does not
+    # compile runs nothing. It is left byte for byte, named in a warning,
+    # and the training around it is converted.
+    broken = "face = np.zeros(3) \n    if results \n    else np.ones(3)\n"
+    p = tmp_path / "scratch.ipynb"
+    nbformat.write(make_nb([("code", "import numpy as np\nimport tensorflow as tf"), ("code", broken),
+                            ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "model.compile(optimizer='sgd', loss='mse')\n"
+                                     "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
+    r = convert(p)
+    assert r.result.status == "converted"
+    (warning,) = [w for w in r.result.warnings if w.level == "WARNING"]
+    assert "not valid Python (IndentationError: unexpected indent, line 2)" in warning.message
+    assert r.where(warning.line).startswith(f"{p} [cell 2]")
+    out = json.loads(r.result.data)
+    assert "".join(out["cells"][1]["source"]) == broken
+    assert "hvd.DistributedOptimizer" in "".join(out["cells"][2]["source"])

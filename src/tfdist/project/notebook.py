@@ -161,6 +161,20 @@ class _Cell:
     crlf: bool = False  # the cell ends its lines with "\r\n" (converted with "\n")
     start_line: int = 0  # first line in the joined module (1-based)
     new: Optional[str] = None
+    unparsable: Optional[str] = None  # why Python cannot compile it: left out, never rewritten
+
+
+def _python_error(source: str) -> Optional[str]:
+    """Why Python cannot compile a cell ("IndentationError: unexpected
+    indent, line 2"), or None. Jupyter compiles a cell whole before running
+    it, so such a cell runs nothing and defines nothing."""
+    try:
+        compile(source, "<cell>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError as e:  # IndentationError and TabError are SyntaxErrors
+        return f"{type(e).__name__}: {e.msg}, line {e.lineno}"
+    except (ValueError, RecursionError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _mask(source: str, magics: List[str]) -> Optional[str]:
@@ -400,7 +414,11 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         if masked is None:
             continue  # %%bash and friends
         cell = _Cell(i, src, masked, dedented=dedented, indent=indent, crlf=crlf)
-        if masked and not masked.endswith("\n"):
+        cell.unparsable = _python_error(masked)
+        if cell.unparsable is not None:
+            # read as Jupyter runs it (nothing): a placeholder holds its place, the cell is never rewritten
+            cell.masked = "pass\n"
+        if cell.masked and not cell.masked.endswith("\n"):
             cell.masked += "\n"
             cell.missing_newline = True
         cells.append(cell)
@@ -426,6 +444,21 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     # scope, a guard) closes in the cell that opened it.
     result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
     out = NotebookResult(path, result, cell_of_line)
+    broken = [c for c in cells if c.unparsable is not None]
+    if broken and result.status != F.CONVERTED:
+        # nothing converted around it: the cell that does not compile is the news
+        result.status, result.error, result.error_line = F.FAILED, f"syntax error: {broken[0].unparsable}", \
+            broken[0].start_line
+        result.data = result.code = None
+        result.changes = []
+        return out
+    for cell in broken:
+        if result.status == F.CONVERTED:
+            result.warnings.append(F.Finding("notebook", cell.start_line, 1, F.WARNING, (
+                f"this cell is not valid Python ({cell.unparsable}): left as written and read as Jupyter runs it, "
+                "defining nothing; if your kernel runs it (a newer Python), fix it and convert again, or convert "
+                "its code by hand")))
+    result.warnings.sort(key=lambda f: (f.line or 0, f.col or 0))
     if result.status == F.FAILED and result.error and result.error.startswith("empty file"):
         result.status, result.error = F.UNCHANGED, None
     if result.status != F.CONVERTED:
@@ -443,6 +476,8 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     if order != list(range(len(cells))):
         return _refused(out, "internal error: notebook cell markers moved during conversion; nothing written")
     for cell, chunk in zip(cells, chunks):
+        if cell.unparsable is not None:
+            continue  # never rewritten
         if cell.missing_newline and chunk.endswith("\n"):
             chunk = chunk[:-1]
         new = _unmask(chunk, magics)
