@@ -65,6 +65,24 @@ def apply(ctx) -> None:
                 ctx.plan.blank_lines_before(first, 2)
         ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
         return
+    first = _first_changed_statement(ctx)
+    body = list(module.body)
+    if first is not None and setup_anchor in body and body.index(first) <= body.index(setup_anchor):
+        # The script prints or saves (now on rank 0 only) before it imports TensorFlow (a notebook's
+        # first cells): the engine must be up before the first statement that asks for it. The
+        # imports the start-up code reads are run there too (again later, as written: a no-op).
+        reads = {"tensorflow"} | set(ctx.imports.read_by_setup)
+        again = []
+        for name in reads:
+            stmt = ctx.imports.import_stmt.get(name)
+            if stmt is not None and stmt in body and body.index(stmt) >= body.index(first) and stmt not in again:
+                again.append(stmt)
+        again.sort(key=body.index)
+        copies = [stmt.with_changes(leading_lines=[]) for stmt in again]
+        ctx.plan.insert_before(first, early + copies + [s for _, s in imports] + stmts)
+        ctx.change(first, RULE, ctx.say("{engine} initialised before the first line it changes (TensorFlow is "
+                                        "imported only at line {line})", line=str(ctx.a.line(setup_anchor))))
+        return
     if early:
         ctx.plan.insert_before(anchor, early)
         ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
@@ -75,6 +93,22 @@ def apply(ctx) -> None:
     if ctx.definitions:
         _two_blank_lines_after(ctx, setup_anchor)
     ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if pinned else ""))
+
+
+def _first_changed_statement(ctx):
+    """The first statement of the module that holds an edit the rules
+    planned (a guard, a replacement, code inserted around it), or None."""
+    plan = ctx.plan
+    nodes = [*plan.replacements, *plan.before, *plan.after, *plan.guards, *plan.spans]
+    body = list(ctx.module.body)
+    found = None
+    for node in nodes:
+        top = node
+        while top is not None and top not in body:
+            top = ctx.a.parent(top)
+        if top is not None and (found is None or body.index(top) < body.index(found)):
+            found = top
+    return found
 
 
 def _two_blank_lines_after(ctx, stmt) -> None:
