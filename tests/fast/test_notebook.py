@@ -391,3 +391,18 @@ def test_a_cell_that_does_not_compile_is_left_as_written_and_the_rest_converted(
     out = json.loads(r.result.data)
     assert "".join(out["cells"][1]["source"]) == broken
     assert "hvd.DistributedOptimizer" in "".join(out["cells"][2]["source"])
+
+
+def test_a_blank_left_in_a_cell_the_rest_reads_is_still_the_error(tmp_path):
+    # x_train = # YOUR CODE HERE: the later cells read x_train, which only the
+    # cell that does not compile would define -- the notebook does not run as written
+    p = tmp_path / "exercise.ipynb"
+    nbformat.write(make_nb([("code", "import numpy as np\nimport tensorflow as tf"),
+                            ("code", "x_train = # YOUR CODE HERE\ny_train = np.ones((8, 1))"),
+                            ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "model.compile(optimizer='sgd', loss='mse')\nmodel.fit(x_train, y_train, epochs=1)")]),
+                   str(p))
+    r = convert(p)
+    assert r.result.status == "error" and "syntax error" in r.result.error
+    assert r.human_lines()[0].startswith(f"{p} [cell 2]:")
+    assert not r.result.warnings

@@ -177,6 +177,43 @@ def _python_error(source: str) -> Optional[str]:
     return None
 
 
+_DEFINED = re.compile(r"^[ \t]*(?:def|class)[ \t]+([A-Za-z_]\w*)|^[ \t]*([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)"
+                      r"[ \t]*(?:\[[^\]]*\])?[ \t]*=(?!=)", re.M)
+
+
+def _read_later(module: str, broken: List["_Cell"]) -> bool:
+    """Does the rest of the notebook read a name that only a cell Python
+    cannot compile would define (``x_train = # YOUR CODE HERE``)? Names are
+    read off that cell's lines (it has no syntax tree); the rest is parsed:
+    a name it loads but binds nowhere (not an import, target, parameter or
+    built-in) is then missing when the notebook runs."""
+    import ast
+    import builtins
+    wanted = set()
+    for cell in broken:
+        for m in _DEFINED.finditer(cell.source):
+            wanted.update(n.strip() for n in (m.group(1) or m.group(2)).split(","))
+    if not wanted:
+        return False
+    try:
+        tree = ast.parse(module)
+    except SyntaxError:  # pragma: no cover - the cells left in compile one by one
+        return True
+    bound, loaded = set(dir(builtins)), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+    return bool(wanted & (loaded - bound))
+
+
 def _mask(source: str, magics: List[str]) -> Optional[str]:
     """Source with IPython-only lines replaced by placeholders; None for a non-Python cell.
 
@@ -445,12 +482,14 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
     out = NotebookResult(path, result, cell_of_line)
     broken = [c for c in cells if c.unparsable is not None]
-    if broken and result.status != F.CONVERTED:
-        # nothing converted around it: the cell that does not compile is the news
+    if broken and (result.status != F.CONVERTED or _read_later(module, broken)
+                   or any("Missing parentheses in call to" in c.unparsable for c in broken)):
+        # nothing converted around it, or the rest reads what it was to define (a blank left to fill in:
+        # ``x_train = # YOUR CODE HERE``), or Python 2: the notebook does not run as written
         result.status, result.error, result.error_line = F.FAILED, f"syntax error: {broken[0].unparsable}", \
             broken[0].start_line
         result.data = result.code = None
-        result.changes = []
+        result.changes, result.warnings = [], []
         return out
     for cell in broken:
         if result.status == F.CONVERTED:
