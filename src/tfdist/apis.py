@@ -559,6 +559,7 @@ WRITER_OBJECT_METHODS = {
 COLLECTIVE_FREE_MODULES = (
     "numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "scipy.misc.", "pandas.",
     "json.", "pickle.", "csv.", "os.path.", "time.", "sys.stdout.", "sys.stderr.",
+    "gzip.", "bz2.", "lzma.", "zipfile.", "tarfile.", "shutil.",
 )
 # Built-ins that run no collective operation, allowed in code moved to rank 0.
 COLLECTIVE_FREE_BUILTINS = {

@@ -295,6 +295,9 @@ READ_BACK = [
     # at module level: the barrier goes before the read, after that statement.
     ('data_file = "birth.csv"\nif not os.path.exists(data_file):\n    rows = "a,b\\n1,2\\n"\n'
      '    with open(data_file, "w") as f:\n        f.write(rows)\nframe = pd.read_csv(data_file)\n', "pd.read_csv"),
+    # A compressed file unpacked next to the script (gzip and shutil run no collective), then read.
+    ('import gzip\nimport shutil\nwith gzip.open("data.csv.gz", "rb") as f_in, open("data.csv", "wb") as f_out:\n'
+     '    shutil.copyfileobj(f_in, f_out)\nframe = pd.read_csv("data.csv")\n', "pd.read_csv"),
 ]
 
 
