@@ -492,9 +492,9 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     it = step_loops.unwrapped(a, loop.iter)  # tqdm(range(n)): range(n)'s steps
     args = step_loops._plain_args(it) if step_loops._is_range(a, it) else None
     zero = lambda e: isinstance(e, cst.Integer) and e.evaluated_value == 0  # noqa: E731
-    if args is None or not (len(args) == 1 or len(args) == 2 and zero(args[0])
+    if args is None or not (len(args) in (1, 2)
                             or len(args) == 3 and zero(args[0]) and isinstance(args[2], (cst.Name, cst.Integer))):
-        raise refuse(loop, "it is not a for loop over range(n), range(0, n) or range(0, n, batch)")
+        raise refuse(loop, "it is not a for loop over range(n), range(start, n) or range(0, n, batch)")
     body = list(loop.body.body)
     tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
     first = next((i for i, s in enumerate(body) if trains(s) or any(id(n) in tape_withs for n in walk(s))), None)
@@ -618,6 +618,14 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     stop_code = source(ctx.module, stop)
     if not isinstance(stop, (cst.Name, cst.Call, cst.Attribute, cst.Integer, cst.Subscript)):
         stop_code = f"({stop_code})"
+    start = args[0] if len(args) == 2 and not (isinstance(args[0], cst.Integer) and args[0].evaluated_value == 0) \
+        else None
+    start_code = None
+    if start is not None:  # range(1, n + 1): steps numbered from start, the count is stop - start
+        start_code = source(ctx.module, start)
+        if not isinstance(start, (cst.Name, cst.Integer, cst.Attribute)):
+            start_code = f"({start_code})"
+        stop_code = f"({source(ctx.module, stop, False)} - {start_code})"
     if feed.offset_step is not None:
         step = a.code(feed.offset_step)
         # whole groups of N batches only: no replica is left a short or empty batch
@@ -631,6 +639,8 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     else:
         new_stop = ctx.expr(ctx.backend.divide_count(stop_code))
         message = ctx.say("training steps divided by {size}: each step trains on {size} batches")
+    if start_code is not None:
+        new_stop = ctx.expr(f"{start_code} + {source(ctx.module, new_stop, False)}")
     ctx.plan.replace(stop, lambda old, new=new_stop: new)
     ctx.change(stop, data_division.RULE, message)
     # 2. Arguments of the step call computed from the batch: cut per replica too.
@@ -664,7 +674,10 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
         place = f"{replica}.replica_id_in_sync_group"
         if feed.offset_step is not None:
             place = f"{place} * {a.code(feed.offset_step)}"
-        head = ctx.stmts(f"{feed.counter} = {feed.counter} * {size} + {place}")
+        if start_code is not None:  # the original's step start + (k - start) * N + the replica's number
+            head = ctx.stmts(f"{feed.counter} = {start_code} + ({feed.counter} - {start_code}) * {size} + {place}")
+        else:
+            head = ctx.stmts(f"{feed.counter} = {feed.counter} * {size} + {place}")
         number = "its replica number" + (f" * {a.code(feed.offset_step)}" if feed.offset_step is not None else "")
         comment = ctx.say("{engine}: every replica cuts its own batch as the loop cuts it, the one the original "
                           "cut at {what} {counter} * {size} + {number}.", counter=feed.counter, number=number,
