@@ -94,9 +94,11 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                         s = a.statement_of(t.call) if t.call is not None else None
                         if s is not None and s not in out:
                             out.append(s)
-                for _, value in a.assigned_values(node):
-                    if value is not None and value is not expr:
-                        out += [s for s in _variable_statements(a, value, depth + 1) if s not in out]
+                for origin, value in a.assigned_values(node):
+                    # layers in ``for layers, opt in ((lower_layers, opt_a), ...)``: each pass's element
+                    for value in [value] if value is not None else a.tuple_element_values(origin):
+                        if value is not expr:
+                            out += [s for s in _variable_statements(a, value, depth + 1) if s not in out]
     return out
 
 
@@ -169,6 +171,9 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     if not marks:
         raise ctx.unsupported(loop, refusal.replace("{why}", "the step was not found in the loop body"))
     first, last = min(marks), max(marks)
+    # ``del tape`` right after the step: it deletes what the step made, so it runs in the step too
+    while last + 1 < len(body) and _deletes_only(body[last + 1], set().union(*(_assigned(s) for s in body[first:last + 1]))):
+        last += 1
     span = body[first:last + 1]
     bound_before = set(_target_names(loop.target) if isinstance(loop, cst.For) else ())
     for stmt in body[:first]:
@@ -195,7 +200,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     nested = {id(n) for d in walk(scope) if d is not scope and isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
               for n in walk(d.body)}
     for n in walk(scope):
-        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested:
+        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not _attribute_or_keyword(a, n):
             outside.add(n.value)
     results = [n for n in sorted(assigned) if n in outside]
     name = replicas.free_local_name(ctx, "train_step")
@@ -231,6 +236,22 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
         ctx.change(span[-1], RULE, ctx.say(
             "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
             names=", ".join(later)))
+
+
+def _deletes_only(stmt, names: Set[str]) -> bool:
+    """``del tape``: a statement deleting names, all of them among ``names``."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or not all(isinstance(s, cst.Del) for s in stmt.body):
+        return False
+    targets = [t for s in stmt.body for t in ([e.value for e in s.target.elements] if isinstance(s.target, cst.Tuple)
+                                               else [s.target])]
+    return all(isinstance(t, cst.Name) and t.value in names for t in targets)
+
+
+def _attribute_or_keyword(a: A.Analysis, name: cst.Name) -> bool:
+    """``layers`` in ``tf.keras.layers``, ``units`` in ``Dense(units=4)``: not a read of a variable."""
+    parent = a.parent(name)
+    return (isinstance(parent, cst.Attribute) and parent.attr is name) or \
+        (isinstance(parent, cst.Arg) and parent.keyword is name)
 
 
 def _batch_used_outside(a: A.Analysis, loop, calls, feed=None) -> bool:
@@ -432,7 +453,7 @@ def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[
         return "pure"  # tf.convert_to_tensor(xb), tf.one_hot(yb, 10): row for row
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
         return "pure"
-    if depth < 3 and tf1_common.batch_helper_arrays(a, call) is not None:
+    if depth < 3 and tf1_common.batch_helper_arrays(a, call, draws=True) is not None:
         fdef = dataflow.callees(a, call)[0]
         kinds = [_batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
         if any(k is None for k in kinds) or any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in walk(fdef.body)):
@@ -529,7 +550,7 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
     # rows cut here (x[i:i + B]) or by a batch helper of the script's own (get_batch(x, y, i))
     cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
-                            and n.value.value not in names or tf1_common.batch_helper_arrays(a, n) is not None
+                            and n.value.value not in names or tf1_common.batch_helper_arrays(a, n, draws=True) is not None
                             for n in walk(node))
     if not any(cuts(s) for s in cutting):
         raise refuse(statements[0], "the statements before the step cut no rows of an array")

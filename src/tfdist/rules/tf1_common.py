@@ -544,7 +544,7 @@ def _reads_only_own_or_fixed(a: A.Analysis, name: cst.Name, fdef: cst.FunctionDe
     return True
 
 
-def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression]]:
+def batch_helper_arrays(a: A.Analysis, call, draws: bool = False) -> Optional[List[cst.BaseExpression]]:
     """The arrays a step's batch helper of this module cuts rows from
     (``get_next_batch(images, labels, step)`` with ``def
     get_next_batch(images, labels, step): ... return images[o:o + B],
@@ -552,14 +552,16 @@ def batch_helper_arrays(a: A.Analysis, call) -> Optional[List[cst.BaseExpression
     it reads them only by rows (``p[...]`` with an index made of no other
     array, ``p.shape``, ``len(p)``) and changes none. Slicing those arrays by
     rank keeps whatever pairs the helper makes: it cuts the same rows of
-    each. None when the call is not such a helper."""
+    each. None when the call is not such a helper. ``draws``: one drawing
+    the rows at random (``idx = np.random.randint(len(X), size=n)``) counts
+    too (the caller runs it where each draw is its own)."""
     if not isinstance(call, cst.Call) or has_star_args(call):
         return None
     fdefs = dataflow.callees(a, call)
     if len(fdefs) != 1 or a.method_owner(fdefs[0]) is not None or not isinstance(call.func, cst.Name):
         return None
     fdef = fdefs[0]
-    if any(q.startswith(apis.RANDOM_MODULE_PREFIXES) for c in calls_in(fdef.body) for q in a.names(c)):
+    if not draws and any(q.startswith(apis.RANDOM_MODULE_PREFIXES) for c in calls_in(fdef.body) for q in a.names(c)):
         return None  # it draws its rows at random: a sampler, drawn per rank (samplers)
     params = fdef.params.params
     if fdef.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fdef.params.star_kwarg is not None \
