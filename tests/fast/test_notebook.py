@@ -406,3 +406,18 @@ def test_a_blank_left_in_a_cell_the_rest_reads_is_still_the_error(tmp_path):
     assert r.result.status == "error" and "syntax error" in r.result.error
     assert r.human_lines()[0].startswith(f"{p} [cell 2]:")
     assert not r.result.warnings
+
+
+def test_a_blank_in_a_cell_whose_name_another_cell_also_binds_later_is_still_the_error(tmp_path):
+    # model = Sequential(); model.add(<blank>) in the broken cell; the next cell
+    # reads model before any cell binds it again (a later cell does): the
+    # notebook does not run as written
+    p = tmp_path / "workshop.ipynb"
+    nbformat.write(make_nb([("code", "import numpy as np\nimport tensorflow as tf"),
+                            ("code", "model = tf.keras.Sequential()\nmodel.add(tf.keras.layers.Dense(??))"),
+                            ("code", "model.compile(optimizer='sgd', loss='mse')\nmodel.summary()"),
+                            ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "model.compile(optimizer='sgd', loss='mse')\n"
+                                     "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
+    r = convert(p)
+    assert r.result.status == "error" and r.human_lines()[0].startswith(f"{p} [cell 2]:")

@@ -181,37 +181,47 @@ _DEFINED = re.compile(r"^[ \t]*(?:def|class)[ \t]+([A-Za-z_]\w*)|^[ \t]*([A-Za-z
                       r"[ \t]*(?:\[[^\]]*\])?[ \t]*=(?!=)", re.M)
 
 
-def _read_later(module: str, broken: List["_Cell"]) -> bool:
-    """Does the rest of the notebook read a name that only a cell Python
-    cannot compile would define (``x_train = # YOUR CODE HERE``)? Names are
-    read off that cell's lines (it has no syntax tree); the rest is parsed:
-    a name it loads but binds nowhere (not an import, target, parameter or
-    built-in) is then missing when the notebook runs."""
+def _read_later(cells: List["_Cell"]) -> bool:
+    """Does a later cell read a name that only a cell Python cannot compile
+    would have defined by then (``x_train = # YOUR CODE HERE``, then
+    ``fit(x_train, ...)``)? The names are read off that cell's lines (it has
+    no syntax tree); each later cell is parsed, in order: a name it reads
+    before any cell since has bound it again is missing when the notebook
+    runs. A read inside a function counts as a read (conservative)."""
     import ast
-    import builtins
-    wanted = set()
-    for cell in broken:
+    for k, cell in enumerate(cells):
+        if cell.unparsable is None:
+            continue
+        wanted = set()
         for m in _DEFINED.finditer(cell.source):
             wanted.update(n.strip() for n in (m.group(1) or m.group(2)).split(","))
-    if not wanted:
-        return False
-    try:
-        tree = ast.parse(module)
-    except SyntaxError:  # pragma: no cover - the cells left in compile one by one
-        return True
-    bound, loaded = set(dir(builtins)), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound.update(node.names)
-    return bool(wanted & (loaded - bound))
+        for later in cells[k + 1:]:
+            if not wanted:
+                break
+            if later.unparsable is not None:
+                continue
+            try:
+                tree = ast.parse(later.masked)
+            except SyntaxError:  # pragma: no cover - compiled above
+                return True
+            loads, stores = {}, {}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and node.id in wanted:
+                    where = loads if isinstance(node.ctx, ast.Load) else stores
+                    where[node.id] = min(where.get(node.id, (1 << 30, 0)), (node.lineno, node.col_offset))
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in wanted:
+                    stores[node.name] = min(stores.get(node.name, (1 << 30, 0)), (node.lineno, node.col_offset))
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:
+                        name = (alias.asname or alias.name).split(".")[0]
+                        if name in wanted:
+                            stores[name] = min(stores.get(name, (1 << 30, 0)), (node.lineno, node.col_offset))
+            for name in list(wanted):
+                if name in loads and (name not in stores or loads[name] < stores[name]):
+                    return True
+                if name in stores:
+                    wanted.discard(name)
+    return False
 
 
 def _mask(source: str, magics: List[str]) -> Optional[str]:
@@ -482,7 +492,7 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
     out = NotebookResult(path, result, cell_of_line)
     broken = [c for c in cells if c.unparsable is not None]
-    if broken and (result.status != F.CONVERTED or _read_later(module, broken)
+    if broken and (result.status != F.CONVERTED or _read_later(cells)
                    or any("Missing parentheses in call to" in c.unparsable for c in broken)):
         # nothing converted around it, or the rest reads what it was to define (a blank left to fill in:
         # ``x_train = # YOUR CODE HERE``), or Python 2: the notebook does not run as written
