@@ -142,7 +142,7 @@ def test_one_step_outside_any_loop_is_warned_by_horovod():
     result = _convert(text)
     assert result.status == "converted"
     (warning,) = [w for w in result.warnings if w.level == "WARNING"]
-    assert warning.line == _line_of(text, "train_on_batch") and "runs one step, outside any loop" in warning.message
+    assert warning.line == _line_of(text, "train_on_batch") and "runs once, outside any loop" in warning.message
     # a step in a function called from a loop is a loop's step: divided, not warned
     looped = MODEL + ('model.compile(optimizer="sgd", loss="mse")\n'
                       'def fit_chunk(i):\n    loss = model.train_on_batch(x[i * 50:(i + 1) * 50], y[i * 50:(i + 1) * 50])\n'

@@ -231,14 +231,7 @@ def apply(ctx) -> None:
     if plan is not None:
         _steps_by_hand(ctx, *plan)
     _divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in updates})
-    for calls in per_optimizer.values():
-        for p in calls:
-            if dataflow.runs_once_outside_loops(a, p):
-                ctx.warn(p, data_division.RULE, ctx.say(
-                    "this step runs once, outside any loop: every rank would take it on the same data, with the "
-                    "learning rate x {size} (and the initial state broadcast only after it); one step cannot be "
-                    "divided between ranks: give each rank its share of the batch (x[{rank}::{size}]) and the "
-                    "original learning rate, or train in a loop of steps"))
+    step_loops.warn_single_steps(ctx, [p for calls in per_optimizer.values() for p in calls], "this step")
 
 
 # ------------------------------------------------------ steps written by hand

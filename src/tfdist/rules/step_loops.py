@@ -462,3 +462,17 @@ def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None, spots: Optiona
         ctx.plan.replace(sc.count, lambda old, new=new: new)
         ctx.change(sc.count, data_division.RULE, f"{what}: range({a.code(sc.start)}, {a.code(sc.count)}) runs 1/size of its steps")
     return DIVIDED
+
+
+def warn_single_steps(ctx, steps: List[cst.Call], what: str) -> None:
+    """A training step that certainly runs once, outside any loop (a demo
+    step, a one-off ``train_on_batch``): every rank would take it on the
+    same data at N x the rate, and 1/N of one step cannot be taken. Warned,
+    naming the edit. ``what``: how the message names the step."""
+    for step in steps:
+        if dataflow.runs_once_outside_loops(ctx.a, step):
+            ctx.warn(step, data_division.RULE, ctx.say(
+                "{what} runs once, outside any loop: every rank would take it on the same data, with the learning "
+                "rate x {size}; one step cannot be divided between ranks: give each rank its share of the batch "
+                "(x[{rank}::{size}]) and the original learning rate, or train in a loop of steps", what=what))
+

@@ -32,7 +32,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
-from . import data_division, keras_fit, replicas, samplers
+from . import data_division, keras_fit, replicas, samplers, step_loops
 from .common import calls_in, find_arg, method_name, receiver
 
 RULE = "keras"
@@ -132,12 +132,7 @@ def apply_horovod(ctx, tob: List[cst.Call]) -> None:
     gradient_tape._divide_loops(ctx, {id(c) for c in tob})
     _seed_global_numpy(ctx, tob)
     for call in tob:
-        if dataflow.runs_once_outside_loops(a, call):
-            ctx.warn(call, data_division.RULE, ctx.say(
-                "{call}(...) runs one step, outside any loop: every rank would take that same step on the same "
-                "batch, with the learning rate x {size}; one step cannot be divided between ranks: give each "
-                "rank its share of the batch (x[{rank}::{size}]) and the original learning rate, or train in a "
-                "loop of steps", call=a.code(call.func)))
+        step_loops.warn_single_steps(ctx, [call], f"{a.code(call.func)}(...)")
 
 
 
