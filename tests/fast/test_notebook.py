@@ -421,3 +421,14 @@ def test_a_blank_in_a_cell_whose_name_another_cell_also_binds_later_is_still_the
                                      "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
     r = convert(p)
     assert r.result.status == "error" and r.human_lines()[0].startswith(f"{p} [cell 2]:")
+
+
+def test_a_python2_cell_keeps_the_notebook_an_error(tmp_path):
+    # a print statement: the notebook was written for Python 2, not a stray broken cell
+    p = tmp_path / "py2.ipynb"
+    nbformat.write(make_nb([("code", "import numpy as np\nimport tensorflow as tf"), ("code", 'print "start"'),
+                            ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "model.compile(optimizer='sgd', loss='mse')\n"
+                                     "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
+    r = convert(p)
+    assert r.result.status == "error" and r.human_lines()[0].startswith(f"{p} [cell 2]:")

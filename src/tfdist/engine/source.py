@@ -55,7 +55,7 @@ def parse(path: str, data: bytes) -> cst.Module:
     except cst.ParserSyntaxError as e:
         msg = e.message.strip().splitlines()[0] if e.message else "syntax error"
         hint = ""
-        if _looks_like_python2(data):
+        if looks_like_python2(data):
             hint = " (this looks like Python 2 code; tfdist reads Python 3)"
         raise BadInput(path, f"syntax error: {msg}{hint}", line=e.raw_line) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as e:
@@ -84,13 +84,14 @@ def _python_parse(path: str, data: bytes) -> None:
             raise BadInput(path, f"too deeply nested to parse: {msg}", line=e.lineno) from None
         if "unicode error" in msg or "encoding" in msg or "decode" in msg:
             raise BadInput(path, f"cannot decode: {msg}", line=e.lineno) from None
-        hint = " (this looks like Python 2 code; tfdist reads Python 3)" if _looks_like_python2(data) else ""
+        hint = " (this looks like Python 2 code; tfdist reads Python 3)" if looks_like_python2(data) else ""
         raise BadInput(path, f"syntax error: {msg}{hint}", line=e.lineno) from None
     except (ValueError, UnicodeError, OverflowError, LookupError) as e:
         raise BadInput(path, f"cannot decode: {e}") from None
 
 
-def _looks_like_python2(data: bytes) -> bool:
+def looks_like_python2(data: bytes) -> bool:
+    """A ``print x`` / ``exec "..."`` statement or ``except E, e:``: Python 2."""
     import re
 
     return bool(re.search(rb"^\s*(print\s+[\"'\w]|exec\s+[\"'])", data, re.M)) or b"except Exception, " in data

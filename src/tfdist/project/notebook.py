@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..engine import findings as F
 from ..engine.analysis import ProjectContext
+from ..engine.source import looks_like_python2
 from ..assembly import convert_path
 
 PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
@@ -204,18 +205,21 @@ def _read_later(cells: List["_Cell"]) -> bool:
                 tree = ast.parse(later.masked)
             except SyntaxError:  # pragma: no cover - compiled above
                 return True
-            loads, stores = {}, {}
+            loads: Dict[str, Tuple[int, int]] = {}
+            stores: Dict[str, Tuple[int, int]] = {}
+
+            def seen(where, name, node):  # the first place in the cell a wanted name is read / bound
+                if name in wanted:
+                    where[name] = min(where.get(name, (1 << 30, 0)), (node.lineno, node.col_offset))
+
             for node in ast.walk(tree):
-                if isinstance(node, ast.Name) and node.id in wanted:
-                    where = loads if isinstance(node.ctx, ast.Load) else stores
-                    where[node.id] = min(where.get(node.id, (1 << 30, 0)), (node.lineno, node.col_offset))
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in wanted:
-                    stores[node.name] = min(stores.get(node.name, (1 << 30, 0)), (node.lineno, node.col_offset))
+                if isinstance(node, ast.Name):
+                    seen(loads if isinstance(node.ctx, ast.Load) else stores, node.id, node)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    seen(stores, node.name, node)
                 elif isinstance(node, (ast.Import, ast.ImportFrom)):
                     for alias in node.names:
-                        name = (alias.asname or alias.name).split(".")[0]
-                        if name in wanted:
-                            stores[name] = min(stores.get(name, (1 << 30, 0)), (node.lineno, node.col_offset))
+                        seen(stores, (alias.asname or alias.name).split(".")[0], node)
             for name in list(wanted):
                 if name in loads and (name not in stores or loads[name] < stores[name]):
                     return True
@@ -493,7 +497,7 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
     out = NotebookResult(path, result, cell_of_line)
     broken = [c for c in cells if c.unparsable is not None]
     if broken and (result.status != F.CONVERTED or _read_later(cells)
-                   or any("Missing parentheses in call to" in c.unparsable for c in broken)):
+                   or any(looks_like_python2(c.source.encode("utf-8")) for c in broken)):
         # nothing converted around it, or the rest reads what it was to define (a blank left to fill in:
         # ``x_train = # YOUR CODE HERE``), or Python 2: the notebook does not run as written
         result.status, result.error, result.error_line = F.FAILED, f"syntax error: {broken[0].unparsable}", \
