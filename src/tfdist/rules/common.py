@@ -164,6 +164,14 @@ def is_optimizer_step(a, call: cst.Call) -> bool:
     return name not in apis.GENERIC_APPLY_METHODS or a.is_kind(receiver(call), A.KERAS_OPTIMIZER)
 
 
+def names_a_field(a, name: cst.Name) -> bool:
+    """``layers`` in ``tf.keras.layers``, ``units`` in ``Dense(units=4)``:
+    the name of an attribute or a keyword, not a read of a variable."""
+    parent = a.parent(name)
+    return (isinstance(parent, cst.Attribute) and parent.attr is name) or \
+        (isinstance(parent, cst.Arg) and parent.keyword is name)
+
+
 def mentions(node: cst.CSTNode, names) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 

@@ -16,7 +16,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
-from .common import calls_in, find_arg, receiver, source
+from .common import calls_in, find_arg, names_a_field, receiver, source
 
 PATTERN = gradient_tape.PATTERN
 RULE = "gradient-tape"
@@ -172,7 +172,8 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
         raise ctx.unsupported(loop, refusal.replace("{why}", "the step was not found in the loop body"))
     first, last = min(marks), max(marks)
     # ``del tape`` right after the step: it deletes what the step made, so it runs in the step too
-    while last + 1 < len(body) and _deletes_only(body[last + 1], set().union(*(_assigned(s) for s in body[first:last + 1]))):
+    made = set().union(*(_assigned(s) for s in body[first:last + 1]))
+    while last + 1 < len(body) and _deletes_only(body[last + 1], made):
         last += 1
     span = body[first:last + 1]
     bound_before = set(_target_names(loop.target) if isinstance(loop, cst.For) else ())
@@ -200,7 +201,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     nested = {id(n) for d in walk(scope) if d is not scope and isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
               for n in walk(d.body)}
     for n in walk(scope):
-        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not _attribute_or_keyword(a, n):
+        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not names_a_field(a, n):
             outside.add(n.value)
     results = [n for n in sorted(assigned) if n in outside]
     name = replicas.free_local_name(ctx, "train_step")
@@ -245,13 +246,6 @@ def _deletes_only(stmt, names: Set[str]) -> bool:
     targets = [t for s in stmt.body for t in ([e.value for e in s.target.elements] if isinstance(s.target, cst.Tuple)
                                                else [s.target])]
     return all(isinstance(t, cst.Name) and t.value in names for t in targets)
-
-
-def _attribute_or_keyword(a: A.Analysis, name: cst.Name) -> bool:
-    """``layers`` in ``tf.keras.layers``, ``units`` in ``Dense(units=4)``: not a read of a variable."""
-    parent = a.parent(name)
-    return (isinstance(parent, cst.Attribute) and parent.attr is name) or \
-        (isinstance(parent, cst.Arg) and parent.keyword is name)
 
 
 def _batch_used_outside(a: A.Analysis, loop, calls, feed=None) -> bool:

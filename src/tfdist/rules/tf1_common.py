@@ -12,7 +12,8 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division, dataset_flow, lr_scaling, samplers, step_loops, warmup
-from .common import append_arg, calls_in, find_arg, has_star_args, kwarg, mentions, method_name, positional, receiver
+from .common import (append_arg, calls_in, find_arg, has_star_args, kwarg, mentions, method_name, names_a_field,
+                     positional, receiver)
 
 # TF1 parameter-server distribution: such a script is distributed already.
 PS_DISTRIBUTION = {
@@ -526,8 +527,7 @@ def _reads_only_own_or_fixed(a: A.Analysis, name: cst.Name, fdef: cst.FunctionDe
     """A name in a function's body: an attribute's or keyword's name, or bound
     in the function, by an import, a ``def``, a built-in, or a module-level
     constant."""
-    parent = a.parent(name)
-    if (isinstance(parent, cst.Attribute) and parent.attr is name) or (isinstance(parent, cst.Arg) and parent.keyword is name):
+    if names_a_field(a, name):
         return True
     bindings = a.scopes.lookup(name)
     if not bindings:
