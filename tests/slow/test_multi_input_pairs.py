@@ -83,64 +83,11 @@ def _audit(ref, ranks) -> list:
     return problems
 
 
-@pytest.mark.timeout(400)
-def test_wide_deep_tuple_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_factory):
-    text = _converted_text()
-    for name in ("X_wide", "X_deep", "y_main", "y_aux", "X_valid_wide", "X_valid_deep"):
-        assert f"{name}[hvd.rank()::hvd.size()][:len({name}) // hvd.size()]" in text, name
-    converted = tmp_path / "converted" / SCRIPT.name
-    converted.parent.mkdir()
-    converted.write_text(text)
-    original = _original(tmp_path_factory)
-    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 300, single=False, as_file=SCRIPT,
-                                  env=_env(), label="2 ranks")
-    assert original.returncode == 0 and distributed.returncode == 0, distributed.tail[-20:]
-    (ref,) = original.ranks
-    stream = ref.sample_stream()
-    assert stream is not None and stream.source.startswith("keras-fit"), stream
-    assert len(set(s for s, _ in stream.rows)) == 480  # every (wide, deep) sample distinct
-    reasons, checks, _ = check(original, distributed, 2)  # exit, variables, 1/N steps, samples divided
-    assert reasons == [], reasons
-    assert _audit(ref, distributed.ranks) == []
-    for rank in distributed.ranks:  # each rank fed 240 samples, all of them the original's
-        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 240
-
-
-@pytest.mark.timeout(400)
-def test_named_dict_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_factory):
-    """fit(x=features) with features a dict of arrays bound to a name: sliced
-    array by array, by name (slicing the dict itself fails: TypeError)."""
-    text = _converted_text(NAMED_DICT_SCRIPT)
-    for name in ("features", "valid_inputs"):
-        assert ("{name: rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for name, rows in "
-                f"{name}.items()}}") in text, name
-    converted = tmp_path / "converted" / NAMED_DICT_SCRIPT.name
-    converted.parent.mkdir()
-    converted.write_text(text)
-    original = _original(tmp_path_factory, NAMED_DICT_SCRIPT)
-    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 300, single=False,
-                                  as_file=NAMED_DICT_SCRIPT, env=_env(), label="2 ranks")
-    assert original.returncode == 0 and distributed.returncode == 0, distributed.tail[-20:]
-    (ref,) = original.ranks
-    stream = ref.sample_stream()
-    assert stream is not None and stream.source.startswith("keras-fit"), stream
-    assert len(set(s for s, _ in stream.rows)) == 480
-    reasons, checks, _ = check(original, distributed, 2)
-    assert reasons == [], reasons
-    assert _audit(ref, distributed.ranks) == []
-    for rank in distributed.ranks:
-        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 240
-
-
-@pytest.mark.timeout(400)
-def test_one_output_per_step_held_in_a_list_keeps_its_pairs_on_two_ranks(tmp_path, tmp_path_factory):
-    """fit([X, s0], outputs) with outputs = list(Y.swapaxes(0, 1)): Keras
-    reads the list as one array per output, so each array is sliced with
-    the inputs' rows (slicing the list would drop outputs: fit() fails)."""
-    script = PER_STEP_OUTPUTS_SCRIPT
-    text = _converted_text(script)
-    assert "[rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for rows in outputs]" in text
-    assert "outputs[hvd.rank()::hvd.size()]" not in text
+def _assert_pairs_kept_on_two_ranks(script, text, samples, tmp_path, tmp_path_factory):
+    """Run the converted text on 2 ranks and the original on one: exit 0,
+    every check of ``tfdist verify`` (variables, 1/N steps, samples
+    divided), and the audit -- each rank fed samples/2 samples, every one of
+    them a sample the original fed, with the original's labels."""
     converted = tmp_path / "converted" / script.name
     converted.parent.mkdir()
     converted.write_text(text)
@@ -151,12 +98,42 @@ def test_one_output_per_step_held_in_a_list_keeps_its_pairs_on_two_ranks(tmp_pat
     (ref,) = original.ranks
     stream = ref.sample_stream()
     assert stream is not None and stream.source.startswith("keras-fit"), stream
-    assert len(set(s for s, _ in stream.rows)) == 384
-    reasons, checks, _ = check(original, distributed, 2)
+    assert len(set(s for s, _ in stream.rows)) == samples  # every sample (all its inputs) distinct
+    reasons, checks, _ = check(original, distributed, 2)  # exit, variables, 1/N steps, samples divided
     assert reasons == [], reasons
     assert _audit(ref, distributed.ranks) == []
-    for rank in distributed.ranks:
-        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == 192
+    for rank in distributed.ranks:  # each rank fed half the samples, all of them the original's
+        assert check_samples(ref, distributed.ranks, 2)["summary"]["ranks"][rank.rank]["known"] == samples // 2
+
+
+@pytest.mark.timeout(400)
+def test_wide_deep_tuple_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_factory):
+    text = _converted_text()
+    for name in ("X_wide", "X_deep", "y_main", "y_aux", "X_valid_wide", "X_valid_deep"):
+        assert f"{name}[hvd.rank()::hvd.size()][:len({name}) // hvd.size()]" in text, name
+    _assert_pairs_kept_on_two_ranks(SCRIPT, text, 480, tmp_path, tmp_path_factory)
+
+
+@pytest.mark.timeout(400)
+def test_named_dict_inputs_keep_their_pairs_on_two_ranks(tmp_path, tmp_path_factory):
+    """fit(x=features) with features a dict of arrays bound to a name: sliced
+    array by array, by name (slicing the dict itself fails: TypeError)."""
+    text = _converted_text(NAMED_DICT_SCRIPT)
+    for name in ("features", "valid_inputs"):
+        assert ("{name: rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for name, rows in "
+                f"{name}.items()}}") in text, name
+    _assert_pairs_kept_on_two_ranks(NAMED_DICT_SCRIPT, text, 480, tmp_path, tmp_path_factory)
+
+
+@pytest.mark.timeout(400)
+def test_one_output_per_step_held_in_a_list_keeps_its_pairs_on_two_ranks(tmp_path, tmp_path_factory):
+    """fit([X, s0], outputs) with outputs = list(Y.swapaxes(0, 1)): Keras
+    reads the list as one array per output, so each array is sliced with
+    the inputs' rows (slicing the list would drop outputs: fit() fails)."""
+    text = _converted_text(PER_STEP_OUTPUTS_SCRIPT)
+    assert "[rows[hvd.rank()::hvd.size()][:len(rows) // hvd.size()] for rows in outputs]" in text
+    assert "outputs[hvd.rank()::hvd.size()]" not in text
+    _assert_pairs_kept_on_two_ranks(PER_STEP_OUTPUTS_SCRIPT, text, 384, tmp_path, tmp_path_factory)
 
 
 @pytest.mark.extended
