@@ -61,7 +61,10 @@ def test_single_callback_of_unknown_sort_keeps_the_warning():
     assert any("callbacks in cb are unknown" in w.message for w in r.warnings)
 
 
-def test_callback_helper_used_elsewhere_is_not_rewritten():
+def test_callback_helper_used_elsewhere_gets_the_engine_callbacks_at_the_fit():
+    """A helper whose list also reaches evaluate(): its TensorBoard is kept
+    on rank 0 in the helper, and the engine's callbacks are made at the
+    fit() only (evaluate() must not get a broadcast callback)."""
     src = (
         "import tensorflow as tf\n"
         "def cbs():\n"
@@ -72,8 +75,33 @@ def test_callback_helper_used_elsewhere_is_not_rewritten():
         "model.evaluate(tf.zeros([8, 2]), tf.zeros([8, 1]), callbacks=cbs())\n"
     )
     r = convert_source(src, "cb_helper.py")
-    assert "return [tf.keras.callbacks.TensorBoard('logs')]" in r.code
-    assert any("callbacks in cbs() are unknown" in w.message for w in r.warnings)
+    assert "return ([tf.keras.callbacks.TensorBoard('logs')] if hvd.rank() == 0 else [])" in r.code
+    assert "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), hvd.callbacks.MetricAverageCallback(), *cbs()]" in r.code
+    assert "model.evaluate(tf.zeros([8, 2]), tf.zeros([8, 1]), callbacks=cbs()," in r.code
+    assert not r.warnings
+
+
+def test_callbacks_bound_from_a_helper_are_followed_to_its_lists():
+    """callbacks = make_callbacks(name) then fit(callbacks=callbacks): the
+    helper's returned list (a literal, or a name appended to) is followed."""
+    src = (
+        "import tensorflow as tf\n"
+        "def make_callbacks(name):\n"
+        "    found = [tf.keras.callbacks.EarlyStopping(patience=2)]\n"
+        "    found.append(tf.keras.callbacks.CSVLogger(name + '.csv'))\n"
+        "    return found\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer='sgd', loss='mse')\n"
+        "callbacks = make_callbacks('run')\n"
+        "model.fit(tf.zeros([8, 2]), tf.zeros([8, 1]), callbacks=callbacks)\n"
+    )
+    r = convert_source(src, "cb_bound.py")
+    assert "    if hvd.rank() == 0:\n        found.append(tf.keras.callbacks.CSVLogger(name + '.csv'))" in r.code
+    assert "callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), hvd.callbacks.MetricAverageCallback(), *callbacks]" in r.code
+    assert not r.warnings
+    unknown = src.replace("    return found\n", "    return found if name else None\n")
+    r = convert_source(unknown, "cb_unknown.py")
+    assert any("callbacks in callbacks are unknown" in w.message for w in r.warnings)
 
 
 def test_optimizer_from_a_helper_with_unknown_callers_is_not_followed():
@@ -260,3 +288,30 @@ def test_keras3_backup_and_restore_is_refused_at_conversion_with_its_line():
     assert ft.status == "unsupported" and ft.error_line == 5 and "BackupAndRestore under Keras 3" in ft.error
     # Horovod runs the callback on rank 0 only: unchanged there
     assert convert_source(src, "k3.py").status == "converted"
+
+
+def test_flows_returned_by_a_helper_with_other_callers_are_not_divided_inside_it():
+    """train, val = make_flows(...) called a second time for the test data:
+    slicing inside the helper would hand rank 0 a share of the test data
+    too, so the flow is warned, not divided."""
+    src = (
+        "import numpy as np\n"
+        "import tensorflow as tf\n"
+        "from tensorflow.keras.preprocessing.image import ImageDataGenerator\n"
+        "def make_flows(x, y):\n"
+        "    gen = ImageDataGenerator()\n"
+        "    train = gen.flow(x, y, batch_size=8)\n"
+        "    val = gen.flow(x, y, batch_size=8, shuffle=False)\n"
+        "    return train, val\n"
+        "x, y = np.zeros((64, 4, 4, 1)), np.zeros((64, 1))\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])\n"
+        "model.compile(optimizer='sgd', loss='mse')\n"
+        "train, val = make_flows(x, y)\n"
+        "model.fit(train, epochs=1)\n"
+    )
+    once = convert_source(src, "flows_once.py")
+    assert "train = gen.flow(x[hvd.rank()::hvd.size()]" in once.code
+    assert not once.warnings
+    twice = convert_source(src + "test, _ = make_flows(x, y)\nprint(model.predict(test))\n", "flows_twice.py")
+    assert "train = gen.flow(x, y, batch_size=8)" in twice.code
+    assert any("cannot tell what train is" in w.message for w in twice.warnings)

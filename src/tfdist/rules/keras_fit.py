@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -749,13 +749,20 @@ def _callbacks(ctx, call: cst.Call) -> None:
         return
     if isinstance(value, cst.Name):
         bound = a.assigned_values(value)
+        lists = None
         if len(bound) == 1 and isinstance(bound[0][1], cst.List):
+            lists = [(value, bound[0][0], bound[0][1])]
+        elif len(bound) == 1 and bound[0][1] is not None:
+            lists = _returned_callback_lists(a, bound[0][1])
+        if lists:
             # The engine's callbacks are made at this call, not put in the
             # list: a list given to several fit() calls (two models, a fit in
             # a loop) would hold one broadcast callback, which broadcasts once
             # -- only the first model would start equal on every rank.
-            _callback_list(ctx, bound[0][1], engine=False)
-            _guard_appends(ctx, value, bound[0][0])
+            for name, origin, node in lists:
+                _callback_list(ctx, node, engine=False)
+                if name is not None:
+                    _guard_appends(ctx, name, origin)
             new = ctx.expr("[" + ", ".join(first) + ", *" + value.value + "]")
             ctx.plan.replace(value, lambda old: new)
             ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks "
@@ -777,6 +784,17 @@ def _callbacks(ctx, call: cst.Call) -> None:
     if lists:
         for node in lists:
             _callback_list(ctx, node, extra)
+        return
+    lists = _returned_callback_lists(a, value)
+    if lists:  # a helper also used elsewhere: the engine's callbacks made here
+        for name, origin, node in lists:
+            _callback_list(ctx, node, engine=False)
+            if name is not None:
+                _guard_appends(ctx, name, origin)
+        new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
+        ctx.plan.replace(value, lambda old: new)
+        ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks made "
+                                             f"for this fit(), before those {a.code(value)} returns")
         return
     new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
     ctx.plan.replace(value, lambda old: new)
@@ -839,6 +857,28 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
         if found is None or found.value is not call:
             return []
     return returns
+
+
+def _returned_callback_lists(a: A.Analysis, value) -> List[Tuple[Optional[cst.Name], Optional[cst.CSTNode], cst.List]]:
+    """``make_callbacks(...)``, a function of this module: the list literals
+    it returns, each with the name it is bound to in the function and that
+    binding (so appends to it are found), or the name None when returned as
+    written. Empty unless every return is such a list."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+        return []
+    fdefs = a._local_functions(value.func)
+    if len(fdefs) != 1:
+        return []
+    out = []
+    for r in A._returns(fdefs[0]):
+        if isinstance(r, cst.List):
+            out.append((None, None, r))
+            continue
+        bound = a.assigned_values(r) if isinstance(r, cst.Name) else []
+        if len(bound) != 1 or not isinstance(bound[0][1], cst.List):
+            return []
+        out.append((r, bound[0][0], bound[0][1]))
+    return out
 
 
 def _callback_list(ctx, node: cst.List, extra=(), engine: bool = True) -> None:

@@ -16,6 +16,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
+from .dataset_flow import call_sites
 from .common import calls_in, find_arg, method_name, source
 from .data_division import RULE, _sharded, _state, _wrapped, shard_arrays
 
@@ -38,11 +39,24 @@ def _constructed(a, expr, table) -> Optional[cst.Call]:
 def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
     """('array' | 'files', flow call) when expr is an ImageDataGenerator flow."""
     call = expr
-    if isinstance(expr, cst.Name):
-        bound = a.assigned_values(expr)
-        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+    for _ in range(4):  # a name, bound to a flow or to one returned by a function of this file
+        if not isinstance(call, cst.Name):
+            break
+        bound = a.assigned_values(call)
+        if len(bound) != 1:
             return None, None
-        call = bound[0][1]
+        origin, value = bound[0]
+        if value is None:  # train, val = make_flows(...): the matching element of its returns
+            elements = a.tuple_element_values(origin)
+            if len(elements) != 1:
+                return None, None
+            value = elements[0]
+            maker = a.enclosing_function(value)
+            if maker is not None and maker is not a.enclosing_function(origin) \
+                    and len(call_sites(a, maker)) != 1:
+                # Dividing the flow inside would divide what its other callers get too.
+                return None, None
+        call = value
     if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
         return None, None
     if _constructed(a, call.func.value, apis.KERAS_IMAGE_DATA_GENERATORS) is None:
