@@ -125,15 +125,19 @@ for step in range(100):
     assert result.error_line == _line_of(text, "train_on_batch") and "Invalid reduction dimension" in result.error
 
 
-@pytest.mark.parametrize("case", ["train_on_batch_gan", "train_on_batch_seeded_numpy"])
+@pytest.mark.parametrize("case", ["train_on_batch_gan", "train_on_batch_seeded_numpy", "train_on_batch_gan_mixed_batch"])
 def test_tf_distribute_keeps_learning_rate_and_steps(case):
     """The batch given to train_on_batch is the global batch under
     tf.distribute (split between the replicas): nothing is scaled or divided."""
     text = (FIXTURES / "keras" / case / "input.py").read_text()
-    out = _convert(text, TFD).data.decode()
-    assert "num_replicas_in_sync" not in out
-    horovod = _convert(text).data.decode()
-    assert "hvd.size()" in horovod and "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in horovod
+    replicated = _convert(text, TFD)
+    assert "num_replicas_in_sync" not in replicated.data.decode()
+    # tfdist verify reads this: every worker runs all of the original's steps
+    assert replicated.full_batch
+    horovod = _convert(text)
+    assert "hvd.size()" in horovod.data.decode()
+    assert "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in horovod.data.decode()
+    assert not horovod.full_batch  # each rank runs 1/size of the steps
 
 
 def test_one_step_outside_any_loop_is_warned_by_horovod():
@@ -165,3 +169,20 @@ def test_a_notebook_model_rebound_and_compiled_in_each_cell_is_told_apart_by_bin
     result = convert_notebook("nb.ipynb", json.dumps(nb).encode()).result
     assert result.status == "converted", result.error
     assert "if model.optimizer.iterations == 1:" in result.data.decode()
+
+
+def test_a_batch_mixing_rows_drawn_at_random_needs_no_slicing():
+    """dis_train = np.concatenate([real, generator.predict(noise)]), every
+    row drawn with NumPy's global generator: each rank draws its own (NumPy
+    re-seeded by rank), 1/size of the steps. With the real rows cut by the
+    step number instead, tfdist cannot follow the mixed batch: warned."""
+    text = (FIXTURES / "keras" / "train_on_batch_gan_mixed_batch" / "input.py").read_text()
+    drawn = _convert(text)
+    assert not drawn.warnings
+    assert "np.random.seed(np.random.randint(2 ** 31 - 1) + hvd.rank())" in drawn.data.decode()
+    assert "for j in range(1, max(1, iterations // hvd.size()) + 1):" in drawn.data.decode()
+    cut = text.replace("x_train[np.random.randint(0, x_train.shape[0], size=batch_size)]",
+                       "x_train[(j - 1) * batch_size:j * batch_size]")
+    assert cut != text
+    result = _convert(cut)
+    assert any("the training step reads dis_train" in w.message for w in result.warnings), result.warnings

@@ -115,7 +115,7 @@ def test_a_full_batch_conversion_runs_every_step_on_each_ranks_share():
     assert any("each rank took all of the original's 20 optimizer steps" in c for c in checks), checks
     fewer = _run([_rank(0, steps=10, rows=ROWS[0::2]), _rank(1, steps=10, rows=ROWS[1::2])], 2)
     reasons, _, _ = check(ref, fewer, 2, full_batch=True)
-    assert len(reasons) == 1 and "are not the original's 20 (full-batch training" in reasons[0], reasons
+    assert len(reasons) == 1 and "are not the original's 20 (the conversion divides each step's data" in reasons[0], reasons
     same = _run([_rank(0, steps=20, rows=ROWS), _rank(1, steps=20, rows=ROWS)], 2)
     reasons, _, _ = check(ref, same, 2, full_batch=True)
     assert any(r.startswith("work not divided") for r in reasons), reasons

@@ -63,7 +63,8 @@ class FileResult:
     hierarchy: List[str] = field(default_factory=list)
     types: List[str] = field(default_factory=list)
     # the conversion divides the data each step reads, not the steps: every
-    # rank runs all of the original's steps on its share (full-batch training)
+    # rank runs all of the original's steps on its share (full-batch
+    # training; train_on_batch under tf.distribute)
     full_batch: bool = False
 
     @property

@@ -793,10 +793,45 @@ def _random_index_draws(a: A.Analysis, loop, read: Set[str], functions) -> List[
     return draws
 
 
+def _rows_drawn_at_random(a: A.Analysis, loop, read: Set[str]) -> bool:
+    """Every row the step's data is computed from, of an array bound before
+    the loop, is picked by a draw from NumPy's global generator
+    (``x[np.random.randint(0, n, B)]``, ``x[idx]`` with ``idx =
+    np.random.choice(...)``), whatever the loop computes from those rows
+    (``fake = generator.predict(noise)``, ``np.concatenate([real, fake])``):
+    rows drawn per rank need no slicing."""
+    body = [s for s in walk(loop.body) if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign))]
+    bound_here = {n.value for s in body for t in (s.targets if isinstance(s, cst.Assign) else [s])
+                  for n in walk(t.target) if isinstance(n, cst.Name)}
+
+    def draws(node) -> bool:
+        return any(isinstance(c, cst.Call) and a.names(c) & apis.NUMPY_GLOBAL_RANDOM for c in walk(node))
+
+    drawn = {n.value for s in body if s.value is not None and draws(s.value)
+             for t in (s.targets if isinstance(s, cst.Assign) else [s]) for n in walk(t.target) if isinstance(n, cst.Name)}
+    needed = set(read)
+    values = []
+    for stmt in reversed(body):
+        target = stmt.targets[0].target if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 else \
+            getattr(stmt, "target", None)
+        if target is None or stmt.value is None \
+                or not {n.value for n in walk(target) if isinstance(n, cst.Name)} & needed:
+            continue
+        needed |= {n.value for n in walk(stmt.value) if isinstance(n, cst.Name)}
+        values.append(stmt.value)
+    rows = [sub for value in values for sub in walk(value) if isinstance(sub, cst.Subscript)
+            and isinstance(sub.value, cst.Name) and sub.value.value not in bound_here and not a.kinds(sub.value)]
+    return bool(rows) and all(any(draws(e) or any(isinstance(n, cst.Name) and n.value in drawn for n in walk(e))
+                                  for e in sub.slice) for sub in rows)
+
+
 def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_loops.Sliced]:
     a = ctx.a
     roots, readers = _rows_read(a, loop, applies)
     if not roots:
+        read = {n.value for spot in _step_spots(a, loop, applies) for n in walk(spot) if isinstance(n, cst.Name)}
+        if readers and _rows_drawn_at_random(a, loop, read):
+            return None  # nothing to slice: each rank draws its own rows (the caller re-seeds the draws by rank)
         if readers:  # rows of arrays it can follow and of ones it cannot
             ctx.warn(loop, data_division.RULE, ctx.say(
                 "the training step reads {names} (line {line}), computed from rows of an array in a way tfdist "

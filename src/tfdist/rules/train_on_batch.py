@@ -200,6 +200,8 @@ def apply_replicated(ctx, tob: List[cst.Call], scope_model) -> None:
     if ctx.facts.get("keras_flavor") == "keras":
         raise ctx.unsupported(tob[0], KERAS3_REFUSAL)
     refuse_fit_too(ctx, tob)
+    # every worker runs each of the original's steps, on its part of the batch (for tfdist verify)
+    ctx.facts["full_batch"] = True
     compiles = keras_fit.model_calls(a, {"compile"})
     stmts: list = []
     models = []

@@ -337,8 +337,10 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
                  tfd: bool, full_batch: bool = False) -> Check:
     """``measured``: {"original", "ranks", "planned", "whole_dataset"} (the
     last: every rank off went through the whole dataset). ``full_batch``:
-    each step of the conversion is one pass over the data, split between
-    the ranks: every rank runs all of the original's steps."""
+    the conversion divides each step's data between the ranks, not the
+    steps (full-batch training; train_on_batch under tf.distribute, which
+    splits the batch it is given): every rank runs all of the original's
+    steps."""
     name = "steps-per-rank"
     if use_planned:
         what = "planned optimizer steps (Model.fit, before the --steps cap)"
@@ -369,10 +371,10 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
         if not off:
             return Check(name, True, measured, wanted,
                          f"each rank took all of the original's {ref_steps} {what}, each on its share of the "
-                         f"data (full-batch training) ({per_rank})")
+                         f"step's data (the conversion divides each step's data, not the steps) ({per_rank})")
         return Check(name, False, measured, wanted,
-                     f"{what} per rank are not the original's {ref_steps} (full-batch training: every step on "
-                     f"each rank's share; {per_rank})")
+                     f"{what} per rank are not the original's {ref_steps} (the conversion divides each step's "
+                     f"data, not the steps: every step on each rank's share; {per_rank})")
     if not off:
         every = None if use_planned else _all_optimizers_steps(ref, present, share)
         if every is not None and every[1]:
