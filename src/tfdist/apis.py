@@ -567,6 +567,9 @@ COLLECTIVE_FREE_BUILTINS = {
     "builtins.len", "builtins.str", "builtins.int", "builtins.float", "builtins.round", "builtins.repr",
     "builtins.format", "builtins.abs", "builtins.min", "builtins.max", "builtins.sum", "builtins.bool",
     "builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted", "builtins.reversed",
+    "builtins.vars", "builtins.set", "builtins.frozenset", "builtins.isinstance", "builtins.hasattr",
+    "builtins.type", "builtins.any", "builtins.all", "builtins.chr", "builtins.ord", "builtins.hex",
+    "builtins.bin", "builtins.oct", "builtins.divmod", "builtins.pow", "builtins.bytes", "builtins.callable",
 }
 # Methods of arrays, tensors, dicts and strings that run no collective
 # operation and change nothing, whatever the receiver: like PURE_METHODS,
@@ -580,13 +583,14 @@ COLLECTIVE_FREE_METHODS = {
 }
 # Methods that read a text encoder's or a layer's own state -- a tfds
 # encoder's decode/encode, a Keras Tokenizer's texts_to_sequences, a
-# TextVectorization/StringLookup vocabulary, a layer's get_weights() -- and
+# TextVectorization/StringLookup vocabulary, a layer's get_weights() or its
+# configuration (get_config(), pickled beside a saved model) -- and
 # run no collective operation (an embedding projector's vecs.tsv/meta.tsv
 # export calls them while writing). Not for an instance of a class of the
 # user's code, whose method of that name may do anything.
 STATE_READING_METHODS = {
     "get_vocabulary", "vocabulary_size", "decode", "encode", "texts_to_sequences", "sequences_to_texts",
-    "get_weights",
+    "get_weights", "get_config",
 }
 
 # Console writes: rank 0 only (a stream's flush writes nothing of its own).

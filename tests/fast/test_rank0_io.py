@@ -123,6 +123,14 @@ INVALID = [
      "PIL image save on rank 0 only"),
     ('imageio.imwrite("x.png", x)\n', 'if hvd.rank() == 0:\n    imageio.imwrite("x.png", x)\n',
      "imageio imwrite on rank 0 only"),
+    # a layer's configuration and a namespace's vars() read Python state:
+    # no collective, so the whole write moves to rank 0
+    ('pickle.dump({"config": model.layers[0].get_config()}, open("layer.pkl", "wb"))\n',
+     'if hvd.rank() == 0:\n    pickle.dump({"config": model.layers[0].get_config()}, open("layer.pkl", "wb"))\n',
+     "pickle dump on rank 0 only"),
+    ('with open("args.json", "w") as f:\n    json.dump(vars(history), f, default=str)\n',
+     'if hvd.rank() == 0:\n    with open("args.json", "w") as f:\n        json.dump(vars(history), f, default=str)\n',
+     'file "args.json" written on rank 0 only'),
     # The DCGAN tutorial's helper: the writes inside it are guarded one by
     # one, the forward pass and the plotting stay on every rank.
     ('def generate_and_save_images(model, epoch, test_input):\n'
