@@ -392,3 +392,27 @@ def test_a_batch_wrapped_by_a_function_reading_a_module_array_is_not_followed():
     result = _convert(source)
     assert "codes[np.array(y_" in result.code
     assert any("feed_dict is built where tfdist cannot follow it" in w.message for w in result.warnings)
+
+
+def test_a_batch_function_given_a_fixed_table_beside_the_rows_is_followed():
+    # str_idx(x[i:i + B], dictionary, maxlen): a table bound before the loop,
+    # whole on every rank, passed beside the rows; the rows are still divided
+    source = (FIXTURES / "session/batch_helper_wrapped_one_hot/input.py").read_text()
+    source = source.replace("n_classes = 6\n", "n_classes = 6\ncodes = np.eye(n_classes)\n")
+    source = source.replace("def one_hot(y_):", "def one_hot(y_, table):")
+    source = source.replace("return np.eye(n_classes)[np.array(y_, dtype=np.int32)]",
+                            "return table[np.array(y_, dtype=np.int32)]")
+    table = source.replace("one_hot(extract_batch_size(y_train, step, batch_size))",
+                           "one_hot(extract_batch_size(y_train, step, batch_size), codes)")
+    result = _convert(table)
+    assert not [w for w in result.warnings if w.level == "WARNING"], result.warnings
+    assert "y_train = y_train[hvd.rank()::hvd.size()][:len(y_train) // hvd.size()]" in result.code
+    # table[labels] looks rows up by the batch's values: not a batch helper
+    # cutting rows of the table (which would then be sliced by rank)
+    assert "codes = codes[" not in result.code, result.code
+    # the table is an array whose rows the loop feeds too: divided, it would
+    # no longer be the original's table -- not followed
+    rows = source.replace("one_hot(extract_batch_size(y_train, step, batch_size))",
+                          "one_hot(extract_batch_size(y_train, step, batch_size), X_train)")
+    result = _convert(rows)
+    assert any("feed_dict is built where tfdist cannot follow it" in w.message for w in result.warnings)

@@ -520,7 +520,30 @@ def pure_batch_function_argument(a: A.Analysis, call) -> Optional[cst.BaseExpres
         if isinstance(name, cst.Name) and not _reads_only_own_or_fixed(a, name, fdef):
             return None
     rows = [arg.value for arg in call.args if not _is_constant(a, arg.value)]
-    return rows[0] if len(rows) == 1 and rows[0] is call.args[0].value else None
+    if not rows or rows[0] is not call.args[0].value:
+        return None
+    return rows[0] if all(_fixed_table(a, v, call) for v in rows[1:]) else None
+
+
+def _fixed_table(a: A.Analysis, value, call: cst.Call) -> bool:
+    """An argument given beside the batch (``str_idx(x[i:i + B], dictionary,
+    maxlen)``) that is the same at every step and whole on every rank: a
+    name bound only outside the loops around the call, whose rows no step
+    of those loops reads (an array tfdist divides is read by rows there;
+    handed whole to the function it would differ from the original's)."""
+    loop = dataflow.outermost_loop(a, call)
+    if not isinstance(value, cst.Name) or loop is None:
+        return False
+    bound = a.assigned_values(value)
+    if not bound or any(dataflow.is_inside(a, o, loop) for o, _ in bound):
+        return False
+    for n in walk(loop):
+        if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == value.value:
+            return False  # x[i:i + B]: rows of it
+        if isinstance(n, cst.Call) and n is not call and any(
+                isinstance(arr, cst.Name) and arr.value == value.value for arr in batch_helper_arrays(a, n) or ()):
+            return False  # get_batch(x, step): rows of it
+    return True
 
 
 def _reads_only_own_or_fixed(a: A.Analysis, name: cst.Name, fdef: cst.FunctionDef) -> bool:
@@ -573,12 +596,14 @@ def batch_helper_arrays(a: A.Analysis, call, draws: bool = False) -> Optional[Li
               if any(isinstance(a.parent(r), cst.Subscript) and a.parent(r).value is r for r in refs)}
     if not arrays:
         return None
+    batches = _sequence_parameters(a, fdef, uses, arrays)
     for name in arrays:
         for ref in uses[name]:
             use = array_use(a, ref)
             if use not in ("rows", "size"):
                 return None
-            if use == "rows" and any(_reads_array(a, n, arrays, uses) for e in a.parent(ref).slice for n in walk(e)):
+            if use == "rows" and any(_reads_array(a, n, arrays, uses) or (isinstance(n, cst.Name) and n.value in batches)
+                                     for e in a.parent(ref).slice for n in walk(e)):
                 return None  # indexed by another array's values: a lookup, not a cut
     out = []
     for index, param in enumerate(params):
@@ -588,6 +613,28 @@ def batch_helper_arrays(a: A.Analysis, call, draws: bool = False) -> Optional[Li
         if arg is None or not isinstance(arg.value, cst.Name):
             return None
         out.append(arg.value)
+    return out
+
+
+def _sequence_parameters(a: A.Analysis, fdef: cst.FunctionDef, uses, arrays: Set[str]) -> Set[str]:
+    """Names in fdef holding a parameter that is not cut by rows but is a
+    sequence itself -- its size taken, reshaped, iterated -- (labels in
+    ``one_hot(labels, table)``: ``table[labels]`` looks rows up by the
+    batch's values, it does not cut them), and the locals bound from one
+    (``y_ = labels.reshape(-1)``)."""
+    out = set()
+    for name, refs in uses.items():
+        if name in arrays:
+            continue
+        for ref in refs:
+            parent = a.parent(ref)
+            if array_use(a, ref) == "size" or (isinstance(parent, cst.Attribute) and parent.value is ref) \
+                    or (isinstance(parent, cst.For) and parent.iter is ref):
+                out.add(name)
+                break
+    for stmt in walk(fdef.body):
+        if isinstance(stmt, cst.Assign) and any(isinstance(n, cst.Name) and n.value in out for n in walk(stmt.value)):
+            out |= {n.value for t in stmt.targets for n in walk(t.target) if isinstance(n, cst.Name)}
     return out
 
 
