@@ -186,3 +186,33 @@ def test_a_batch_mixing_rows_drawn_at_random_needs_no_slicing():
     assert cut != text
     result = _convert(cut)
     assert any("the training step reads dis_train" in w.message for w in result.warnings), result.warnings
+
+
+MODELS_PASSED = (Path(__file__).resolve().parents[1] / "slow" / "correctness_scripts" / "train_on_batch"
+                 / "gan_models_passed.py").read_text()
+
+
+def test_models_passed_to_the_training_function_are_found_compiled_by_its_caller():
+    """train(discriminator=discriminator, ...) called once: the stepped
+    parameter is the caller's model, compiled there (before: refused as
+    'compiled nowhere tfdist can see')."""
+    result = _convert(MODELS_PASSED)
+    assert result.status == "converted", result.error
+    code = result.data.decode()
+    assert code.count("hvd_keras.DistributedOptimizer(tf.keras.optimizers.Adam(2e-4 * hvd.size()))") == 2, code
+    assert "if discriminator.optimizer.iterations == 1:" in code and "if combined.optimizer.iterations == 1:" in code
+    # called twice, with different models: the parameter is not one model
+    twice = MODELS_PASSED + "    train(generator, combined, discriminator, 10, 32)\n"
+    result = _convert(twice)
+    assert result.status == "unsupported" and "compiled nowhere tfdist can see" in result.error, result.error
+
+
+def test_the_conversion_tells_verify_which_keras_its_workers_run():
+    """tf.keras code converted for tf-distribute switches to tf-keras under
+    TF_CONFIG: tfdist verify runs the original on it too. Horovod's and
+    standalone Keras 3's conversions do not switch."""
+    assert _convert(MODELS_PASSED, TFD).tf_keras_on_workers
+    assert not _convert(MODELS_PASSED).tf_keras_on_workers
+    keras3 = "import keras\nimport numpy as np\nmodel = keras.Sequential([keras.layers.Dense(1)])\n" \
+             "model.compile(optimizer='sgd', loss='mse')\nmodel.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n"
+    assert not _convert(keras3, TFD).tf_keras_on_workers

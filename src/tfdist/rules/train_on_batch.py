@@ -33,6 +33,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from . import data_division, keras_fit, replicas, samplers, step_loops
+from .dataset_flow import call_sites
 from .common import calls_in, find_arg, method_name, receiver
 
 RULE = "keras"
@@ -48,11 +49,21 @@ def _key(a: A.Analysis, model) -> str:
     """Which model object an expression names: a name by the bindings that
     reach it (a notebook rebinding ``model`` cell after cell holds several
     models, each compiled in its own cell), anything else by the function it
-    is in and its text (``self.gan``)."""
-    if isinstance(model, cst.Name):
+    is in and its text (``self.gan``); a parameter of a function called
+    once by the argument of that call (``train(discriminator=discriminator)``)."""
+    for _ in range(6):
+        if not isinstance(model, cst.Name):
+            break
         bound = a.assigned_values(model)
         if bound and not any(isinstance(origin, cst.Param) for origin, _ in bound):
             return f"{model.value}:" + ",".join(str(id(origin)) for origin, _ in bound)
+        if len(bound) != 1 or not isinstance(bound[0][0], cst.Param):
+            break
+        passed = a.argument_values(bound[0][0])
+        fdef = a.enclosing_function(bound[0][0])
+        if len(passed) != 1 or fdef is None or len(call_sites(a, fdef)) != 1:
+            break
+        model = passed[0][1]
     return f"{id(a.enclosing_function(model))}:{a.code(model)}"
 
 
