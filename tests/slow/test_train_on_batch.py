@@ -132,3 +132,24 @@ def test_gan_train_on_batch_tf_distribute_two_workers(tmp_path):
     ref, ranks = _run_gan(tmp_path, "tf-distribute", _tfd_python())
     # the batch is split, not the steps: every worker runs the original's steps
     assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps}, (ref.optimizer_steps, ranks)
+
+
+@pytest.mark.timeout(900)
+def test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train(tmp_path):
+    """`tfdist verify --backend tf-distribute` end to end on a train_on_batch
+    GAN: the conversion keeps the steps (each worker trains on its part of
+    every batch) and verify expects that; the original runs on tf-keras, as
+    the converted workers do (under Keras 3 its frozen discriminator would
+    take none of its own steps, and the step counts would differ)."""
+    python = _tfd_python()
+    script = CORRECTNESS / "train_on_batch" / "gan_models_passed.py"
+    env = dict(run_env(), PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    res = subprocess.run([python, "-m", "tfdist", "verify", "--backend", "tf-distribute", "-np", "2", "--json",
+                          "--timeout", "600", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=850)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    report = json.loads(res.stdout)
+    assert report["result"] == "PASS", json.dumps(report, indent=1)[:4000]
+    steps = next(c for c in report["check_results"] if c["name"] == "steps-per-rank")
+    assert steps["measured"]["full_batch"] and steps["measured"]["original"] == 200, steps

@@ -138,6 +138,7 @@ class TfDistributeBackend(Backend):
             return []
         # Only where tf-keras is installed: TensorFlow <= 2.15 has Keras 2 as
         # tf.keras already, and would fail to import tf.keras with the switch.
+        ctx.facts["tf_keras_on_workers"] = True  # for tfdist verify: the original runs on the same Keras
         return [(
             "import importlib.util\n"
             f"if {ctx.quoted('TF_CONFIG')} in {{os}}.environ and importlib.util.find_spec({ctx.quoted('tf_keras')}) is not None:\n"

@@ -66,6 +66,10 @@ class FileResult:
     # rank runs all of the original's steps on its share (full-batch
     # training; train_on_batch under tf.distribute)
     full_batch: bool = False
+    # the converted workers switch tf.keras to tf-keras where it is installed
+    # (tf.distribute's multi-worker fit needs it): tfdist verify runs the
+    # original on the same Keras
+    tf_keras_on_workers: bool = False
 
     @property
     def no_training(self) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -131,11 +132,13 @@ def policy_options(spec: str, steps_per_epoch: int | None = None) -> tuple[str, 
     return options
 
 
-def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Sequence[str] = ()) -> tuple[Path, str, bool]:
+def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD,
+               options: Sequence[str] = ()) -> tuple[Path, str, bool, bool]:
     """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``, with
     conversion options (``lr-sqrt``, ``warmup-2``...).
     Returns (converted path, status, full batch: every rank runs all the
-    original's steps on its share).  Raises VerifyInputError."""
+    original's steps on its share, tf-keras: the converted workers switch
+    tf.keras to tf-keras where it is installed).  Raises VerifyInputError."""
     try:
         from tfdist.api import convert_file
         from tfdist.assembly import pipeline_key
@@ -157,14 +160,14 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD, options: Se
         raise VerifyInputError(f"{script}: nothing to convert (no training loop found); "
                                "pass --converted to verify a script that is already distributed")
     if status == "already-distributed":
-        return script, status, False
+        return script, status, False, False
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / script.name
     data = getattr(result, "data", None)
     if data is None:
         data = (result.code or "").encode("utf-8")
     dest.write_bytes(data)
-    return dest, status, bool(getattr(result, "full_batch", False))
+    return dest, status, bool(getattr(result, "full_batch", False)), bool(getattr(result, "tf_keras_on_workers", False))
 
 
 def converter_accepts(backend: str, options: Sequence[str]) -> bool:
@@ -210,11 +213,27 @@ def _check_inputs(script, np: int, backend: str, python, horovodrun):
     return script, hvdrun, python
 
 
-def _run_original(setup: _Setup, original: Path, base: Path) -> Observation:
+def _has_tf_keras(python: str | None) -> bool:
+    found = subprocess.run([python or sys.executable, "-c", "import importlib.util, sys; "
+                            "sys.exit(importlib.util.find_spec('tf_keras') is None)"], capture_output=True)
+    return found.returncode == 0
+
+
+def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False) -> Observation:
+    """The original as one process; on the Keras its converted workers run
+    (tf-keras where they switch to it: Keras 3 and tf-keras train some
+    scripts differently -- a GAN's ``trainable = False`` after compile stops
+    the compiled model's own training under Keras 3 only)."""
+    env = setup.env
+    if tf_keras_on_workers and setup.np > 1 and setup.local_devices == 1 and _has_tf_keras(setup.python):
+        env = dict(os.environ if env is None else env)
+        env.setdefault("TF_USE_LEGACY_KERAS", "1")
+        if setup.sink is not None:
+            setup.sink("original run with tf-keras (TF_USE_LEGACY_KERAS=1), the Keras the converted workers run")
     return run_and_observe(original, 1, base / "original", setup.timeout, setup.args, single=True,
                            steps_cap=setup.steps or None, probe_dir=base / "probe-original",
                            log_path=base / "original.log", sink=setup.sink, horovodrun=setup.horovodrun,
-                           label="original, 1 process", env=setup.env, pythonpath=setup.pythonpath,
+                           label="original, 1 process", env=env, pythonpath=setup.pythonpath,
                            backend=setup.backend, python=setup.python, record_losses=setup.record_losses)
 
 
@@ -302,10 +321,10 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     base.mkdir(parents=True, exist_ok=True)
     try:
         if converted:
-            dist_script, status, full_batch = script, "given", False
+            dist_script, status, full_batch, tf_keras = script, "given", False, False
         else:   # a conversion that fails is bad input: said before anything runs
-            dist_script, status, full_batch = convert_to(script, base / "converted", backend, options)
-        reference = _run_original(setup, reference_script, base)
+            dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", backend, options)
+        reference = _run_original(setup, reference_script, base, tf_keras)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                                 rate_factor=None if converted else expected_rate_factor(options, np * local_devices),
@@ -347,9 +366,9 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                     raise
                 skipped.append((policy, str(exc)))
                 chosen.remove((policy, options))
-        reference = _run_original(setup, script, base)
+        reference = _run_original(setup, script, base, any(c[3] for c in conversions))
         reports = []
-        for i, ((policy, options), (dist_script, status, full_batch)) in enumerate(zip(chosen, conversions)):
+        for i, ((policy, options), (dist_script, status, full_batch, _)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,
                                           rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                                           rate_factor=expected_rate_factor(options, np), full_batch=full_batch))
