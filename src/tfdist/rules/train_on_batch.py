@@ -25,7 +25,7 @@ train_on_batch fails under MultiWorkerMirroredStrategy (measured on Keras
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Set
 
 import libcst as cst
 
@@ -45,18 +45,13 @@ def calls(a: A.Analysis) -> List[cst.Call]:
     return keras_fit.model_calls(a, {"train_on_batch"})
 
 
-def _key(a: A.Analysis, model) -> str:
-    """Which model object an expression names: a name by the bindings that
-    reach it (a notebook rebinding ``model`` cell after cell holds several
-    models, each compiled in its own cell), anything else by the function it
-    is in and its text (``self.gan``); a parameter of a function called
-    once by the argument of that call (``train(discriminator=discriminator)``)."""
+def _followed(a: A.Analysis, model):
+    """The expression a stepped model's name stands for: a parameter of a
+    function called once followed to the argument of that call."""
     for _ in range(6):
         if not isinstance(model, cst.Name):
             break
         bound = a.assigned_values(model)
-        if bound and not any(isinstance(origin, cst.Param) for origin, _ in bound):
-            return f"{model.value}:" + ",".join(str(id(origin)) for origin, _ in bound)
         if len(bound) != 1 or not isinstance(bound[0][0], cst.Param):
             break
         passed = a.argument_values(bound[0][0])
@@ -64,6 +59,36 @@ def _key(a: A.Analysis, model) -> str:
         if len(passed) != 1 or fdef is None or len(call_sites(a, fdef)) != 1:
             break
         model = passed[0][1]
+    return model
+
+
+def _compiled_as(a: A.Analysis, model) -> Set[str]:
+    """The keys a model's compile() may carry: its own, and, for a model a
+    function of this file builds (``d_model = define_discriminator()``),
+    the model that function compiles and returns (``model.compile(...);
+    return model``)."""
+    keys = {_key(a, model)}
+    model = _followed(a, model)
+    bound = a.assigned_values(model) if isinstance(model, cst.Name) else []
+    if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and isinstance(bound[0][1].func, cst.Name):
+        fdefs = a._local_functions(bound[0][1].func)
+        returns = A._returns(fdefs[0]) if len(fdefs) == 1 else []
+        if returns and all(isinstance(r, cst.Name) for r in returns):
+            keys |= {_key(a, r) for r in returns}
+    return keys
+
+
+def _key(a: A.Analysis, model) -> str:
+    """Which model object an expression names: a name by the bindings that
+    reach it (a notebook rebinding ``model`` cell after cell holds several
+    models, each compiled in its own cell), anything else by the function it
+    is in and its text (``self.gan``); a parameter of a function called
+    once by the argument of that call (``train(discriminator=discriminator)``)."""
+    model = _followed(a, model)
+    if isinstance(model, cst.Name):
+        bound = a.assigned_values(model)
+        if bound and not any(isinstance(origin, cst.Param) for origin, _ in bound):
+            return f"{model.value}:" + ",".join(str(id(origin)) for origin, _ in bound)
     return f"{id(a.enclosing_function(model))}:{a.code(model)}"
 
 
@@ -78,7 +103,8 @@ def compile_of(ctx, call: cst.Call) -> cst.Call:
     """The one compile() of the model a train_on_batch call steps."""
     a = ctx.a
     model = receiver(call)
-    found = [c for c in keras_fit.model_calls(a, {"compile"}) if _key(a, receiver(c)) == _key(a, model)]
+    keys = _compiled_as(a, model)
+    found = [c for c in keras_fit.model_calls(a, {"compile"}) if _key(a, receiver(c)) in keys]
     if len(found) != 1:
         raise ctx.unsupported(call, f"{a.code(model)}.train_on_batch: {a.code(model)} is compiled "
                                     f"{'nowhere tfdist can see' if not found else f'{len(found)} times'}, so its "
