@@ -216,3 +216,28 @@ def test_the_conversion_tells_verify_which_keras_its_workers_run():
     keras3 = "import keras\nimport numpy as np\nmodel = keras.Sequential([keras.layers.Dense(1)])\n" \
              "model.compile(optimizer='sgd', loss='mse')\nmodel.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n"
     assert not _convert(keras3, TFD).tf_keras_on_workers
+
+
+def test_a_model_built_by_a_factory_is_found_compiled_inside_it():
+    """d_model = define_discriminator() with ``model.compile(...); return
+    model`` inside: that compile is d_model's (before: refused as compiled
+    nowhere). A factory that does not compile what it returns still leaves
+    the model without a compile tfdist can see: refused, as before."""
+    text = (FIXTURES / "keras" / "train_on_batch_gan_model_factories" / "input.py").read_text()
+    for backend in ("horovod", TFD):
+        result = _convert(text, backend)
+        assert result.status == "converted" and not result.warnings, (backend, result.error, result.warnings)
+    uncompiled = text.replace("    model.compile(loss='binary_crossentropy', optimizer=opt, metrics=['accuracy'])\n", "")
+    assert uncompiled != text
+    result = _convert(uncompiled)
+    assert result.status == "unsupported" and "d_model is compiled nowhere tfdist can see" in result.error
+
+
+def test_a_generator_added_to_the_combined_model_is_built_in_the_scope():
+    """tf-distribute: define_gan(g_model, d_model) stacks the generator with
+    model.add(g_model); the generator's own factory runs in the scope too
+    (its variables were made outside it, and fit failed on every worker)."""
+    text = (FIXTURES / "keras" / "train_on_batch_gan_model_factories" / "input.py").read_text()
+    code = _convert(text, TFD).data.decode()
+    generator = code[code.index("def define_generator"):code.index("def define_gan")]
+    assert "    with strategy.scope():\n        model = Sequential()" in generator, generator

@@ -17,7 +17,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from . import data_division, dataset_flow as flow
-from .common import find_arg, has_star_args, is_optimizer_step, method_name, source
+from .common import calls_in, find_arg, has_star_args, is_optimizer_step, method_name, source
 
 RULE = "replica-scope"
 BATCH_RULE = "per-replica-batch"
@@ -44,10 +44,13 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
                     if s not in out:
                         out.append(s)
                 _take_whole_loops(a, out)
-                # models passed to its constructor (a GAN's generator and discriminator, built apart)
-                for arg in t.call.args if depth < 6 else ():
-                    if arg.value is not expr and a.is_kind(arg.value, A.MODEL):
-                        out += [s for s in construction_statements(a, arg.value, kinds, depth + 1) if s not in out]
+                # models passed to its constructor (a GAN's generator and discriminator, built apart),
+                # or added to it as layers (``model.add(g_model)``)
+                added = [c.args[0].value for s in list(out) for c in calls_in(s)
+                         if method_name(c) == "add" and c.args and not c.args[0].keyword] if depth < 6 else []
+                for sub in [arg.value for arg in t.call.args if depth < 6] + added:
+                    if sub is not expr and a.is_kind(sub, A.MODEL):
+                        out += [s for s in construction_statements(a, sub, kinds, depth + 1) if s not in out]
     return out
 
 
