@@ -241,3 +241,37 @@ def test_a_generator_added_to_the_combined_model_is_built_in_the_scope():
     code = _convert(text, TFD).data.decode()
     generator = code[code.index("def define_generator"):code.index("def define_gan")]
     assert "    with strategy.scope():\n        model = Sequential()" in generator, generator
+
+
+def test_models_returned_together_by_one_builder_are_found_compiled_inside_it():
+    """generator, discriminator, combined = build_models(), each compiled
+    inside build_models (another book's shape of the recipe)."""
+    head, main = MODELS_PASSED.split('if __name__ == "__main__":\n')
+    body = main.replace("    train(generator=generator", "    return generator, discriminator, combined\n\n\n"
+                                                         "if __name__ == \"__main__\":\n"
+                                                         "    generator, discriminator, combined = build_models()\n"
+                                                         "    train(generator=generator")
+    text = head + "def build_models():\n" + body
+    assert "def build_models():\n    generator = tf.keras.Sequential" in text
+    result = _convert(text)
+    assert result.status == "converted" and not result.warnings, (result.error, result.warnings)
+    assert result.data.decode().count("hvd_keras.DistributedOptimizer(") == 2
+
+
+def test_models_in_instance_attributes_are_one_model_across_methods():
+    """self.discriminator compiled in __init__ and stepped in train(): one
+    model (before: refused as compiled nowhere). Under tf-distribute the
+    generator, called as a layer of the combined model through
+    self.generator, is built in the scope too."""
+    text = (FIXTURES / "keras" / "train_on_batch_gan_class_attributes" / "input.py").read_text()
+    horovod = _convert(text)
+    assert horovod.status == "converted" and not horovod.warnings, (horovod.error, horovod.warnings)
+    assert "if self.discriminator.optimizer.iterations == 1:" in horovod.data.decode()
+    code = _convert(text, TFD).data.decode()
+    generator = code[code.index("def build_generator"):code.index("def build_discriminator")]
+    assert "with strategy.scope():\n            model = Sequential()" in generator, generator
+    # another class's attribute of the same name is another model
+    other = text + ("\n\nclass Other:\n    def __init__(self):\n        self.discriminator = Sequential([Dense(1)])\n\n"
+                    "    def step(self, x, y):\n        self.discriminator.train_on_batch(x, y)\n")
+    result = _convert(other)
+    assert result.status == "unsupported" and "compiled nowhere tfdist can see" in result.error, result.error

@@ -238,6 +238,13 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
     construction refers to, followed back through the names it uses; a
     model used as a layer (a sub-model) with everything that builds it."""
     out: List[cst.BaseStatement] = []
+    from ..engine.scopes import walk
+    for n in walk(node):
+        # a model kept in an instance attribute and called as a layer (``img = self.generator(z)``)
+        if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 and _is_self_attribute(a, n) \
+                and a.is_kind(n, A.MODEL):
+            seen.add(id(n))
+            out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
     for n in _names(node):
         if id(n) in seen:
             continue
@@ -293,6 +300,15 @@ def _appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
                 and call.args:
             out.append(call.args[-1].value)
     return out
+
+
+def _is_self_attribute(a: A.Analysis, expr: cst.Attribute) -> bool:
+    """``self.<name>`` in a method of a class (``self`` its first parameter)."""
+    if not isinstance(expr.value, cst.Name):
+        return False
+    fdef = a.enclosing_function(expr)
+    params = fdef.params.params if fdef is not None else ()
+    return bool(params) and params[0].name.value == expr.value.value and a.method_owner(fdef) is not None
 
 
 def _names(node):
