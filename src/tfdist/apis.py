@@ -268,6 +268,9 @@ ESTIMATOR_PREFIX = "tensorflow.estimator."
 KERAS_TUNERS = {f"{module}.{cls}" for module in ("keras_tuner", "kerastuner", "keras_tuner.tuners",
                                                  "kerastuner.tuners")
                 for cls in ("RandomSearch", "Hyperband", "BayesianOptimization", "GridSearch", "SklearnTuner")}
+# A tuner's attribute chain ending in a call that returns a Keras model the
+# hypermodel builds (``tuner.hypermodel.build(best_hps)``).
+KERAS_TUNER_MODEL_BUILDS = {("hypermodel", "build")}
 # scikit-learn wrappers that build and fit Keras models themselves, inside
 # scikit-learn's fit / cross_val_score / GridSearchCV (one model per fold).
 KERAS_SKLEARN_WRAPPERS = {

@@ -315,3 +315,39 @@ def test_flows_returned_by_a_helper_with_other_callers_are_not_divided_inside_it
     twice = convert_source(src + "test, _ = make_flows(x, y)\nprint(model.predict(test))\n", "flows_twice.py")
     assert "train = gen.flow(x, y, batch_size=8)" in twice.code
     assert any("cannot tell what train is" in w.message for w in twice.warnings)
+
+
+def test_a_model_known_by_its_compile_is_followed_by_binding_not_by_name():
+    """A model from a library tfdist has no table for is a model because a
+    compile() with an optimizer and a loss is called on what the same
+    binding holds -- not because some other object of the same name is
+    compiled elsewhere (a builder's local ``model``)."""
+    lib = (
+        "import numpy as np\n"
+        "import segmentation_models as sm\n"
+        "x, y = np.zeros((64, 8, 8, 3)), np.zeros((64, 8, 8, 1))\n"
+        "net = sm.Unet('resnet34', encoder_weights=None)\n"
+        "net.compile(optimizer='adam', loss='binary_crossentropy')\n"
+        "net.fit(x, y, batch_size=8)\n"
+        "net.save('unet.h5')\n"
+    )
+    r = convert_source(lib, "lib_model.py")
+    assert "if hvd.rank() == 0:\n    net.save('unet.h5')" in r.code, r.code
+    r = convert_source(lib, "lib_model.py", backend="tf-distribute")
+    assert "with strategy.scope():\n    net = sm.Unet('resnet34', encoder_weights=None)\n    net.compile(" in r.code, r.code
+    # the same name compiled in a builder does not make a scikit-learn
+    # wrapper a model; the wrapper is one by what it is bound to, whatever its name
+    wrapper = (
+        "import numpy as np\n"
+        "from tensorflow.keras.wrappers.scikit_learn import KerasClassifier\n"
+        "import tensorflow as tf\n"
+        "def build():\n"
+        "    m = tf.keras.Sequential([tf.keras.layers.Dense(1, activation='sigmoid')])\n"
+        "    m.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss='binary_crossentropy')\n"
+        "    return m\n"
+        "clf = KerasClassifier(build_fn=build, epochs=2, batch_size=16)\n"
+        "clf.fit(np.zeros((64, 4)), np.zeros(64))\n"
+    )
+    r = convert_source(wrapper, "wrapper.py")
+    assert r.status == "converted", r.error
+    assert "tf.keras.optimizers.SGD(0.01 * hvd.size())" in r.code

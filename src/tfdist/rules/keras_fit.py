@@ -33,19 +33,49 @@ EVAL_VERBOSE_POS = {"evaluate": 4, "predict": 2}
 
 
 def _compiled_with_optimizer(a: A.Analysis, recv) -> bool:
-    """``recv.compile(optimizer=..., loss=...)`` also appears: a Keras model."""
+    """``recv.compile(optimizer=..., loss=...)`` also appears, on an object a
+    binding of recv holds (``model = sm.Unet(...)`` from a library tfdist
+    has no table for): a Keras model."""
     if not isinstance(recv, cst.Name):
         return False
+    origins = {id(o) for o, _ in a.assigned_values(recv)}
     for call in a.calls:
-        if method_name(call) == "compile" and isinstance(receiver(call), cst.Name) and receiver(call).value == recv.value:
+        other = receiver(call)
+        if method_name(call) == "compile" and isinstance(other, cst.Name) and other.value == recv.value \
+                and origins & {id(o) for o, _ in a.assigned_values(other)}:
             keys = {arg.keyword.value for arg in call.args if arg.keyword}
             if {"optimizer", "loss"} <= keys:
                 return True
     return False
 
 
+def _sklearn_wrapper(a: A.Analysis, expr) -> bool:
+    """A name bound to a scikit-learn wrapper of a Keras model
+    (``KerasClassifier(build_fn=...)``): its own fit() passes its keywords on
+    to the model's fit, so that call trains like a model's."""
+    bound = a.assigned_values(expr) if isinstance(expr, cst.Name) else []
+    return bool(bound) and all(isinstance(v, cst.Call) and a.is_name(v, apis.KERAS_SKLEARN_WRAPPERS) for _, v in bound)
+
+
+def _built_by_tuner(a: A.Analysis, expr) -> bool:
+    """A name bound to the model a Keras Tuner's hypermodel builds
+    (``model = tuner.hypermodel.build(best_hps)``)."""
+    bound = a.assigned_values(expr) if isinstance(expr, cst.Name) else []
+    for _, value in bound:
+        func = value.func if isinstance(value, cst.Call) else None
+        owner = func.value if isinstance(func, cst.Attribute) else None
+        if not (isinstance(owner, cst.Attribute) and (owner.attr.value, func.attr.value) in apis.KERAS_TUNER_MODEL_BUILDS
+                and isinstance(owner.value, cst.Name)):
+            return False
+        tuners = a.assigned_values(owner.value)
+        if not tuners or not all(isinstance(v, cst.Call) and a.is_name(v, apis.KERAS_TUNERS) for _, v in tuners):
+            return False
+    return bool(bound)
+
+
 def is_model(a: A.Analysis, expr) -> bool:
-    return expr is not None and (a.is_kind(expr, A.MODEL) or _compiled_with_optimizer(a, expr))
+    return expr is not None and (a.is_kind(expr, A.MODEL) or _compiled_with_optimizer(a, expr)
+                                 or _sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
 
 
 def model_calls(a: A.Analysis, methods) -> List[cst.Call]:

@@ -42,6 +42,11 @@ TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "trai
 _INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def _is_model(a: A.Analysis, expr) -> bool:
+    from .keras_fit import is_model  # a model by its type, or compiled like one
+    return is_model(a, expr)
+
+
 def pure_arguments(a: A.Analysis, call: cst.Call) -> bool:
     """True if the call's arguments can never run a collective operation."""
     return all(_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
@@ -65,7 +70,7 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
     # engines whose optimizer alone communicates (Horovod); under
     # tf.distribute, evaluate/predict on a distributed model gather across
     # workers, so they must run on every worker.
-    if m in apis.KERAS_PRINT_METHODS and a.is_kind(receiver(c), A.MODEL):
+    if m in apis.KERAS_PRINT_METHODS and _is_model(a, receiver(c)):
         return True  # model.summary() prints what it knows
     if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
         return not _INFERENCE_RUNS_COLLECTIVES.get(a, False)
@@ -190,11 +195,11 @@ def apply(ctx) -> None:
             if pure_arguments(a, call):
                 guard_call(ctx, call, "console output")
             continue
-        if m in apis.KERAS_PRINT_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+        if m in apis.KERAS_PRINT_METHODS and recv is not None and _is_model(a, recv):
             guard_call(ctx, call, f"{a.code(call.func)}()")
         elif every_worker and _every_worker_saves(ctx, call, m, recv, names):
             continue
-        elif m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+        elif m in apis.KERAS_SAVE_METHODS and recv is not None and _is_model(a, recv):
             guard_call(ctx, call, f"{a.code(call.func)}()")
         elif names & apis.KERAS_SAVE_FUNCTIONS:
             guard_call(ctx, call, f"{a.code(call.func)}()")
@@ -218,7 +223,7 @@ def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
     """Checkpoints, saved models and summaries written by every worker, each
     to its own path (the chief's is the user's); True when handled."""
     a = ctx.a
-    if m in apis.KERAS_SAVE_METHODS and recv is not None and a.is_kind(recv, A.MODEL):
+    if m in apis.KERAS_SAVE_METHODS and recv is not None and _is_model(a, recv):
         return _redirect(ctx, call, "filepath", 0, f"{a.code(call.func)}()")
     if names & apis.KERAS_SAVE_FUNCTIONS:
         return _redirect(ctx, call, ("filepath", "export_dir"), 1, f"{a.code(call.func)}()")
