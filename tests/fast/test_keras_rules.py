@@ -1,5 +1,7 @@
 """Keras rule cases too small for a whole-script fixture."""
 
+import pytest
+
 from tfdist.api import convert_source
 
 
@@ -351,3 +353,32 @@ def test_a_model_known_by_its_compile_is_followed_by_binding_not_by_name():
     r = convert_source(wrapper, "wrapper.py")
     assert r.status == "converted", r.error
     assert "tf.keras.optimizers.SGD(0.01 * hvd.size())" in r.code
+
+
+@pytest.mark.parametrize("shape,script", [
+    ("a factory's compiled model, its layers from a star import",
+     "from keras.models import *\nfrom keras.layers import *\nimport numpy as np\n"
+     "def make():\n    model = Sequential()\n    model.add(Dense(1))\n"
+     "    model.compile(optimizer='adam', loss='mse')\n    return model\n"
+     "net = make()\nnet.fit(np.zeros((64, 4)), np.zeros((64, 1)))\n"),
+    ("a builder handed in as a parameter",
+     "import numpy as np\nimport tensorflow as tf\n"
+     "def classifier():\n    m = tf.keras.models.Model(*io())\n"
+     "    m.compile(optimizer='adam', loss='mse')\n    return m\n"
+     "def run(model_func, x, y):\n    model = model_func()\n    model.fit(x, y, epochs=1)\n"
+     "run(classifier, np.zeros((64, 4)), np.zeros((64, 1)))\n"),
+    ("models in a tuple unpacked from a parameter",
+     "import numpy as np\nimport tensorflow as tf\n"
+     "def train(models, x):\n    gen, disc = models\n"
+     "    for step in range(100):\n        disc.train_on_batch(x[np.random.randint(0, len(x), 8)], np.ones((8, 1)))\n"
+     "def build():\n    disc = tf.keras.models.Model(*io())\n"
+     "    disc.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss='mse')\n"
+     "    return (None, disc)\n"
+     "models = build()\ntrain(models, np.zeros((64, 4)))\n"),
+])
+def test_a_model_is_followed_through_what_holds_it(shape, script):
+    """Objects followed by what they are bound to -- a factory's return, a
+    function passed in, an element of a tuple passed in -- not by name."""
+    r = convert_source(script, "held.py")
+    assert r.status == "converted", (shape, r.error)
+    assert "hvd.DistributedOptimizer(" in r.code or "hvd_keras.DistributedOptimizer(" in r.code, (shape, r.code)

@@ -38,15 +38,85 @@ def _compiled_with_optimizer(a: A.Analysis, recv) -> bool:
     has no table for): a Keras model."""
     if not isinstance(recv, cst.Name):
         return False
-    origins = {id(o) for o, _ in a.assigned_values(recv)}
+    origins = holders(a, recv)
     for call in a.calls:
         other = receiver(call)
-        if method_name(call) == "compile" and isinstance(other, cst.Name) and other.value == recv.value \
-                and origins & {id(o) for o, _ in a.assigned_values(other)}:
+        if method_name(call) == "compile" and isinstance(other, cst.Name) and origins & holders(a, other):
             keys = {arg.keyword.value for arg in call.args if arg.keyword}
             if {"optimizer", "loss"} <= keys:
                 return True
     return False
+
+
+def holders(a: A.Analysis, expr, depth: int = 0) -> set:
+    """ids of the bindings whose object ``expr`` may be: its name's reaching
+    bindings, and, through them, what a function of this file returns
+    (``model = build(); ... return model``), the element of a tuple
+    unpacked (``g, d, gan = models`` with ``models = (g, d, gan)`` passed
+    in), the argument a parameter is given. Two names holding one object
+    share an id."""
+    out: set = set()
+    if not isinstance(expr, cst.Name) or depth > 8:
+        return out
+    for origin, value in a.assigned_values(expr):
+        out.add(id(origin))
+        if isinstance(origin, cst.Param):
+            for _call, arg in a.argument_values(origin):
+                out |= holders(a, arg, depth + 1)
+            continue
+        if value is None:
+            elements = a.tuple_element_values(origin) if isinstance(origin, cst.Name) else []
+            out |= {h for e in elements for h in holders(a, e, depth + 1)}
+            if not elements and isinstance(origin, cst.Name):
+                out |= _unpacked_from_name(a, origin, depth)
+            continue
+        if isinstance(value, cst.Name):
+            out |= holders(a, value, depth + 1)
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            for fdef in _functions_called(a, value.func):
+                out |= {h for r in A._returns(fdef) for h in holders(a, r, depth + 1)}
+    return out
+
+
+def _functions_called(a: A.Analysis, func: cst.Name) -> list:
+    """The functions of this file a call by this name runs: the function
+    itself, or those handed in for a parameter (``model = model_func()``
+    with ``train_and_test(get_classifier, ...)``)."""
+    found = a._local_functions(func)
+    for origin, _ in a.assigned_values(func):
+        if isinstance(origin, cst.Param):
+            for _call, arg in a.argument_values(origin):
+                if isinstance(arg, cst.Name):
+                    found += [f for f in a._local_functions(arg) if f not in found]
+    return found
+
+
+def _unpacked_from_name(a: A.Analysis, target: cst.Name, depth: int) -> set:
+    """``g, d, gan = models``: the matching element of each tuple or list
+    written out that ``models`` holds (directly, or passed in for it)."""
+    element = a.parent(target)
+    tup = a.parent(element) if isinstance(element, cst.Element) else None
+    assign_target = a.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
+    assign = a.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Name):
+        return set()
+    index = next(i for i, e in enumerate(tup.elements) if e is element)
+    out: set = set()
+    stack = [assign.value]
+    for _ in range(8):
+        if not stack:
+            break
+        name = stack.pop()
+        for origin, value in a.assigned_values(name):
+            values = [arg for _c, arg in a.argument_values(origin)] if isinstance(origin, cst.Param) else [value]
+            values += [r for v in list(values) if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
+                       for fdef in _functions_called(a, v.func) for r in A._returns(fdef)]
+            for v in values:
+                if isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tup.elements):
+                    out |= holders(a, v.elements[index].value, depth + 1)
+                elif isinstance(v, cst.Name):
+                    stack.append(v)
+    return out
 
 
 def _sklearn_wrapper(a: A.Analysis, expr) -> bool:

@@ -125,7 +125,13 @@ def compile_of(ctx, call: cst.Call) -> cst.Call:
     a = ctx.a
     model = receiver(call)
     keys = _compiled_as(a, model)
-    found = [c for c in keras_fit.model_calls(a, {"compile"}) if _key(a, receiver(c)) in keys]
+    compiles = keras_fit.model_calls(a, {"compile"})
+    found = [c for c in compiles if _key(a, receiver(c)) in keys]
+    if not found:
+        # no compile of its own binding: one of an object it may hold (a
+        # tuple of models unpacked from a parameter); several such are refused
+        held = keras_fit.holders(a, model)
+        found = [c for c in compiles if held & keras_fit.holders(a, receiver(c))]
     if len(found) != 1:
         raise ctx.unsupported(call, f"{a.code(model)}.train_on_batch: {a.code(model)} is compiled "
                                     f"{'nowhere tfdist can see' if not found else f'{len(found)} times'}, so its "
