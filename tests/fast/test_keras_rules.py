@@ -373,7 +373,7 @@ def test_a_model_known_by_its_compile_is_followed_by_binding_not_by_name():
      "    for step in range(100):\n        disc.train_on_batch(x[np.random.randint(0, len(x), 8)], np.ones((8, 1)))\n"
      "def build():\n    disc = tf.keras.models.Model(*io())\n"
      "    disc.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss='mse')\n"
-     "    return (None, disc)\n"
+     "    models = (None, disc)\n    return models\n"
      "models = build()\ntrain(models, np.zeros((64, 4)))\n"),
 ])
 def test_a_model_is_followed_through_what_holds_it(shape, script):
@@ -382,3 +382,6 @@ def test_a_model_is_followed_through_what_holds_it(shape, script):
     r = convert_source(script, "held.py")
     assert r.status == "converted", (shape, r.error)
     assert "hvd.DistributedOptimizer(" in r.code or "hvd_keras.DistributedOptimizer(" in r.code, (shape, r.code)
+    r = convert_source(script, "held.py", backend="tf-distribute")
+    assert r.status == "converted" and "with strategy.scope():" in r.code, (shape, r.error, r.code)
+    assert not [w for w in r.warnings if "cannot find where" in w.message], (shape, r.warnings)

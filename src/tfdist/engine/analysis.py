@@ -694,8 +694,21 @@ class Analysis:
         index = next(i for i, e in enumerate(tup.elements) if e is element)
         values: List[cst.BaseExpression] = []
         candidates = [assign.value]
-        if isinstance(assign.value, cst.Call) and isinstance(assign.value.func, cst.Name):
-            candidates = [ret for fdef in self._local_functions(assign.value.func) for ret in _returns(fdef)]
+        if isinstance(assign.value, cst.Name):
+            # g, d, gan = models: what models holds -- a tuple bound to it, or passed in for it
+            candidates = []
+            for origin, value in self.assigned_values(assign.value):
+                if isinstance(origin, cst.Param):
+                    candidates += [arg for _call, arg in self.argument_values(origin, depth + 1)]
+                elif value is not None:
+                    candidates.append(value)
+            for value in [v for v in candidates if isinstance(v, cst.Name)]:
+                candidates += [v for _o, v in self.assigned_values(value) if v is not None]
+        candidates = [ret for value in candidates for ret in (
+            [r for fdef in self._local_functions(value.func) for r in _returns(fdef)]
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else [value])]
+        for value in [v for v in candidates if isinstance(v, cst.Name)]:  # return models: the tuple bound to it
+            candidates += [v for _o, v in self.assigned_values(value) if isinstance(v, (cst.Tuple, cst.List))]
         for value in candidates:
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(tup.elements) \
                     and not any(isinstance(e, cst.StarredElement) for e in value.elements):
