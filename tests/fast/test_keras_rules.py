@@ -367,6 +367,13 @@ def test_a_model_known_by_its_compile_is_followed_by_binding_not_by_name():
      "    m.compile(optimizer='adam', loss='mse')\n    return m\n"
      "def run(model_func, x, y):\n    model = model_func()\n    model.fit(x, y, epochs=1)\n"
      "run(classifier, np.zeros((64, 4)), np.zeros((64, 1)))\n"),
+    ("builders taken in turn from a list passed in",
+     "import numpy as np\nimport tensorflow as tf\n"
+     "def small():\n    m = tf.keras.models.Model(*io())\n"
+     "    m.compile(optimizer='adam', loss='mse')\n    return m\n"
+     "def train_all(builders, x, y):\n    for build in builders:\n        model = build()\n"
+     "        model.fit(x, y, epochs=1)\n"
+     "train_all([small], np.zeros((64, 4)), np.zeros((64, 1)))\n"),
     ("models in a tuple unpacked from a parameter",
      "import numpy as np\nimport tensorflow as tf\n"
      "def train(models, x):\n    gen, disc = models\n"

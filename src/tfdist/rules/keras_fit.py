@@ -78,16 +78,32 @@ def holders(a: A.Analysis, expr, depth: int = 0) -> set:
     return out
 
 
-def _functions_called(a: A.Analysis, func: cst.Name) -> list:
-    """The functions of this file a call by this name runs: the function
-    itself, or those handed in for a parameter (``model = model_func()``
-    with ``train_and_test(get_classifier, ...)``)."""
-    found = a._local_functions(func)
-    for origin, _ in a.assigned_values(func):
+def _functions_called(a: A.Analysis, func, depth: int = 0) -> list:
+    """The functions of this file a call of this expression may run: the
+    function named, those handed in for a parameter (``model = model_func()``
+    with ``train_and_test(get_classifier, ...)``), those a loop takes from a
+    list written out (``for net in [feed_forward, simple_lstm]: model =
+    net()``, the list possibly passed in)."""
+    found: list = []
+    if depth > 6:
+        return found
+    if isinstance(func, (cst.List, cst.Tuple)):
+        for e in func.elements:
+            found += [f for f in _functions_called(a, e.value, depth + 1) if f not in found]
+        return found
+    if not isinstance(func, cst.Name):
+        return found
+    found += a._local_functions(func)
+    for origin, value in a.assigned_values(func):
+        values = []
         if isinstance(origin, cst.Param):
-            for _call, arg in a.argument_values(origin):
-                if isinstance(arg, cst.Name):
-                    found += [f for f in a._local_functions(arg) if f not in found]
+            values = [arg for _call, arg in a.argument_values(origin)]
+        elif value is not None:
+            values = [value]
+        elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.For) and a.parent(origin).target is origin:
+            values = [a.parent(origin).iter]  # for net in networks: each of them
+        for v in values:
+            found += [f for f in _functions_called(a, v, depth + 1) if f not in found]
     return found
 
 
