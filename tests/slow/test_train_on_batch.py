@@ -134,6 +134,22 @@ def test_gan_train_on_batch_tf_distribute_two_workers(tmp_path):
     assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps}, (ref.optimizer_steps, ranks)
 
 
+def _verify_steps(script: Path, backend: str, tmp_path: Path) -> dict:
+    """`tfdist verify --backend <backend> -np 2 --json script` from this
+    checkout, in the engine's environment: asserts PASS, returns its
+    steps-per-rank check."""
+    env = dict(run_env(), PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    env.pop("TF_USE_LEGACY_KERAS", None)  # the conversion chooses the Keras its workers run
+    python = _tfd_python() if backend == "tf-distribute" else sys.executable
+    res = subprocess.run([python, "-m", "tfdist", "verify", "--backend", backend, "-np", "2", "--json",
+                          "--timeout", "600", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=850)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    report = json.loads(res.stdout)
+    assert report["result"] == "PASS", json.dumps(report, indent=1)[:4000]
+    return next(c for c in report["check_results"] if c["name"] == "steps-per-rank")
+
+
 @pytest.mark.timeout(900)
 def test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train(tmp_path):
     """`tfdist verify --backend tf-distribute` end to end on a train_on_batch
@@ -141,17 +157,7 @@ def test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_tra
     every batch) and verify expects that; the original runs on tf-keras, as
     the converted workers do (under Keras 3 its frozen discriminator would
     take none of its own steps, and the step counts would differ)."""
-    python = _tfd_python()
-    script = CORRECTNESS / "train_on_batch" / "gan_models_passed.py"
-    env = dict(run_env(), PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    res = subprocess.run([python, "-m", "tfdist", "verify", "--backend", "tf-distribute", "-np", "2", "--json",
-                          "--timeout", "600", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=850)
-    assert res.returncode in (0, 1), res.stderr[-3000:]
-    report = json.loads(res.stdout)
-    assert report["result"] == "PASS", json.dumps(report, indent=1)[:4000]
-    steps = next(c for c in report["check_results"] if c["name"] == "steps-per-rank")
+    steps = _verify_steps(CORRECTNESS / "train_on_batch" / "gan_models_passed.py", "tf-distribute", tmp_path)
     assert steps["measured"]["full_batch"] and steps["measured"]["original"] == 200, steps
 
 
@@ -166,15 +172,6 @@ def test_tfdist_verify_passes_gan_recipes(tmp_path, backend, fixture, steps):
     count each engine gives (Horovod 1/2, tf-distribute all of them, each
     worker on its part of the batch), rank 0 alone saving the generator."""
     script = Path(__file__).resolve().parents[1] / "fast" / "fixtures" / "keras" / fixture / "input.py"
-    env = dict(run_env(), PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    python = _tfd_python() if backend == "tf-distribute" else sys.executable
-    res = subprocess.run([python, "-m", "tfdist", "verify", "--backend", backend, "-np", "2", "--json",
-                          "--timeout", "600", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=850)
-    assert res.returncode in (0, 1), res.stderr[-3000:]
-    report = json.loads(res.stdout)
-    assert report["result"] == "PASS", json.dumps(report, indent=1)[:4000]
-    checked = next(c for c in report["check_results"] if c["name"] == "steps-per-rank")
+    checked = _verify_steps(script, backend, tmp_path)
     assert checked["measured"]["original"] == steps, checked
     assert set(checked["measured"]["ranks"].values()) == {steps if backend == "tf-distribute" else steps // 2}, checked

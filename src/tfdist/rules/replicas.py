@@ -241,7 +241,7 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
     from ..engine.scopes import walk
     for n in walk(node):
         # a model kept in an instance attribute and called as a layer (``img = self.generator(z)``)
-        if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 and _is_self_attribute(a, n) \
+        if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 and self_attribute_class(a, n) is not None \
                 and a.is_kind(n, A.MODEL):
             seen.add(id(n))
             out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
@@ -302,13 +302,16 @@ def _appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
     return out
 
 
-def _is_self_attribute(a: A.Analysis, expr: cst.Attribute) -> bool:
-    """``self.<name>`` in a method of a class (``self`` its first parameter)."""
-    if not isinstance(expr.value, cst.Name):
-        return False
+def self_attribute_class(a: A.Analysis, expr) -> Optional[cst.ClassDef]:
+    """The class whose instance attribute ``expr`` is (``self.<name>`` in one
+    of its methods, ``self`` the method's first parameter), else None."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
+        return None
     fdef = a.enclosing_function(expr)
     params = fdef.params.params if fdef is not None else ()
-    return bool(params) and params[0].name.value == expr.value.value and a.method_owner(fdef) is not None
+    if not params or params[0].name.value != expr.value.value:
+        return None
+    return a.method_owner(fdef)
 
 
 def _names(node):

@@ -25,7 +25,7 @@ train_on_batch fails under MultiWorkerMirroredStrategy (measured on Keras
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Set
 
 import libcst as cst
 
@@ -95,22 +95,10 @@ def _key(a: A.Analysis, model) -> str:
         bound = a.assigned_values(model)
         if bound and not any(isinstance(origin, cst.Param) for origin, _ in bound):
             return f"{model.value}:" + ",".join(str(id(origin)) for origin, _ in bound)
-    owner = _self_class(a, model)
+    owner = replicas.self_attribute_class(a, model)
     if owner is not None:  # self.discriminator: one attribute in every method of the class
         return f"{id(owner)}:self.{model.attr.value}"
     return f"{id(a.enclosing_function(model))}:{a.code(model)}"
-
-
-def _self_class(a: A.Analysis, expr) -> Optional[cst.ClassDef]:
-    """The class whose instance attribute ``expr`` is (``self.<name>`` in one
-    of its methods), else None."""
-    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)):
-        return None
-    fdef = a.enclosing_function(expr)
-    params = fdef.params.params if fdef is not None else ()
-    if not params or params[0].name.value != expr.value.value:
-        return None
-    return a.method_owner(fdef)
 
 
 def by_model(a: A.Analysis, tob: List[cst.Call]) -> Dict[str, List[cst.Call]]:
