@@ -777,20 +777,27 @@ def _random_index_draws(a: A.Analysis, loop, read: Set[str], functions) -> List[
         for arg in c.args[1:] for n in walk(arg)]
     index_names = {n.value for n in indexes if isinstance(n, cst.Name)}
     index_calls = {id(n) for n in indexes if isinstance(n, cst.Call)}
+    return [c for names, value in _feeding(body, read) for c in walk(value)
+            if isinstance(c, cst.Call) and a.names(c) & functions and (id(c) in index_calls or names & index_names)]
+
+
+def _feeding(body, read: Set[str]) -> List[Tuple[Set[str], cst.BaseExpression]]:
+    """(names bound, value) of the assignments of a loop body (``body``, in
+    source order) whose values reach the names ``read``, directly or through
+    later such assignments -- followed back from the last."""
     needed = set(read)
-    draws = []
+    out = []
     for stmt in reversed(body):
         target = stmt.targets[0].target if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 else \
             getattr(stmt, "target", None)
         if target is None or stmt.value is None:
             continue
-        if not {n.value for n in walk(target) if isinstance(n, cst.Name)} & needed:
+        names = {n.value for n in walk(target) if isinstance(n, cst.Name)}
+        if not names & needed:
             continue
         needed |= {n.value for n in walk(stmt.value) if isinstance(n, cst.Name)}
-        names = {n.value for n in walk(target) if isinstance(n, cst.Name)}
-        draws += [c for c in walk(stmt.value) if isinstance(c, cst.Call) and a.names(c) & functions
-                  and (id(c) in index_calls or names & index_names)]
-    return draws
+        out.append((names, stmt.value))
+    return out
 
 
 def _rows_drawn_at_random(a: A.Analysis, loop, read: Set[str]) -> bool:
@@ -809,17 +816,7 @@ def _rows_drawn_at_random(a: A.Analysis, loop, read: Set[str]) -> bool:
 
     drawn = {n.value for s in body if s.value is not None and draws(s.value)
              for t in (s.targets if isinstance(s, cst.Assign) else [s]) for n in walk(t.target) if isinstance(n, cst.Name)}
-    needed = set(read)
-    values = []
-    for stmt in reversed(body):
-        target = stmt.targets[0].target if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1 else \
-            getattr(stmt, "target", None)
-        if target is None or stmt.value is None \
-                or not {n.value for n in walk(target) if isinstance(n, cst.Name)} & needed:
-            continue
-        needed |= {n.value for n in walk(stmt.value) if isinstance(n, cst.Name)}
-        values.append(stmt.value)
-    rows = [sub for value in values for sub in walk(value) if isinstance(sub, cst.Subscript)
+    rows = [sub for _names, value in _feeding(body, read) for sub in walk(value) if isinstance(sub, cst.Subscript)
             and isinstance(sub.value, cst.Name) and sub.value.value not in bound_here and not a.kinds(sub.value)]
     return bool(rows) and all(any(draws(e) or any(isinstance(n, cst.Name) and n.value in drawn for n in walk(e))
                                   for e in sub.slice) for sub in rows)

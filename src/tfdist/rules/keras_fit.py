@@ -38,13 +38,15 @@ def _compiled_with_optimizer(a: A.Analysis, recv) -> bool:
     has no table for): a Keras model."""
     if not isinstance(recv, cst.Name):
         return False
-    origins = holders(a, recv)
+    origins = None
     for call in a.calls:
         other = receiver(call)
-        if method_name(call) == "compile" and isinstance(other, cst.Name) and origins & holders(a, other):
-            keys = {arg.keyword.value for arg in call.args if arg.keyword}
-            if {"optimizer", "loss"} <= keys:
-                return True
+        if method_name(call) != "compile" or not isinstance(other, cst.Name) \
+                or not {"optimizer", "loss"} <= {arg.keyword.value for arg in call.args if arg.keyword}:
+            continue
+        origins = holders(a, recv) if origins is None else origins  # followed once, only when needed
+        if origins & holders(a, other):
+            return True
     return False
 
 
@@ -67,8 +69,6 @@ def holders(a: A.Analysis, expr, depth: int = 0) -> set:
         if value is None:
             elements = a.tuple_element_values(origin) if isinstance(origin, cst.Name) else []
             out |= {h for e in elements for h in holders(a, e, depth + 1)}
-            if not elements and isinstance(origin, cst.Name):
-                out |= _unpacked_from_name(a, origin, depth)
             continue
         if isinstance(value, cst.Name):
             out |= holders(a, value, depth + 1)
@@ -105,34 +105,6 @@ def _functions_called(a: A.Analysis, func, depth: int = 0) -> list:
         for v in values:
             found += [f for f in _functions_called(a, v, depth + 1) if f not in found]
     return found
-
-
-def _unpacked_from_name(a: A.Analysis, target: cst.Name, depth: int) -> set:
-    """``g, d, gan = models``: the matching element of each tuple or list
-    written out that ``models`` holds (directly, or passed in for it)."""
-    element = a.parent(target)
-    tup = a.parent(element) if isinstance(element, cst.Element) else None
-    assign_target = a.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
-    assign = a.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
-    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Name):
-        return set()
-    index = next(i for i, e in enumerate(tup.elements) if e is element)
-    out: set = set()
-    stack = [assign.value]
-    for _ in range(8):
-        if not stack:
-            break
-        name = stack.pop()
-        for origin, value in a.assigned_values(name):
-            values = [arg for _c, arg in a.argument_values(origin)] if isinstance(origin, cst.Param) else [value]
-            values += [r for v in list(values) if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
-                       for fdef in _functions_called(a, v.func) for r in A._returns(fdef)]
-            for v in values:
-                if isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(tup.elements):
-                    out |= holders(a, v.elements[index].value, depth + 1)
-                elif isinstance(v, cst.Name):
-                    stack.append(v)
-    return out
 
 
 def _sklearn_wrapper(a: A.Analysis, expr) -> bool:
@@ -871,18 +843,7 @@ def _callbacks(ctx, call: cst.Call) -> None:
         elif len(bound) == 1 and bound[0][1] is not None:
             lists = _returned_callback_lists(a, bound[0][1])
         if lists:
-            # The engine's callbacks are made at this call, not put in the
-            # list: a list given to several fit() calls (two models, a fit in
-            # a loop) would hold one broadcast callback, which broadcasts once
-            # -- only the first model would start equal on every rank.
-            for name, origin, node in lists:
-                _callback_list(ctx, node, engine=False)
-                if name is not None:
-                    _guard_appends(ctx, name, origin)
-            new = ctx.expr("[" + ", ".join(first) + ", *" + value.value + "]")
-            ctx.plan.replace(value, lambda old: new)
-            ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks "
-                                                 f"made for this fit(), before those in {value.value}")
+            _engine_callbacks_first(ctx, value, lists, first, f"those in {value.value}")
             return
     single = _single_callback(a, value)
     if single is not None:
@@ -903,14 +864,7 @@ def _callbacks(ctx, call: cst.Call) -> None:
         return
     lists = _returned_callback_lists(a, value)
     if lists:  # a helper also used elsewhere: the engine's callbacks made here
-        for name, origin, node in lists:
-            _callback_list(ctx, node, engine=False)
-            if name is not None:
-                _guard_appends(ctx, name, origin)
-        new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
-        ctx.plan.replace(value, lambda old: new)
-        ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks made "
-                                             f"for this fit(), before those {a.code(value)} returns")
+        _engine_callbacks_first(ctx, value, lists, first, f"those {a.code(value)} returns")
         return
     new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
     ctx.plan.replace(value, lambda old: new)
@@ -973,6 +927,24 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
         if found is None or found.value is not call:
             return []
     return returns
+
+
+def _engine_callbacks_first(ctx, value, lists, first: List[str], whose: str) -> None:
+    """callbacks=<value>, a name or helper call whose callbacks come from the
+    list literals ``lists`` ((name it is bound to or None, that binding,
+    list)): their file writers kept on rank 0, and the engine's callbacks
+    made at this call, not put in the lists: a list given to several fit()
+    calls (two models, a fit in a loop) would hold one broadcast callback,
+    which broadcasts once -- only the first model would start equal on
+    every rank."""
+    for name, origin, node in lists:
+        _callback_list(ctx, node, engine=False)
+        if name is not None:
+            _guard_appends(ctx, name, origin)
+    new = ctx.expr("[" + ", ".join(first) + ", *" + source(ctx.module, value) + "]")
+    ctx.plan.replace(value, lambda old: new)
+    ctx.change(value, "keras-callbacks", f"broadcast of initial variables and metric averaging callbacks made "
+                                         f"for this fit(), before {whose}")
 
 
 def _returned_callback_lists(a: A.Analysis, value) -> List[Tuple[Optional[cst.Name], Optional[cst.CSTNode], cst.List]]:
