@@ -7,7 +7,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from tfdist.api import convert_source
 from tfdist.cli import main
-from tfdist.project.notebook import convert_notebook
+from tfdist.project.notebook import AUTOMAGIC_NAMES, convert_notebook, notebook_script
 
 CELLS = [
     ("markdown", "# Training a regressor\n\nWith *Keras* — é ü 中文."),
@@ -432,3 +432,50 @@ def test_a_python2_cell_keeps_the_notebook_an_error(tmp_path):
                                      "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
     r = convert(p)
     assert r.result.status == "error" and r.human_lines()[0].startswith(f"{p} [cell 2]:")
+
+
+AUTOMAGIC_CELLS = [
+    # (cell, IPython runs it as a magic)
+    ("pip install tensorflow-addons", True),
+    ("\nls ./data/train/", True),
+    ("  pip install tf-nightly --quiet --upgrade", True),
+    ("cd data", True),
+    ("pip install x\n", True),
+    # only a one-line cell: in a longer one the same line is a syntax error in IPython too
+    ("# update first\npip install tensorflow_datasets==2.1.0", False),
+    ("pip install x\n\n", False),
+    # not a magic's name, or Python
+    ("install tensorflow-addons", False),
+    ("ls = 3", False),
+]
+
+
+@pytest.mark.parametrize("cell,magic", AUTOMAGIC_CELLS)
+def test_a_one_line_cell_ipython_runs_as_a_magic_without_its_percent(tmp_path, cell, magic):
+    p = tmp_path / "setup.ipynb"
+    nbformat.write(make_nb([("code", "import numpy as np\nimport tensorflow as tf"), ("code", cell),
+                            ("code", "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
+                                     "model.compile(optimizer='sgd', loss='mse')\n"
+                                     "model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=1)")]), str(p))
+    r = convert(p)
+    assert r.result.status == "converted"
+    broken = [w for w in r.result.warnings if "not valid Python" in w.message]
+    python = cell.strip().startswith("ls =")
+    assert bool(broken) == (not magic and not python)
+    out = json.loads(r.result.data)
+    assert "".join(out["cells"][1]["source"]) == cell  # never rewritten
+    # the script the processes run comments it out like any other magic
+    script = notebook_script(p.read_bytes())
+    assert (f"pass  # {cell.strip()}" in script) == magic
+    if not broken:
+        compile(script, "script", "exec")
+
+
+def test_automagic_agrees_with_ipython():
+    # IPython itself (a test dependency) transforms the cells above the same
+    # way, and every line magic it defines is in the table
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    for cell, magic in AUTOMAGIC_CELLS:
+        assert ("run_line_magic" in shell.transform_cell(cell)) == magic, cell
+    assert set(shell.magics_manager.lsmagic()["line"]) <= AUTOMAGIC_NAMES

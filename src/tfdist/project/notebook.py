@@ -31,6 +31,19 @@ from ..engine.source import looks_like_python2
 from ..assembly import convert_path
 
 PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+# IPython 9's line magics (with the shell aliases it defines on POSIX, and
+# those ipykernel adds) that IPython's automagic runs without their ``%``.
+AUTOMAGIC_NAMES = {
+    "alias", "alias_magic", "autoawait", "autocall", "automagic", "bookmark", "cat", "cd", "clear", "code_wrap",
+    "colors", "conda", "config", "connect_info", "cp", "debug", "dhist", "dirs", "doctest_mode", "ed", "edit",
+    "env", "gui", "hist", "history", "killbgscripts", "ldir", "less", "lf", "lk", "ll", "load", "load_ext",
+    "loadpy", "logoff", "logon", "logstart", "logstate", "logstop", "ls", "lsmagic", "lx", "macro", "magic",
+    "mamba", "man", "matplotlib", "micromamba", "mkdir", "more", "mv", "notebook", "page", "pastebin", "pdb",
+    "pdef", "pdoc", "pfile", "pinfo", "pinfo2", "pip", "popd", "pprint", "precision", "prun", "psearch", "psource",
+    "pushd", "pwd", "pycat", "pylab", "qtconsole", "quickref", "recall", "rehashx", "reload_ext", "rep", "rerun",
+    "reset", "reset_selective", "rm", "rmdir", "run", "save", "sc", "set_env", "sx", "system", "tb", "time",
+    "timeit", "unalias", "unload_ext", "uv", "who", "who_ls", "whos", "xdel", "xmode",
+}
 MARKER = "__tfdist_cell_{}__"
 MAGIC = "__tfdist_magic_{}__"
 _MARKER_LINE = re.compile(r"^__tfdist_cell_(\d+)__[ \t]*\n?", re.M)
@@ -228,6 +241,19 @@ def _read_later(cells: List["_Cell"]) -> bool:
     return False
 
 
+def _automagic(source: str) -> bool:
+    """Whether IPython runs this cell as a line magic written without its
+    ``%`` (automagic: ``pip install x``, ``ls data/``). IPython does so only
+    for a cell of one line (blank lines before it aside); in a longer cell
+    the same line is a syntax error there too. A line that is Python is left
+    to Python: it defines nothing either way."""
+    lines = source.lstrip(" \t\n").splitlines()
+    if len(lines) != 1:
+        return False
+    first = re.match(r"([A-Za-z_]\w*)(?:[ \t]|$)", lines[0])
+    return bool(first) and first.group(1) in AUTOMAGIC_NAMES and _python_error(lines[0]) is not None
+
+
 def _mask(source: str, magics: List[str]) -> Optional[str]:
     """Source with IPython-only lines replaced by placeholders; None for a non-Python cell.
 
@@ -235,6 +261,7 @@ def _mask(source: str, magics: List[str]) -> Optional[str]:
     line inside open brackets or a multi-line string, or after a backslash
     continuation (``  %(a, b))`` continuing a ``"..." %`` formatting), is Python.
     """
+    automagic = _automagic(source)
     lines = source.splitlines(keepends=True)
     out = []
     i = 0
@@ -246,7 +273,7 @@ def _mask(source: str, magics: List[str]) -> Optional[str]:
     state = _LineState()
     while i < len(lines):
         line = lines[i]
-        if state.at_logical_start() and _LINE_MAGIC.match(line):
+        if state.at_logical_start() and (_LINE_MAGIC.match(line) or automagic and line.strip()):
             group = [line]
             while group[-1].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
                 i += 1
@@ -581,6 +608,8 @@ def notebook_script(data: bytes) -> str:
             continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else source
+        if _automagic(source):
+            source = f"pass  # {source.strip()}"
         # ``pass`` keeps a block whose body was only a magic (``if IN_COLAB: %pip ...``) valid
         parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1pass  # \2", source))
     return "\n\n".join(parts) + "\n"
