@@ -235,6 +235,20 @@ def test_unsafe_write_is_warned_not_guarded(snippet, warning, line):
     assert _rank0_changes_in_case(result) == []
 
 
+def test_a_file_variable_rebound_after_the_write_does_not_keep_the_write_on_every_rank():
+    # the name that held the file is bound again before it is read: the read
+    # means the new value, so the open, write and close move to rank 0 whole
+    snippet = ('f = open("a.txt", "w")\nf.write("x")\nf.close()\n'
+               'f = np.ones(3)\ntotal = f.sum()\n')
+    result = _convert(snippet)
+    assert result.code.endswith(MARK + 'if hvd.rank() == 0:\n    f = open("a.txt", "w")\n    f.write("x")\n'
+                                '    f.close()\nf = np.ones(3)\ntotal = f.sum()\n'), result.code[result.code.index(MARK):]
+    line = _case_line()
+    assert f'file "a.txt" opened, written and closed on rank 0 only (lines {line}-{line + 2})' in [
+        c.message for c in _rank0_changes_in_case(result)]
+    assert _rank0_warnings_in_case(result) == []
+
+
 def test_print_in_a_one_line_if_body_becomes_conditional():
     from tfdist.api import convert_source
     src = b'''import tensorflow as tf

@@ -571,8 +571,11 @@ def _unguardable_run(a: A.Analysis, run):
                     elif not isinstance(target, cst.Name):
                         return f"changes {a.code(target)}"
             if isinstance(node, cst.Name) and any(b.node is node for b in a.scopes.lookup(node)):
+                # the reads this binding reaches: one after a rebinding (``f = open(path, "rb")``
+                # after the write) means the new value
                 outside = [r for r in a.scopes.references(node)
-                           if not any(_within(a, r, s) for s in run) and not _rebound_around(a, r, run[0])]
+                           if not any(_within(a, r, s) for s in run) and not _rebound_around(a, r, run[0])
+                           and any(b.node is node for b in a.bindings_of(r))]
                 if outside:
                     return f"sets {node.value}, which is used after it (line {a.line(outside[0])})"
     return None
