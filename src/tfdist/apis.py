@@ -23,6 +23,8 @@ ALIAS_PREFIXES = (
     ("keras.engine.training.", "keras."),
     ("keras.engine.sequential.", "keras."),
     ("keras.models.", "keras."),
+    # where Keras 2.x kept plot_model and model_to_dot (tf.keras.utils.vis_utils too)
+    ("keras.utils.vis_utils.", "keras.utils."),
     # the standalone package Keras 2.x's keras.preprocessing re-exported
     ("keras_preprocessing.", "keras.preprocessing."),
 )

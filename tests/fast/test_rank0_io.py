@@ -123,6 +123,10 @@ INVALID = [
      "PIL image save on rank 0 only"),
     ('imageio.imwrite("x.png", x)\n', 'if hvd.rank() == 0:\n    imageio.imwrite("x.png", x)\n',
      "imageio imwrite on rank 0 only"),
+    # Keras 2.x's module for it
+    ('from tensorflow.keras.utils.vis_utils import plot_model\nplot_model(model, to_file="m.png")\n',
+     'from tensorflow.keras.utils.vis_utils import plot_model\nif hvd.rank() == 0:\n    plot_model(model, to_file="m.png")\n',
+     "Keras plot_model on rank 0 only"),
     # a layer's configuration and a namespace's vars() read Python state:
     # no collective, so the whole write moves to rank 0
     ('pickle.dump({"config": model.layers[0].get_config()}, open("layer.pkl", "wb"))\n',
