@@ -406,6 +406,8 @@ ROW_KEEPING_CONVERSIONS = {"astype", "copy", "toarray", "todense"}
 # x[i] with y[i]), so the result is sliced as a whole, computed once:
 # ``x.reshape(-1, 1)`` becomes ``x.reshape(-1, 1)[r::n]``.
 ARRAY_RESULT_METHODS = {"reshape", "transpose", "swapaxes", "squeeze", "flatten", "ravel", "clip", "round"}
+# Methods of an eager TensorFlow tensor returning its value as a NumPy array.
+TENSOR_TO_ARRAY_METHODS = {"numpy"}
 # Functions turning the array (or list) they are handed into an array with
 # the same rows: np.array(x_list) is sliced as np.array(x_list[...]).
 ROW_KEEPING_ARRAY_FUNCTIONS = {

@@ -19,6 +19,7 @@ import libcst as cst
 from .. import apis
 from ..engine import dataflow
 from ..engine.analysis import _returns
+from ..engine.scopes import walk
 from .common import find_arg, has_star_args, method_name
 
 
@@ -168,9 +169,22 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
         if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS \
                 and not any(n.startswith("numpy.") for n in a.names(expr)):  # np.reshape(x, ...) is a function
             return numpy_array(a, f.value, depth + 1)  # x.astype(...), x.reshape(...)
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.ARRAY_RESULT_METHODS - apis.ROW_PRESERVING_METHODS \
+                and numpy_array(a, f.value, depth + 1):
+            return True  # x.transpose([0, 2, 1]): still an array (fit() reads its first axis as the samples)
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.TENSOR_TO_ARRAY_METHODS and not expr.args \
+                and isinstance(f.value, cst.Call) and any(n.startswith("tensorflow.") for n in a.names(f.value)):
+            return True  # tf.image.resize(x, size).numpy(): a TensorFlow op's eager value
         if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
                 and _numpy_generator(a, f.value):
             return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
+        if isinstance(f, cst.Name):
+            functions = dataflow.callees(a, expr)
+            if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
+                returns = [r for fdef in functions for r in _returns(fdef)]
+                generator = any(isinstance(n, cst.Yield) for fdef in functions for n in walk(fdef.body))
+                return bool(returns) and not generator and all(
+                    numpy_array(a, r, depth + 1) for r in returns)
         names = a.names(expr)
         if any(n.startswith("numpy.") for n in names):
             return not names & apis.NUMPY_OWN_GENERATORS and not any(n.startswith("numpy.random.") and
@@ -717,7 +731,6 @@ def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:
     a parameter of a function of the module that ``fdef`` calls once and
     hands it on to (``make(batch_size)`` -> ``build(batch_size=batch_size)``
     -> ``.batch(batch_size)``); None otherwise."""
-    from ..engine.scopes import walk
     for _ in range(4):
         if not isinstance(value, cst.Name):
             return None
