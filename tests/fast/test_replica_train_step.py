@@ -130,3 +130,52 @@ def test_plain_mean_is_divided_once_and_keras_loss_not_at_all():
     # the step returns loss: the mean again, the gradient of what Keras divided
     assert "loss = scaled_loss * strategy.num_replicas_in_sync" in text
     assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
+
+
+def _with_methods(methods: str, body: str, init: str = "", construct: str = "Net()"):
+    src = HEAD.replace("    def train_step", textwrap.indent(textwrap.dedent(methods).strip("\n"), " " * 4)
+                       + "\n\n    def train_step")
+    if init:
+        src = src.replace("    def __init__(self):\n        super().__init__()",
+                          f"    def __init__(self, {init}):\n        super().__init__()\n        self.{init} = {init}")
+    src += textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 12) + APPLY + TAIL.replace("Net()", construct)
+    return src, convert_source(src.encode(), "net.py", backend="tf-distribute")
+
+
+@pytest.mark.parametrize("methods,body,kind", [
+    # the loss a method of the model returns: the step's own mean
+    ("def log_loss(self, x, y):\n    return -tf.reduce_mean(-tf.square(self(x) - y))", "loss = self.log_loss(x, y)",
+     "plain"),
+    # ... or Keras's (compute_loss, divided by Keras)
+    ("def keras_loss(self, x, y, pred):\n    return self.compute_loss(x, y, pred)",
+     "loss = self.keras_loss(x, y, pred)", "keras"),
+    # a sum: refused as before, through the method
+    ("def sum_loss(self, pred, y):\n    return tf.reduce_sum(tf.square(pred - y))", "loss = self.sum_loss(pred, y)",
+     None),
+])
+def test_a_loss_a_method_returns_is_followed_into_it(methods, body, kind):
+    src, result = _with_methods(methods, body)
+    if kind is None:
+        assert result.status == "unsupported" and "cannot tell whether Keras already divides" in result.error
+        assert result.error_line == _line(src, "tf.reduce_sum")
+        return
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert text.count("/ strategy.num_replicas_in_sync") == (1 if kind == "plain" else 0)
+    assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
+
+
+@pytest.mark.parametrize("construct,converted", [
+    ("Net(gp_weight=10.0)", True),  # a number: the penalty is still the step's own mean, weighted
+    ("Net(gp_weight=tf.reduce_sum(x))", False),  # not a Python number: refused
+])
+def test_a_mean_weighted_by_a_number_the_constructor_keeps_is_the_steps_own(construct, converted):
+    src, result = _with_methods(
+        "def penalty(self, pred):\n    return tf.reduce_mean(tf.square(pred))",
+        "loss = tf.reduce_mean(tf.square(pred - y)) + self.penalty(pred) * self.gp_weight",
+        init="gp_weight", construct=construct)
+    if converted:
+        assert result.status == "converted", result.error
+        assert result.data.decode().count("/ strategy.num_replicas_in_sync") == 1
+    else:
+        assert result.status == "unsupported" and result.error_line == _line(src, "self.penalty(pred) * self.gp_weight")

@@ -39,6 +39,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from ..engine import analysis as A
+from ..engine.analysis import _returns
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import gradient_tape, replica_loss, replicas
@@ -297,7 +298,7 @@ def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
     if depth > 8:
         raise Refusal(expr, "a loss built too deep for tfdist to follow; not converted{alternative}")
     if isinstance(expr, cst.Call):
-        kind = _call_kind(a, expr, step)
+        kind = _call_kind(a, expr, step, depth)
         if kind is None:
             raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot "
                           "tell whether Keras already divides it by the number of replicas under {engine} (known: "
@@ -318,7 +319,7 @@ def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
             sides = ((expr.left, expr.right), (expr.right, expr.left)) if isinstance(expr.operator, cst.Multiply) \
                 else ((expr.left, expr.right),)
             for side, other in sides:
-                if isinstance(other, (cst.Integer, cst.Float)):
+                if _python_number(a, other):
                     return _kind(a, side, step, depth + 1)
         if isinstance(expr.operator, (cst.Add, cst.Subtract)):
             return _same([_kind(a, expr.left, step, depth + 1), _kind(a, expr.right, step, depth + 1)], expr, step)
@@ -335,7 +336,32 @@ def _same(kinds: List[str], expr, step) -> str:
                   "not converted{alternative}")
 
 
-def _call_kind(a: A.Analysis, call: cst.Call, step) -> Optional[str]:
+def _python_number(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """A weight that is a Python number (it scales a loss without changing
+    who divides it): a literal, or a name or ``self`` attribute bound only
+    to such, through the parameters the module's calls fill
+    (``self.gp_weight = gp_weight`` of ``MuseGAN(..., gp_weight=GP_WEIGHT)``)."""
+    if depth > 6:
+        return False
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _python_number(a, expr.expression, depth + 1)
+    values = []
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        if bound and all(isinstance(origin, cst.Param) for origin, _ in bound):
+            values = [arg for origin, _ in bound for _, arg in a.argument_values(origin)]
+        elif bound and all(value is not None for _, value in bound):
+            values = [value for _, value in bound]
+    elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        owner = a.self_class(expr.value)
+        if owner is not None:
+            values = a.attribute_values(owner, expr.attr.value)
+    return bool(values) and all(_python_number(a, v, depth + 1) for v in values)
+
+
+def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0) -> Optional[str]:
     if a.is_name(call, MEAN_FUNCTIONS):
         for n in walk(call):
             values = [v for _, v in a.assigned_values(n) if v is not None] if isinstance(n, cst.Name) else [n]
@@ -353,6 +379,11 @@ def _call_kind(a: A.Analysis, call: cst.Call, step) -> Optional[str]:
                               "whether its loss is divided by the number of replicas under {engine}; "
                               "not converted{alternative}")
             return SCALED
+    if not (isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS):
+        # a method of the model or a function of the module (self.log_loss(data)): what it returns
+        returns = [r for fdef in dataflow.callees(a, call) for r in _returns(fdef)]
+        if returns:
+            return _same([_kind(a, r, step, depth + 1) for r in returns], call, step)
     if replica_loss.is_keras_loss_object(a, func):
         if _flavor(a) != "keras":
             raise Refusal(call, "a Keras Loss object with a mean reduction called in a custom " + step.name.value +
