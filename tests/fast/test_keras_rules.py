@@ -392,3 +392,35 @@ def test_a_model_is_followed_through_what_holds_it(shape, script):
     r = convert_source(script, "held.py", backend="tf-distribute")
     assert r.status == "converted" and "with strategy.scope():" in r.code, (shape, r.error, r.code)
     assert not [w for w in r.warnings if "cannot find where" in w.message], (shape, r.warnings)
+
+
+_AUTOENCODER = '''import numpy as np
+import tensorflow as tf
+
+(x_train, _), _ = tf.keras.datasets.mnist.load_data()
+{made}
+model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(4)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(inputs, epochs=1, batch_size=32)
+'''
+
+
+@pytest.mark.parametrize("made,array", [
+    # a helper of the file returning arrays
+    ("def preprocess(imgs):\n    imgs = imgs.astype('float32') / 255.0\n    return np.expand_dims(imgs, -1)\n"
+     "inputs = preprocess(x_train)", True),
+    # an array method's result, and a TensorFlow op's eager value
+    ("inputs = x_train.transpose([0, 2, 1])", True),
+    ("inputs = tf.image.resize(x_train[..., None], (32, 32)).numpy()", True),
+    # a generator function is no array: not sliced
+    ("def batches(imgs):\n    for i in range(0, len(imgs), 32):\n        yield imgs[i:i + 32]\n"
+     "inputs = batches(x_train)", False),
+])
+def test_an_input_given_to_fit_alone_is_sliced_when_it_is_an_array(made, array):
+    result = convert_source(_AUTOENCODER.format(made=made).encode(), "ae.py")
+    assert result.status == "converted", result.error
+    sliced = [c for c in result.changes if c.rule == "data-division" and "inputs sliced by rank" in c.message]
+    assert bool(sliced) == array, [(c.rule, c.message) for c in result.changes + result.warnings]
+    if array:
+        assert "model.fit(inputs[hvd.rank()::hvd.size()][:len(inputs) // hvd.size()], epochs=1" in result.data.decode()
+        assert not [w for w in result.warnings if w.rule == "data-division"]
