@@ -435,6 +435,14 @@ KERAS_ARRAY_DATASETS_LOADER = "load_data"
 # Functions returning a NumPy array whatever arrays they are handed (beyond
 # the numpy module itself, whose functions all return arrays but for the
 # generator constructors).
+# Functions returning a tuple of NumPy arrays (the samples, their labels):
+# ``X, y = make_moons(1000)``, ``data = make_moons(1000)[0]``.
+ARRAY_TUPLE_FUNCTIONS = {
+    "sklearn.datasets." + n for n in (
+        "make_moons", "make_circles", "make_blobs", "make_classification", "make_regression", "make_s_curve",
+        "make_swiss_roll", "make_multilabel_classification", "make_friedman1", "make_friedman2", "make_friedman3",
+        "make_gaussian_quantiles", "make_hastie_10_2")
+}
 ARRAY_RETURNING_FUNCTIONS = {"keras.utils.to_categorical", "keras.utils.normalize", "keras.utils.pad_sequences",
                              "keras.preprocessing.sequence.pad_sequences"}
 # Functions making a new array from a shape or a literal (np.ones((64, 8)),
@@ -850,4 +858,6 @@ NESTING_DATASET_METHODS = {"window"}
 # reductions that make a Loss object return a mean: Keras 3 divides such a
 # mean by the number of replicas when a strategy runs it.
 KERAS_LOSS_MODULES = ("tensorflow.keras.losses.", "keras.losses.", "tf_keras.losses.")
+# Where Keras layer classes live (layers.Normalization(), layers.experimental.preprocessing.Rescaling())
+KERAS_LAYER_MODULES = ("keras.layers.",)
 KERAS_MEAN_REDUCTIONS = {"auto", "sum_over_batch_size", "mean", "mean_with_sample_weight"}

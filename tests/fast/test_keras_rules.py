@@ -412,6 +412,12 @@ model.fit(inputs, epochs=1, batch_size=32)
     # an array method's result, and a TensorFlow op's eager value
     ("inputs = x_train.transpose([0, 2, 1])", True),
     ("inputs = tf.image.resize(x_train[..., None], (32, 32)).numpy()", True),
+    # a Keras layer called eagerly on an array; rows of a scikit-learn sample generator
+    ("norm = tf.keras.layers.Normalization()\nnorm.adapt(x_train)\ninputs = norm(x_train)", True),
+    ("from sklearn import datasets\ninputs = datasets.make_moons(300, noise=0.05)[0].astype('float32')", True),
+    ("from sklearn.datasets import make_blobs\ninputs, labels = make_blobs(300)", True),
+    # a layer of the user's own class is not known to keep the rows
+    ("class Pick(tf.keras.layers.Layer):\n    def call(self, x):\n        return x[0]\ninputs = Pick()(x_train)", False),
     # a generator function is no array: not sliced
     ("def batches(imgs):\n    for i in range(0, len(imgs), 32):\n        yield imgs[i:i + 32]\n"
      "inputs = batches(x_train)", False),

@@ -178,6 +178,11 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
         if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
                 and _numpy_generator(a, f.value):
             return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
+        if isinstance(f, cst.Name) and expr.args and not expr.args[0].keyword and not expr.args[0].star \
+                and _keras_layer(a, f):
+            # norm = layers.Normalization(); norm(data): a layer called eagerly on an array is a
+            # tensor of its rows (fit() and a loop over its rows read it like the array)
+            return numpy_array(a, expr.args[0].value, depth + 1)
         if isinstance(f, cst.Name):
             functions = dataflow.callees(a, expr)
             if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
@@ -195,6 +200,8 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
         numbers = [isinstance(side, (cst.Integer, cst.Float)) for side in (expr.left, expr.right)]
         return any(sides) and all(s or n for s, n in zip(sides, numbers))
     if isinstance(expr, cst.Subscript):
+        if isinstance(expr.value, cst.Call) and a.names(expr.value) & apis.ARRAY_TUPLE_FUNCTIONS:
+            return True  # make_moons(1000)[0]
         return numpy_array(a, expr.value, depth + 1)
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
@@ -204,10 +211,18 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
             if value is not None:
                 if not numpy_array(a, value, depth + 1):
                     return False
-            elif not _unpacked_from_keras_dataset(a, origin):
+            elif not _unpacked_from_arrays(a, origin):
                 return False
         return True
     return False
+
+
+def _keras_layer(a, name: cst.Name) -> bool:
+    """A name bound only to constructions of Keras layer classes."""
+    values = [v for _, v in a.assigned_values(name)]
+    return bool(values) and all(
+        isinstance(v, cst.Call) and any(n.startswith(apis.KERAS_LAYER_MODULES) and n.rsplit(".", 1)[1][:1].isupper()
+                                        for n in a.names(v)) for v in values)
 
 
 def _numpy_generator(a, expr) -> bool:
@@ -218,8 +233,9 @@ def _numpy_generator(a, expr) -> bool:
     return bool(values) and all(isinstance(v, cst.Call) and a.names(v) & apis.NUMPY_OWN_GENERATORS for v in values)
 
 
-def _unpacked_from_keras_dataset(a, origin) -> bool:
-    """``(x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()``."""
+def _unpacked_from_arrays(a, origin) -> bool:
+    """``(x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()``,
+    ``X, y = make_moons(1000)``."""
     node = origin
     for _ in range(6):
         node = a.parent(node)
@@ -227,7 +243,7 @@ def _unpacked_from_keras_dataset(a, origin) -> bool:
             value = node.value
             return isinstance(value, cst.Call) and any(
                 n.startswith(apis.KERAS_ARRAY_DATASETS_MODULE) and n.endswith("." + apis.KERAS_ARRAY_DATASETS_LOADER)
-                for n in a.names(value))
+                or n in apis.ARRAY_TUPLE_FUNCTIONS for n in a.names(value))
         if node is None or isinstance(node, (cst.BaseStatement, cst.For)):
             return False
     return False
