@@ -566,14 +566,23 @@ def _later_point(ctx, dataset, src: cst.Call):
 def _training_point(ctx, dataset, src: cst.Call):
     """The dataset given to training itself, as the place to shard a flow
     whose source also feeds an adapt(): when TensorFlow knows its size there
-    (an equal share by count) and nothing shuffles it on the way from the
-    source (the ranks hold the same stream), and no adapt() reads from it."""
+    (an equal share by count), no adapt() reads from it, and the ranks hold
+    the same stream there -- a shuffle on the way from the source is given
+    one seed on every rank (``.batch(32).shuffle(1000)`` before
+    ``.map(prepare_inputs)``), so their shares of it do not overlap."""
     a = ctx.a
     path = flow.path_to(a, dataset, src)
     if path is None or not flow.size_known(a, dataset) or _adapted_downstream(ctx, dataset) is not None:
         return None
-    if any(method_name(c) in apis.RANDOM_DATASET_METHODS for c in path):
+    shuffles = [c for c in path if method_name(c) in apis.RANDOM_DATASET_METHODS]
+    if any(has_star_args(c) for c in shuffles):
         return None
+    for c in shuffles:
+        if find_arg(c, "seed", 1) is None and (c, "seed") not in _sharded(ctx):
+            _sharded(ctx).add((c, "seed"))
+            add_kwarg(ctx, c, "seed", SHARED_SEED)
+            ctx.change(c, RULE, "one shuffle seed shared by every rank, so their shares of the shuffled stream "
+                                "(taken after it) do not overlap")
     return dataset
 
 
