@@ -179,3 +179,40 @@ def test_a_mean_weighted_by_a_number_the_constructor_keeps_is_the_steps_own(cons
         assert result.data.decode().count("/ strategy.num_replicas_in_sync") == 1
     else:
         assert result.status == "unsupported" and result.error_line == _line(src, "self.penalty(pred) * self.gp_weight")
+
+
+def test_a_step_method_train_step_calls_is_not_taken_for_its_loss():
+    # the GAN recipe: train_step binds what a method running its own tape
+    # returns (d_loss = self.d_step(x)); that method is no loss expression of
+    # train_step's, and following it must not refuse the file
+    src = '''import tensorflow as tf
+
+
+class GAN(tf.keras.Model):
+    def __init__(self, discriminator):
+        super().__init__()
+        self.discriminator = discriminator
+
+    def compile(self, d_optimizer, loss_fn):
+        super().compile()
+        self.d_optimizer = d_optimizer
+        self.loss_fn = loss_fn
+
+    def d_step(self, images):
+        with tf.GradientTape() as tape:
+            loss = self.loss_fn(tf.ones((tf.shape(images)[0], 1)), self.discriminator(images))
+        grads = tape.gradient(loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+        return loss
+
+    def train_step(self, images):
+        d_loss = self.d_step(images)
+        return {"d_loss": d_loss}
+
+
+gan = GAN(tf.keras.Sequential([tf.keras.layers.Dense(1)]))
+gan.compile(tf.keras.optimizers.Adam(1e-3), tf.keras.losses.BinaryCrossentropy(from_logits=True))
+gan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), epochs=1)
+'''
+    result = convert_source(src.encode(), "gan.py", backend="tf-distribute")
+    assert result.status == "converted", result.error

@@ -280,14 +280,14 @@ def _single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
     origin, value = bindings[0]
     if not isinstance(origin, cst.Assign) or value is None or not _in(a, origin, step):
         return None
-    if _direct_kind(a, value, step) != SCALED:
+    if _direct_kind(a, value, step, follow=True) != SCALED:
         return None
     return origin
 
 
-def _direct_kind(a: A.Analysis, value, step) -> Optional[str]:
+def _direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[str]:
     """SCALED when the value is itself a call Keras divides; else None."""
-    if isinstance(value, cst.Call) and _call_kind(a, value, step) == SCALED:
+    if isinstance(value, cst.Call) and _call_kind(a, value, step, follow=follow) == SCALED:
         return SCALED
     return None
 
@@ -298,7 +298,7 @@ def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
     if depth > 8:
         raise Refusal(expr, "a loss built too deep for tfdist to follow; not converted{alternative}")
     if isinstance(expr, cst.Call):
-        kind = _call_kind(a, expr, step, depth)
+        kind = _call_kind(a, expr, step, depth, follow=True)
         if kind is None:
             raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot "
                           "tell whether Keras already divides it by the number of replicas under {engine} (known: "
@@ -361,7 +361,10 @@ def _python_number(a: A.Analysis, expr, depth: int = 0) -> bool:
     return bool(values) and all(_python_number(a, v, depth + 1) for v in values)
 
 
-def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0) -> Optional[str]:
+def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool = False) -> Optional[str]:
+    """PLAIN, SCALED, or None (not known). ``follow``: for the loss the
+    gradient is taken of, a call of a method or function of the module is
+    followed into what it returns (elsewhere such a call is no loss)."""
     if a.is_name(call, MEAN_FUNCTIONS):
         for n in walk(call):
             values = [v for _, v in a.assigned_values(n) if v is not None] if isinstance(n, cst.Name) else [n]
@@ -379,7 +382,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0) -> Optional[
                               "whether its loss is divided by the number of replicas under {engine}; "
                               "not converted{alternative}")
             return SCALED
-    if not (isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS):
+    if follow and not (isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS):
         # a method of the model or a function of the module (self.log_loss(data)): what it returns
         returns = [r for fdef in dataflow.callees(a, call) for r in _returns(fdef)]
         if returns:
