@@ -585,6 +585,8 @@ COLLECTIVE_FREE_BUILTINS = {
     "builtins.vars", "builtins.set", "builtins.frozenset", "builtins.isinstance", "builtins.hasattr",
     "builtins.type", "builtins.any", "builtins.all", "builtins.chr", "builtins.ord", "builtins.hex",
     "builtins.bin", "builtins.oct", "builtins.divmod", "builtins.pow", "builtins.bytes", "builtins.callable",
+    # a dataset's elements as NumPy values: reading it runs no collective
+    "tensorflow_datasets.as_numpy", "tensorflow_datasets.as_dataframe",
 }
 # Methods of arrays, tensors, dicts and strings that run no collective
 # operation and change nothing, whatever the receiver: like PURE_METHODS,

@@ -31,6 +31,7 @@ y = np.random.rand(64, 1).astype("float32")
 model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
 model.compile(optimizer="sgd", loss="mse")
 history = model.fit(x, y, epochs=2)
+test_ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
 '''
 MARK = "# --- case\n"
 RULE = "rank0-io"
@@ -123,6 +124,12 @@ INVALID = [
      "PIL image save on rank 0 only"),
     ('imageio.imwrite("x.png", x)\n', 'if hvd.rank() == 0:\n    imageio.imwrite("x.png", x)\n',
      "imageio imwrite on rank 0 only"),
+    # labels read from a dataset as NumPy values while the file is written: no collective
+    ('import tensorflow_datasets as tfds\nout = open("meta.tsv", "w")\n'
+     'for img, labels in tfds.as_numpy(test_ds):\n    out.write(str(labels[0]) + "\\n")\nout.close()\n',
+     'import tensorflow_datasets as tfds\nif hvd.rank() == 0:\n    out = open("meta.tsv", "w")\n'
+     '    for img, labels in tfds.as_numpy(test_ds):\n        out.write(str(labels[0]) + "\\n")\n    out.close()\n',
+     'file "meta.tsv" opened, written and closed on rank 0 only (lines {case_plus_1}-{case_end})'),
     # Keras 2.x's module for it
     ('from tensorflow.keras.utils.vis_utils import plot_model\nplot_model(model, to_file="m.png")\n',
      'from tensorflow.keras.utils.vis_utils import plot_model\nif hvd.rank() == 0:\n    plot_model(model, to_file="m.png")\n',
@@ -169,7 +176,8 @@ def test_write_is_guarded(snippet, expected, message):
     result = _convert(snippet)
     assert result.code.endswith(MARK + expected), result.code[result.code.index(MARK):]
     # line numbers in a message are the case's own, counted from its first line
-    message = message.format(case=_case_line(), case_end=_case_line() + snippet.count("\n") - 1)
+    message = message.format(case=_case_line(), case_plus_1=_case_line() + 1,
+                             case_end=_case_line() + snippet.count("\n") - 1)
     assert message in [c.message for c in _rank0_changes_in_case(result)]
     assert _rank0_warnings_in_case(result) == []
 
