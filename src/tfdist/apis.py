@@ -400,7 +400,7 @@ ROW_PRESERVING_METHODS = {"reshape", "astype", "copy", "toarray", "todense"}
 # Of those, the ones that keep the rows whatever their arguments (a fit()
 # argument ``x.astype("float32")`` is sliced as ``x[...].astype("float32")``;
 # ``reshape`` may merge rows).
-ROW_KEEPING_CONVERSIONS = {"astype", "copy", "toarray", "todense"}
+ROW_KEEPING_CONVERSIONS = {"astype", "copy", "toarray", "todense", "tolist"}  # x.tolist(): a list of x's rows
 # Methods of a NumPy array returning an array, whatever their arguments. Given
 # straight to fit(), the result's first axis holds the samples (Keras pairs
 # x[i] with y[i]), so the result is sliced as a whole, computed once:

@@ -430,3 +430,21 @@ def test_an_input_given_to_fit_alone_is_sliced_when_it_is_an_array(made, array):
     if array:
         assert "model.fit(inputs[hvd.rank()::hvd.size()][:len(inputs) // hvd.size()], epochs=1" in result.data.decode()
         assert not [w for w in result.warnings if w.rule == "data-division"]
+
+
+def test_rows_made_a_list_where_fit_takes_them_are_sliced_before_tolist():
+    # a notebook hands a DataFrame's rows to Keras as lists: the rows are sliced, then listed
+    src = b'''import pandas as pd
+import tensorflow as tf
+
+data = pd.read_csv("mushrooms.csv")
+labels = data.pop("class")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1, activation="sigmoid")])
+model.compile(loss="binary_crossentropy", optimizer="adam")
+model.fit(data.values.tolist(), labels.values.tolist())
+'''
+    result = convert_source(src, "mushrooms.py")
+    assert result.status == "converted", result.error
+    assert not result.warnings, [w.message for w in result.warnings]
+    assert ("model.fit(data.values[hvd.rank()::hvd.size()][:len(data.values) // hvd.size()].tolist(), "
+            "labels.values[hvd.rank()::hvd.size()][:len(labels.values) // hvd.size()].tolist()") in result.data.decode()

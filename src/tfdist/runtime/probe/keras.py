@@ -52,9 +52,28 @@ def _record_sequence_batches(x) -> None:
                                                 "__module__": kind.__module__})
 
 
+def _scalars_as_array(value):
+    """Keras reads a (nested) list of numbers as one array (its lists-of-
+    scalars adapter): ``fit(df.values.tolist(), labels.tolist())``. A list
+    of arrays (one per input) is left as it is."""
+    import numbers
+
+    first = value
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if not isinstance(value, (list, tuple)) or not value or not isinstance(first, numbers.Number):
+        return value
+    import numpy as np
+
+    try:
+        return np.asarray(value)
+    except ValueError:  # ragged rows: not one array
+        return value
+
+
 def _record_fit(bound) -> None:
     args = bound.arguments
-    x, y = args.get("x"), args.get("y")
+    x, y = _scalars_as_array(args.get("x")), _scalars_as_array(args.get("y"))
     if x is not None and _is_sequence(x):
         _record_sequence_batches(x)
         return
