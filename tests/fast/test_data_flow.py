@@ -373,3 +373,87 @@ def test_optimizers_chosen_by_a_loop_over_pairs_written_out_are_each_scaled():
     assert "Nadam(learning_rate=0.01 * hvd.size())" in result.code
     assert "for step in range(1, max(1, n_steps // hvd.size()) + 1):" in result.code  # the pairs loop is not a step loop
 
+
+
+def test_a_second_loop_reading_an_array_also_bound_again_does_not_slice_it_twice():
+    # Two training loops read y; the second's y may be the one the first loop
+    # had sliced (after its binding) or a rebinding in a block between them.
+    # Slicing again after that block would divide the first y twice (its
+    # rows no longer paired with data's): warned instead.
+    result = convert(TF1 + """
+TRAIN_AGAIN = True
+rng = np.random.RandomState(0)
+data = rng.rand(1024, 8).astype(np.float32)
+labels = (data.sum(axis=1) > 4).astype(np.int64)
+with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for i in range(len(data) // 32):
+        sess.run(train_op, feed_dict={x: data[i * 32:(i + 1) * 32], y: labels[i * 32:(i + 1) * 32]})
+    if TRAIN_AGAIN:
+        labels = rng.randint(0, 2, size=(1024,))
+    for i in range(len(data) // 32):
+        sess.run(train_op, feed_dict={x: data[i * 32:(i + 1) * 32], y: labels[i * 32:(i + 1) * 32]})
+""")
+    assert result.code.count("labels[hvd.rank()::") <= 1, result.code
+    assert any(w.rule == "data-division" for w in warnings(result))
+
+
+TAPE_LOOP = """
+    for i in range(len(data) // 32):
+        xb, yb = data[i * 32:(i + 1) * 32], labels[i * 32:(i + 1) * 32]
+        with tf.GradientTape() as tape:
+            loss = loss_fn(yb, model(xb))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_tape_loops_reading_an_array_rebound_between_them_do_not_slice_it_twice():
+    # the GradientTape form of the case above: the first loop's arrays are
+    # sliced where final; the second reads labels through that binding and a
+    # rebinding in a block between the loops: warned, never sliced twice
+    result = convert(textwrap.dedent("""
+        import numpy as np
+        import tensorflow as tf
+
+        RELABEL = True
+        data = np.random.rand(1024, 8).astype("float32")
+        labels = (data.sum(axis=1) > 4).astype("int64")
+        model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+        optimizer = tf.keras.optimizers.SGD(0.1)
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        for epoch in range(2):""") + TAPE_LOOP + "if RELABEL:\n    labels = np.random.randint(0, 2, size=(1024,))\n"
+        + "for epoch in range(2):" + TAPE_LOOP)
+    assert result.code.count("labels = labels[hvd.rank()::") == 1, result.code
+    assert any("labels" in w.message and w.rule == "data-division" for w in warnings(result))
+
+
+def test_rows_rescaled_under_the_same_name_and_conditions_made_from_label_rows_are_sliced_with_them():
+    # xb = x[...]; xb = xb / 127.5 - 1.0; xb = xb.astype(...): still x's rows;
+    # cond = np.eye(4)[yb]: computed from the label rows, made from each rank's share
+    result = convert_source(textwrap.dedent("""
+        import numpy as np
+        import tensorflow as tf
+
+        x = np.random.rand(480, 8)
+        labels = np.random.randint(0, 4, size=(480,))
+        model = tf.keras.Sequential([tf.keras.layers.Dense(4)])
+        optimizer = tf.keras.optimizers.SGD(0.05)
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        for i in range(len(x) // 24):
+            xb = x[i * 24:(i + 1) * 24]
+            xb = xb / 127.5 - 1.0
+            xb = xb.astype("float32")
+            yb = labels[i * 24:(i + 1) * 24]
+            cond = np.eye(4, dtype="float32")[yb]
+            with tf.GradientTape() as tape:
+                loss = loss_fn(yb, model(tf.concat([xb, cond], axis=1)))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        """).encode(), "case.py")
+    assert result.status == "converted", result.error
+    lines = result.code.splitlines()
+    at = lines.index("labels = np.random.randint(0, 4, size=(480,))")
+    assert lines[at + 2:at + 4] == ["x = x[hvd.rank()::hvd.size()][:len(x) // hvd.size()]",
+                                    "labels = labels[hvd.rank()::hvd.size()][:len(labels) // hvd.size()]"]
+    assert not [w for w in result.warnings if w.rule == "data-division"], [w.message for w in result.warnings]

@@ -666,6 +666,10 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
                     roots.setdefault(k, v)
         elif isinstance(name, cst.Name) and _rows_bound_in_loop(a, name, loop):
             missed.append(name)
+    # a value computed in the loop from rows of the arrays sliced anyway (a
+    # generator's output for a batch of conditions: ``fake =
+    # generator.predict([noise, y[i:i + B]])``) is made from each rank's rows
+    missed = [n for n in missed if not (set() < _row_arrays(a, n, loop, spots) <= roots.keys())]
     if roots and missed:
         # the step reads rows of arrays tfdist can follow and rows it cannot:
         # slicing only the first would pair samples with other samples' labels
@@ -693,6 +697,29 @@ def _computed_from_rows(a: A.Analysis, name: cst.Name, loop, spots, depth: int =
                     dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(base)):
                 return True
     return False
+
+
+def _row_arrays(a: A.Analysis, name: cst.Name, loop, spots, depth: int = 0) -> Set[str]:
+    """The arrays bound before the loop whose rows ``name`` (bound in the
+    loop, before the step) is computed from, directly or through other
+    names bound there: what _computed_from_rows finds, by name."""
+    out: Set[str] = set()
+    if depth > 4:
+        return out
+    for origin, value in a.assigned_values(name):
+        if value is None or not dataflow.is_inside(a, origin, loop) \
+                or any(dataflow.is_inside(a, origin, spot) for spot in spots):
+            continue
+        for sub in walk(value):
+            if isinstance(sub, cst.Name) and sub is not name:
+                out |= _row_arrays(a, sub, loop, spots, depth + 1)
+            base = sub.value if isinstance(sub, cst.Subscript) else None
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            if isinstance(base, cst.Name) and not a.kinds(base) and a.assigned_values(base) and not any(
+                    dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(base)):
+                out.add(base.value)
+    return out
 
 
 def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> bool:

@@ -727,7 +727,8 @@ def _array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: L
         # xb = tf.convert_to_tensor(xb): still the rows xb holds; so is
         # noisy = xb + 0.3 * np.random.randn(*xb.shape) (a denoising input)
         inside = [(o, _rows_under_noise(a, v, loop) or v) for o, v in inside]
-        inside = [(o, (row_kept_source(a, v) if v is not None else None) or v) for o, v in inside]
+        # (every conversion peeled: xb = xb / 127.5 - 1.0 is still xb's rows)
+        inside = [(o, (rows_under(a, v) if v is not None else None) or v) for o, v in inside]
         # yb = one_hot(get_batch(y, step)): a function of this module computing
         # from the rows it is given and nothing else
         inside = [(o, pure_batch_function_argument(a, v) or v) for o, v in inside]
@@ -968,7 +969,10 @@ def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
                 return None
         for name, node in roots.items():
             group_roots, group_readers = groups.setdefault(id(a.enclosing_function(node)), ({}, []))
-            group_roots.setdefault(name, node)
+            known = group_roots.setdefault(name, node)
+            if known is not node and {id(b.node) for b in a.bindings_of(known)} != {
+                    id(b.node) for b in a.bindings_of(node)}:
+                return None  # another loop reads another binding of it too (rebound between them): no one point
             group_readers.extend(r for r in readers if all(r is not g for g in group_readers))
     return list(groups.values()) or None
 
@@ -1189,6 +1193,14 @@ def _slice_point(ctx, roots: Dict[str, cst.Name], readers: List[cst.CSTNode]) ->
         return None
     if not all(dataflow.after(a, r, where) for r in [*readers, *reorders]):
         return None
+    # another training loop had some of these bindings sliced at another
+    # point (after the first of two blocks binding y): slicing here as well
+    # would divide what comes through those bindings twice
+    earlier = ctx.state(__name__ + ".sliced_bindings", dict)
+    key = lambda n: (n, id(bindings[n][-1]) if bindings[n] else id(function))  # noqa: E731
+    if any(key(n) not in ctx.state(__name__ + ".sliced") and {id(s) for s in bindings[n]} & earlier.get(n, set())
+           for n in roots):
+        return None
     if not data_division.arrays_sliced_where_bound(ctx, set(roots), bindings, where, rows_under):
         ctx.warn(point if point is not None else entry, data_division.RULE, ctx.say(
             "{roots} (read by the training loop) are also handed to fit() mixed with other data, which tfdist "
@@ -1284,6 +1296,8 @@ def _slice_at(ctx, found: _SlicePoint, what: str) -> step_loops.Sliced:
     key = lambda n: (n, id(bindings[n][-1]) if bindings[n] else id(function))  # noqa: E731
     fresh = [n for n in names if key(n) not in done]
     done.update(key(n) for n in fresh)
+    for n in fresh:
+        ctx.state(__name__ + ".sliced_bindings", dict).setdefault(n, set()).update(id(s) for s in bindings[n])
     if not fresh:
         return step_loops.Sliced(set(roots), where)
     names = fresh
