@@ -15,7 +15,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
+from . import data_division, dataset_flow, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
 from .common import calls_in, find_arg, names_a_field, receiver, source
 
 PATTERN = gradient_tape.PATTERN
@@ -445,8 +445,9 @@ def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[
         return "pure"
     if qualified & apis.ROW_KEEPING_ARRAY_FUNCTIONS:
         return "pure"  # tf.convert_to_tensor(xb), tf.one_hot(yb, 10): row for row
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
-        return "pure"
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and (
+            not qualified or dataset_flow.numpy_array(a, call.func.value)):
+        return "pure"  # xb.astype("float32") of NumPy rows
     if depth < 3 and tf1_common.batch_helper_arrays(a, call, draws=True) is not None:
         fdef = dataflow.callees(a, call)[0]
         kinds = [_batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
@@ -552,10 +553,16 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     # (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
     # anything else (a rate from the step number) would differ between them.
     needed = {n.value for c in cutting if cuts(c) for n in walk(c) if isinstance(n, cst.Name)}
-    for stmt in reversed(statements):
+    for k in reversed(range(len(statements))):
+        stmt = statements[k]
         bound = set(_assigned(stmt))
         if cuts(stmt) or bound & needed:
             needed |= {n.value for n in walk(stmt) if isinstance(n, cst.Name)}
+            continue
+        # computed from the rows cut before it (cond = np.eye(4)[yb]): each
+        # replica computes it from its own rows (its calls checked above)
+        earlier = {n for s in statements[:k] for n in _assigned(s)}
+        if {n.value for n in walk(stmt) if isinstance(n, cst.Name)} & earlier:
             continue
         raise refuse(stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of the "
                            "batch, before the step: every replica would compute its own; compute it after the batch "
