@@ -55,8 +55,6 @@ def _line(src: str, text: str) -> int:
      "adds terms Keras divides"),
     # a sum: not a mean over the replica's batch
     ("loss = tf.reduce_sum(tf.square(pred - y))", "tf.reduce_sum", "cannot tell whether Keras already divides"),
-    # a tf-keras Loss object called in the step: tf-keras raises under a strategy, Keras 3 divides it
-    ("loss = self.loss_fn(y, pred)", "self.loss_fn(y, pred)", "tf-keras (what a tf.keras script runs"),
     # a mean of a value Keras already divided
     ("loss = tf.reduce_mean(self.compute_loss(x, y, pred))", "tf.reduce_mean(self", "a mean of a loss Keras"),
     # bound twice: += is not a plain assignment
@@ -216,3 +214,77 @@ gan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), 
 '''
     result = convert_source(src.encode(), "gan.py", backend="tf-distribute")
     assert result.status == "converted", result.error
+
+
+def test_a_keras_loss_object_in_a_tf_keras_step_is_kept_and_warned_for_multi_worker():
+    # Keras 3 divides its value by the replicas (the gradient is kept); on
+    # TF_CONFIG workers the conversion runs tf-keras, which raises on it: warned
+    src, result = _tfd("loss = self.loss_fn(y, pred)")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert "/ strategy.num_replicas_in_sync" not in text
+    assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
+    (warning,) = [w for w in result.warnings if w.level == "WARNING"]
+    assert "tf-keras (keras-team/keras#20585), which raises ValueError on it" in warning.message
+    assert warning.line == _line(src, "self.loss_fn(y, pred)")
+
+
+def test_steps_in_methods_train_step_calls_are_converted_with_it():
+    # the GAN recipe: train_step calls a discriminator step and a generator
+    # step, each with its own tape and optimizer; both methods run only as
+    # part of train_step, so each loss is divided as the step's own
+    src = """import keras
+import tensorflow as tf
+
+
+class GAN(keras.Model):
+    def __init__(self, discriminator, generator):
+        super().__init__()
+        self.discriminator = discriminator
+        self.generator = generator
+
+    def compile(self, d_optimizer, g_optimizer):
+        super().compile()
+        self.d_optimizer = d_optimizer
+        self.g_optimizer = g_optimizer
+        self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+
+    def discriminator_step(self, images, noise):
+        with tf.GradientTape() as tape:
+            real = self.discriminator(images)
+            fake = self.discriminator(self.generator(noise))
+            d_loss = self.loss_fn(tf.ones_like(real), real) + self.loss_fn(tf.zeros_like(fake), fake)
+        grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+        return d_loss
+
+    def generator_step(self, noise):
+        with tf.GradientTape() as tape:
+            g_loss = tf.reduce_mean(tf.nn.softplus(-self.discriminator(self.generator(noise))))
+        grads = tape.gradient(g_loss, self.generator.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+        return g_loss
+
+    def train_step(self, images):
+        noise = tf.random.normal((tf.shape(images)[0], 8))
+        d_loss = self.discriminator_step(images, noise)
+        g_loss = self.generator_step(noise)
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+
+gan = GAN(keras.Sequential([keras.layers.Dense(1)]), keras.Sequential([keras.layers.Dense(4)]))
+gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+gan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), epochs=1)
+"""
+    result = convert_source(src.encode(), "gan.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert not [w for w in result.warnings if w.level == "WARNING"], [w.message for w in result.warnings]
+    text = result.data.decode()
+    # the generator's own mean divided once; the Loss objects' sum kept (Keras 3 divides each)
+    assert text.count("/ strategy.num_replicas_in_sync") == 1
+    assert "scaled_g_loss = g_loss / strategy.num_replicas_in_sync" in text
+    assert "tape.gradient(scaled_d_loss, self.discriminator.trainable_weights)" in text
+    assert "d_loss = scaled_d_loss * strategy.num_replicas_in_sync" in text  # what discriminator_step returns: the mean
+    # the optimizers the step methods apply are built in the scope before fit()
+    assert "gan.d_optimizer.build(gan.discriminator.trainable_weights)" in text
+    assert "gan.g_optimizer.build(gan.generator.trainable_weights)" in text

@@ -9,6 +9,8 @@ datasets that feed the training loop are sharded.
 """
 from __future__ import annotations
 
+import weakref
+
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -169,15 +171,54 @@ def _calls_under(node) -> List[cst.Call]:
     return calls_in(node)
 
 
+_STEP_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cst.FunctionDef]:
+    """The ``train_step`` / ``test_step`` of a Keras Model subclass that
+    ``fdef`` runs as part of: the step itself, or a method of its class the
+    step calls (``self.discriminator_train_step(batch_size, images)``,
+    transitively) that nothing else calls -- fit() runs it on every replica
+    with the step. None otherwise."""
+    if fdef is None:
+        return None
+    table = _STEP_FUNCTIONS.get(a)
+    if table is None:
+        table = _STEP_FUNCTIONS[a] = _keras_step_functions(a)
+    return table.get(id(fdef))
+
+
+def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:
+    steps = []
+    for name in ("train_step", "test_step"):
+        for f in a.functions.get(name, []):
+            owner = a.method_owner(f)
+            fact = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value)) if owner is not None else None
+            if fact and A.MODEL in fact.kinds:
+                steps.append(f)
+    callers: Dict[int, Set[int]] = {}  # method -> the functions calling it
+    methods: Dict[int, cst.FunctionDef] = {}
+    for c in a.calls:
+        for f in a.methods_called(c):
+            caller = a.enclosing_function(c)
+            callers.setdefault(id(f), set()).add(id(caller) if caller is not None else 0)
+            methods[id(f)] = f
+    out: Dict[int, cst.FunctionDef] = {id(s): s for s in steps}
+    changed = True
+    while changed:  # a method all of whose callers run as part of one step runs as part of it
+        changed = False
+        for key, f in methods.items():
+            if key in out:
+                continue
+            owners = {id(out[c]) if c in out else None for c in callers[key]}
+            if len(owners) == 1 and None not in owners:
+                out[key] = out[next(iter(callers[key]))]
+                changed = True
+    return out
+
+
 def in_keras_train_step(a: A.Analysis, node) -> bool:
-    f = a.enclosing_function(node)
-    if f is None or f.name.value not in ("train_step", "test_step"):
-        return False
-    for anc in a.ancestors(f):
-        if isinstance(anc, cst.ClassDef):
-            fact = a.classes.get(next(iter(a.qualified(anc.name)), anc.name.value))
-            return bool(fact and A.MODEL in fact.kinds)
-    return False
+    return keras_step_of(a, a.enclosing_function(node)) is not None
 
 
 def training_tapes(a: A.Analysis, keras_train_step: bool = False):

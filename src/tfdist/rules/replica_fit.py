@@ -141,8 +141,8 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
     steps = a.class_methods(cls, "train_step")
     lines = []
     for p in gradient_tape.apply_calls(a):
-        if not any(dataflow.is_inside(a, p, step) for step in steps):
-            continue
+        if gradient_tape.keras_step_of(a, a.enclosing_function(p)) not in steps:
+            continue  # applied outside the step and the methods only it runs
         opt, variables = receiver(p), gradient_tape.applied_variables(a, p)
         if not (isinstance(opt, cst.Attribute) and isinstance(opt.value, cst.Name) and opt.value.value == "self"
                 and opt.attr.value != "optimizer") or variables is None:

@@ -90,7 +90,9 @@ def apply(ctx) -> None:
 
 
 def _in(a: A.Analysis, node, step) -> bool:
-    return a.enclosing_function(node) is step
+    """node is in the step or in a method of its class only the step runs
+    (gradient_tape.keras_step_of)."""
+    return gradient_tape.keras_step_of(a, a.enclosing_function(node)) is step
 
 
 def _optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
@@ -147,7 +149,7 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
         if _in(a, asg, step) and id(asg) not in done and _direct_kind(a, asg.value, step) == SCALED:
             _report_mean(ctx, asg, step)
     for c in a.calls:
-        if _in(a, c, step) and not isinstance(a.parent(c), cst.Assign) and _direct_kind(a, c, step) == SCALED \
+        if _in(a, c, step) and not _in_scaled_assignment(a, c, step) and _direct_kind(a, c, step) == SCALED \
                 and not any(c is t for _w, g in gradient_calls for t in walk(g)):
             ctx.warn(c, RULE, ctx.say("{call}: Keras divides this loss by {size} under {engine}; what the step "
                                       "reports of it is that share: multiply it by {size} where it is reported",
@@ -155,6 +157,7 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
     for p in applies:
         if not _is_self_attribute(a, receiver(p), "optimizer"):  # compile()'s optimizer is scaled there
             gradient_tape._scale(ctx, receiver(p))
+    _legacy_loss_objects(ctx, step)
 
 
 #: what may carry gradients from tape.gradient to the optimizer unchanged
@@ -261,10 +264,21 @@ def _report_mean(ctx, asg: cst.Assign, step) -> None:
                                   "step reports", base=base))
 
 
+def _in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
+    """The call is (a term of) the value of an assignment Keras divides as a
+    whole (``d_loss = loss_fn(ones, real) + loss_fn(zeros, fake)``): what
+    the step reports of it is handled with that assignment."""
+    node = a.parent(call)
+    while isinstance(node, cst.BinaryOperation):
+        node = a.parent(node)
+    return isinstance(node, cst.Assign) and _direct_kind(a, node.value, step) == SCALED
+
+
 def _read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
-    """Is the name asg binds read in the step, other than at ``skip``?"""
+    """Is the name asg binds read in the step (the function of the step
+    holding it: the step or a method only it runs), other than at ``skip``?"""
     target = asg.targets[0].target
-    for n in walk(step):
+    for n in walk(a.enclosing_function(asg) or step):
         if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
                 and any(origin is asg for origin, _ in a.assigned_values(n)):
             return True
@@ -286,9 +300,21 @@ def _single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
 
 
 def _direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[str]:
-    """SCALED when the value is itself a call Keras divides; else None."""
+    """SCALED when the value is itself a call Keras divides, or a sum of
+    such calls (``loss_fn(ones, real) + loss_fn(zeros, fake)``), scaled by
+    Python numbers; else None."""
     if isinstance(value, cst.Call) and _call_kind(a, value, step, follow=follow) == SCALED:
         return SCALED
+    if isinstance(value, cst.BinaryOperation):
+        if isinstance(value.operator, (cst.Add, cst.Subtract)):
+            sides = [_direct_kind(a, value.left, step, follow), _direct_kind(a, value.right, step, follow)]
+            return SCALED if sides == [SCALED, SCALED] else None
+        if isinstance(value.operator, (cst.Multiply, cst.Divide)):
+            pairs = ((value.left, value.right), (value.right, value.left)) if isinstance(value.operator, cst.Multiply) \
+                else ((value.left, value.right),)
+            for side, other in pairs:
+                if _python_number(a, other):
+                    return _direct_kind(a, side, step, follow)
     return None
 
 
@@ -388,13 +414,31 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool
         if returns:
             return _same([_kind(a, r, step, depth + 1) for r in returns], call, step)
     if replica_loss.is_keras_loss_object(a, func):
-        if _flavor(a) != "keras":
-            raise Refusal(call, "a Keras Loss object with a mean reduction called in a custom " + step.name.value +
-                          ": tf-keras (what a tf.keras script runs on TF_CONFIG workers) refuses it under a strategy "
-                          "outside compile(), Keras 3 divides it by the number of replicas; give it "
-                          "reduction=\"none\" and take tf.reduce_mean of it, or use self.compute_loss; "
-                          "not converted{alternative}")
-        return SCALED
+        return SCALED  # Keras 3 divides it (tf-keras raises on it: warned, _legacy_loss_objects)
+    return None
+
+
+def _legacy_loss_objects(ctx, step) -> None:
+    """A tf.keras script's step calling a Keras Loss object with a mean
+    reduction: Keras 3 divides its value by the number of replicas (the
+    step is converted for that), but on TF_CONFIG workers the conversion
+    runs tf-keras (keras-team/keras#20585), whose Loss refuses that
+    reduction under a strategy outside compile() (``Loss._get_reduction``
+    raises ValueError: every worker stops, nothing trains wrong). Warned
+    once per file, with the edit."""
+    a = ctx.a
+    if _flavor(a) == "keras":
+        return
+    done = ctx.state(__name__ + ".legacy_loss_objects")
+    for c in a.calls:
+        if _in(a, c, step) and not done and replica_loss.is_keras_loss_object(a, c.func):
+            done.add(True)
+            ctx.warn(c, RULE, ctx.say(
+                "a Keras Loss object with a mean reduction called in {step}: under MultiWorkerMirroredStrategy "
+                "(TF_CONFIG) fit() runs on tf-keras (keras-team/keras#20585), which raises ValueError on it outside "
+                "compile() (Keras 3, on one host, divides it by {size} as the step needs): give it "
+                "reduction=\"none\" and average it with tf.nn.compute_average_loss(..., global_batch_size=<per-replica "
+                "batch> * {size}), or use self.compute_loss", step=step.name.value))
     return None
 
 
