@@ -448,3 +448,29 @@ model.fit(data.values.tolist(), labels.values.tolist())
     assert not result.warnings, [w.message for w in result.warnings]
     assert ("model.fit(data.values[hvd.rank()::hvd.size()][:len(data.values) // hvd.size()].tolist(), "
             "labels.values[hvd.rank()::hvd.size()][:len(labels.values) // hvd.size()].tolist()") in result.data.decode()
+
+
+def test_a_scikit_learn_wrappers_fit_gets_no_keras_fit_arguments_under_tf_distribute():
+    # KerasClassifier.fit hands its keyword arguments to the model's fit(),
+    # over its constructor's batch_size=50: adding fit()'s per-replica default
+    # batch there would change the batch; the wrapper is warned instead
+    src = b'''import numpy as np
+from tensorflow.keras import layers, models, optimizers
+from tensorflow.keras.wrappers.scikit_learn import KerasClassifier
+
+
+def build():
+    model = models.Sequential([layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=optimizers.Adam(0.001), loss="sparse_categorical_crossentropy")
+    return model
+
+
+clf = KerasClassifier(build_fn=build, epochs=3, batch_size=50, verbose=1)
+clf.fit(np.ones((100, 4)), np.zeros(100))
+'''
+    result = convert_source(src, "wrapper.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert "clf.fit(np.ones((100, 4)), np.zeros(100))\n" in text
+    assert "clf = KerasClassifier(build_fn=build, epochs=3, batch_size=50, verbose=1)\n" in text
+    assert [w for w in result.warnings if "KerasClassifier trains Keras models itself" in w.message]

@@ -107,7 +107,7 @@ def _functions_called(a: A.Analysis, func, depth: int = 0) -> list:
     return found
 
 
-def _sklearn_wrapper(a: A.Analysis, expr) -> bool:
+def sklearn_wrapper(a: A.Analysis, expr) -> bool:
     """A name bound to a scikit-learn wrapper of a Keras model
     (``KerasClassifier(build_fn=...)``): its own fit() passes its keywords on
     to the model's fit, so that call trains like a model's."""
@@ -133,7 +133,7 @@ def _built_by_tuner(a: A.Analysis, expr) -> bool:
 
 def is_model(a: A.Analysis, expr) -> bool:
     return expr is not None and (a.is_kind(expr, A.MODEL) or _compiled_with_optimizer(a, expr)
-                                 or _sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
+                                 or sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
 
 
 def model_calls(a: A.Analysis, methods) -> List[cst.Call]:

@@ -58,6 +58,11 @@ def apply(ctx) -> None:
         keras_fit._optimizer(ctx, call)
     fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
     for call in fits:
+        if keras_fit.sklearn_wrapper(a, receiver(call)):
+            # a scikit-learn wrapper's fit() builds its model and hands its keyword arguments to the
+            # model's fit(), over the settings its constructor holds (batch_size=50): nothing is added
+            # there; what to do by hand is warned with the wrapper (backend.sklearn_wrapper_warning)
+            continue
         _scope_model(ctx, call, compiles)
         _fit(ctx, call)
         _mark_built_without_call(ctx, call)
