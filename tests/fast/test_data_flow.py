@@ -211,15 +211,14 @@ def test_one_optimizer_applied_at_two_sites_on_the_same_model_broadcasts_after_e
     assert not warnings(result), result.warnings
 
 
-def test_one_optimizer_applied_to_different_models_is_reported_with_both_lines():
-    result = convert("""import numpy as np
+ONE_OPTIMIZER_TWO_MODELS = """import numpy as np
 import tensorflow as tf
 
 gen = tf.keras.Sequential([tf.keras.layers.Dense(4)])
 disc = tf.keras.Sequential([tf.keras.layers.Dense(1)])
 opt = tf.keras.optimizers.Adam(1e-3)
 data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
-for x in data:
+for i, x in enumerate(data):
     with tf.GradientTape() as tape:
         g_loss = tf.reduce_mean(disc(gen(x)))
     grads = tape.gradient(g_loss, gen.trainable_variables)
@@ -228,8 +227,33 @@ for x in data:
         d_loss = tf.reduce_mean(disc(x))
     grads2 = tape2.gradient(d_loss, disc.trainable_variables)
     opt.apply_gradients(zip(grads2, disc.trainable_variables))
-""")
-    assert any(w.rule == "gradient-tape" and "lines 12, 16" in w.message and "different variables" in w.message
+"""
+
+
+def test_one_optimizer_applied_to_two_models_in_turn_broadcasts_each_after_its_first_apply():
+    # each pass applies the optimizer twice, in order: the generator's
+    # variables go after its apply (count 1), the discriminator's after the
+    # second (count 2), with the optimizer's state
+    result = convert(ONE_OPTIMIZER_TWO_MODELS)
+    lines = result.code.splitlines()
+    first = lines.index("    opt.apply_gradients(zip(grads, gen.trainable_variables))")
+    assert lines[first + 2:first + 5] == ["    if opt.iterations == 1:",
+                                          "        hvd.broadcast_variables(gen.variables, root_rank=0)",
+                                          "        hvd.broadcast_variables(opt.variables, root_rank=0)"]
+    second = lines.index("    opt.apply_gradients(zip(grads2, disc.trainable_variables))")
+    assert lines[second + 2:second + 5] == ["    if opt.iterations == 2:",
+                                            "        hvd.broadcast_variables(disc.variables, root_rank=0)",
+                                            "        hvd.broadcast_variables(opt.variables, root_rank=0)"]
+    assert not [w for w in warnings(result) if w.rule == "gradient-tape"], result.warnings
+
+
+def test_one_optimizer_applied_to_different_models_not_once_each_per_pass_is_reported_with_both_lines():
+    # the second apply runs on some passes only: the count after the first
+    # pass is not known, so the generator's broadcast cannot be placed
+    result = convert(ONE_OPTIMIZER_TWO_MODELS.replace(
+        "    opt.apply_gradients(zip(grads2, disc.trainable_variables))",
+        "    if i % 2:\n        opt.apply_gradients(zip(grads2, disc.trainable_variables))"))
+    assert any(w.rule == "gradient-tape" and "lines 12, 17" in w.message and "different variables" in w.message
                for w in warnings(result)), result.warnings
 
 

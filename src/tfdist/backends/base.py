@@ -255,7 +255,11 @@ class Backend(ABC):
     def wrap_tape(self, tape: str) -> str: ...
 
     @abstractmethod
-    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str) -> str: ...
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str,
+                                   applies: int = 1) -> str:
+        """Statements broadcasting these variables and the optimizer's state
+        from rank 0 exactly once: after the optimizer's ``applies``-th apply
+        (its first step, or the last of the ``applies`` it makes in one step)."""
 
     def broadcast_now(self, variables: str) -> str:
         """Statements setting these variables to rank 0's values, run where they stand."""

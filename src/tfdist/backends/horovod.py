@@ -157,12 +157,14 @@ class HorovodBackend(Backend):
     def wrap_tape(self, tape: str) -> str:
         return f"{tape} = {{hvd}}.DistributedGradientTape({tape})"
 
-    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str) -> str:
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str,
+                                   applies: int = 1) -> str:
         # optimizer.iterations is a tf.Variable: the condition is evaluated
         # per step (also inside @tf.function, where AutoGraph turns it into a
         # tf.cond), so the broadcast runs exactly once, after the first
-        # apply_gradients created the optimizer's slot variables.
-        lines = [f"if {optimizer}.iterations == 1:"]
+        # apply_gradients created the optimizer's slot variables (each apply
+        # counts one: after the last of several in one step, it is their number).
+        lines = [f"if {optimizer}.iterations == {applies}:"]
         for v in variables:
             lines.append(f"    {{hvd}}.broadcast_variables({v}, root_rank=0)")
         lines.append(f"    {{hvd}}.broadcast_variables({optimizer_vars}, root_rank=0)")

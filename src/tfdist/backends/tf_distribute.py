@@ -325,7 +325,8 @@ class TfDistributeBackend(Backend):
     def wrap_tape(self, tape: str):
         return None
 
-    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str):
+    def broadcast_after_first_step(self, optimizer: str, variables: List[str], optimizer_vars: str,
+                                   applies: int = 1):
         return None  # mirrored variables start equal
 
     def tf1_broadcast_op(self) -> str:

@@ -448,10 +448,60 @@ def _broadcast_at_every_site(ctx, calls: List[cst.Call], grad_calls) -> None:
                 break
         else:
             return
+    if _broadcast_after_the_last_of_a_step(ctx, calls, grad_calls):
+        return
     lines = ", ".join(str(a.line(c)) for c in calls)
     ctx.warn(calls[1], RULE, f"the optimizer of {a.code(receiver(calls[0]))} applies gradients at lines {lines} "
                              "to different variables: only the variables of the first call are broadcast from "
                              "rank 0; broadcast the others after their first step by hand")
+
+
+def _broadcast_after_the_last_of_a_step(ctx, calls: List[cst.Call], grad_calls) -> bool:
+    """One optimizer applying gradients to different variables at several
+    statements of one block, one after the other (a GAN's step: the
+    discriminator's, then the generator's): each pass through the block
+    applies each once, so after the last one of the first pass the
+    optimizer has counted exactly len(calls) applies. The first call's
+    variables were broadcast after it (its count is 1 there); the others'
+    go after the last call, with the optimizer's state, when its count is
+    len(calls). False (nothing done) for any other layout."""
+    a = ctx.a
+    stmts = [a.statement_of(c) for c in calls]
+    block = a.parent(stmts[0]) if stmts[0] is not None else None
+    if block is None or any(s is None or a.parent(s) is not block for s in stmts):
+        return False
+    body = list(block.body)
+    positions = [body.index(s) for s in stmts]
+    if positions != sorted(positions) or len(set(positions)) != len(positions):
+        return False
+    if any(isinstance(n, _EXITS_BETWEEN) for s in body[positions[0]:positions[-1] + 1] for n in walk(s)):
+        return False  # a pass could stop between them (continue, break, return)
+    later = []
+    for c in calls[1:]:
+        variables = applied_variables(a, c)
+        if variables is None:
+            variables = _sources_of(a, c, grad_calls)
+        if variables is None:
+            return False
+        later += [v for v in _model_vars(a, variables) if v not in later]
+    small = stmts[-1].body[0] if isinstance(stmts[-1], cst.SimpleStatementLine) and len(stmts[-1].body) == 1 else None
+    if small is None or isinstance(small, cst.Return):
+        return False
+    opt = a.code(receiver(calls[0]))
+    legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(receiver(calls[0])))
+    code = ctx.backend.broadcast_after_first_step(opt, later, f"{opt}.variables()" if legacy else f"{opt}.variables",
+                                                  applies=len(calls))
+    if code is None:
+        return True
+    ctx.plan.insert_after(stmts[-1], ctx.stmts(code, comment=ctx.say(
+        "{engine}: broadcast from rank 0 once, after the first step's last apply by {opt} created its slots for "
+        "these variables.", opt=opt)))
+    ctx.change(calls[-1], "broadcast", f"variables of the later applies and {opt}'s state broadcast from rank 0 "
+                                       f"after its first step's {len(calls)} applies")
+    return True
+
+
+_EXITS_BETWEEN = (cst.Continue, cst.Break, cst.Return, cst.Raise)
 
 
 def _zip_vars(a: A.Analysis, expr) -> Optional[cst.BaseExpression]:
