@@ -288,3 +288,51 @@ gan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), 
     # the optimizers the step methods apply are built in the scope before fit()
     assert "gan.d_optimizer.build(gan.discriminator.trainable_weights)" in text
     assert "gan.g_optimizer.build(gan.generator.trainable_weights)" in text
+
+
+@pytest.mark.parametrize("in_method", [True, False])
+def test_a_gradient_penalty_taken_with_respect_to_watched_inputs_is_no_training_gradient(in_method):
+    # WGAN-GP: d(critic)/d(interpolated images) with tape.watch(interpolated),
+    # in a method train_step calls or inline: part of the critic's loss, applied
+    # by no optimizer; the critic's loss is the step's own mean, divided once
+    penalty = """with tf.GradientTape() as gp_tape:
+    gp_tape.watch(interpolated)
+    pred = self.critic(interpolated)
+grads = gp_tape.gradient(pred, [interpolated])[0]
+gp = tf.reduce_mean((tf.norm(grads, axis=1) - 1.0) ** 2)"""
+    method = ("    def gradient_penalty(self, interpolated):\n" + textwrap.indent(penalty, " " * 8)
+              + "\n        return gp\n\n") if in_method else ""
+    inline = "" if in_method else textwrap.indent(penalty, " " * 8) + "\n"
+    src = f"""import tensorflow as tf
+
+
+class WGAN(tf.keras.Model):
+    def __init__(self, critic):
+        super().__init__()
+        self.critic = critic
+
+    def compile(self, c_optimizer):
+        super().compile()
+        self.c_optimizer = c_optimizer
+
+{method}    def train_step(self, real):
+        fake = real + tf.random.normal(tf.shape(real))
+        alpha = tf.random.uniform((tf.shape(real)[0], 1))
+        interpolated = real + alpha * (fake - real)
+{inline}        with tf.GradientTape() as tape:
+            c_loss = tf.reduce_mean(self.critic(fake)) - tf.reduce_mean(self.critic(real))
+            c_loss = c_loss + 10.0 * {"self.gradient_penalty(interpolated)" if in_method else "gp"}
+        c_grads = tape.gradient(c_loss, self.critic.trainable_weights)
+        self.c_optimizer.apply_gradients(zip(c_grads, self.critic.trainable_weights))
+        return {{"c_loss": c_loss}}
+
+
+wgan = WGAN(tf.keras.Sequential([tf.keras.layers.Dense(1)]))
+wgan.compile(tf.keras.optimizers.Adam(1e-3))
+wgan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), epochs=1)
+"""
+    result = convert_source(src.encode(), "wgan.py", backend="tf-distribute")
+    assert result.status == "converted", (result.error, result.error_line)
+    text = result.data.decode()
+    assert "grads = gp_tape.gradient(pred, [interpolated])[0]" in text
+    assert text.count("/ strategy.num_replicas_in_sync") == 1

@@ -130,6 +130,8 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
     tapes = [(w, name) for w, _item, name in gradient_tape.tapes(a) if _in(a, w, step)]
     for w, name in tapes:
         for g in gradient_tape.gradient_calls(a, w, name):
+            if _of_watched_inputs(a, w, name, g):
+                continue  # a gradient penalty's d(critic)/d(inputs): part of a loss, not a training gradient
             # the tape this name is bound to at the call: the last `with ... as name` before it
             latest = max((t for t, n in tapes if n == name and a.line(t) <= a.line(g)), key=a.line)
             if latest is w:
@@ -264,6 +266,21 @@ def _report_mean(ctx, asg: cst.Assign, step) -> None:
                                   "step reports", base=base))
 
 
+def _of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> bool:
+    """``tape.gradient(pred, [interpolated])`` of tensors the tape is told to
+    watch (``tape.watch(interpolated)``) in its block: a gradient with respect
+    to inputs (a WGAN-GP's penalty), which no optimizer applies."""
+    sources = find_arg(g, "sources", 1)
+    if sources is None:
+        return False
+    value = sources.value
+    names = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+    watched = {n.args[0].value.value for n in walk(w.body) if isinstance(n, cst.Call) and method_name(n) == "watch"
+               and isinstance(receiver(n), cst.Name) and receiver(n).value == tape and n.args
+               and isinstance(n.args[0].value, cst.Name)}
+    return bool(names) and all(isinstance(n, cst.Name) and n.value in watched for n in names)
+
+
 def _in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
     """The call is (a term of) the value of an assignment Keras divides as a
     whole (``d_loss = loss_fn(ones, real) + loss_fn(zeros, fake)``): what
@@ -377,7 +394,9 @@ def _python_number(a: A.Analysis, expr, depth: int = 0) -> bool:
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         if bound and all(isinstance(origin, cst.Param) for origin, _ in bound):
-            values = [arg for origin, _ in bound for _, arg in a.argument_values(origin)]
+            # what the calls pass, and the default a call may leave it at
+            values = [arg for origin, _ in bound for _, arg in a.argument_values(origin)] + [
+                origin.default for origin, _ in bound if origin.default is not None]
         elif bound and all(value is not None for _, value in bound):
             values = [value for _, value in bound]
     elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
