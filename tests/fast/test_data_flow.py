@@ -481,3 +481,44 @@ def test_rows_rescaled_under_the_same_name_and_conditions_made_from_label_rows_a
     assert lines[at + 2:at + 4] == ["x = x[hvd.rank()::hvd.size()][:len(x) // hvd.size()]",
                                     "labels = labels[hvd.rank()::hvd.size()][:len(labels) // hvd.size()]"]
     assert not [w for w in result.warnings if w.rule == "data-division"], [w.message for w in result.warnings]
+
+
+LANGEVIN = """import numpy as np
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.Adam(1e-3)
+data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
+
+
+def sample(imgs, steps):
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            tape.watch(imgs)
+            score = model(imgs)
+        grads = tape.gradient(score, imgs)
+        imgs = imgs + 0.1 * grads
+    return imgs
+
+
+for x in data:
+    fake = sample(tf.random.normal(x.shape), 5)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(fake)) - tf.reduce_mean(model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_a_samplers_gradient_with_respect_to_its_inputs_is_not_the_training_gradient_of_the_same_name():
+    # sample()'s grads and the loop's grads share a name, not a variable: only
+    # the loop's tape is averaged (the sampler's would average each rank's
+    # input gradients, and under tf.distribute be divided by the replicas)
+    result = convert(LANGEVIN)
+    assert result.code.count("hvd.DistributedGradientTape(tape)") == 1, result.code
+    lines = result.code.splitlines()
+    assert lines[lines.index("        grads = tape.gradient(score, imgs)") - 1] == "            score = model(imgs)"
+    tfd = convert_source(LANGEVIN.encode(), "ebm.py", backend="tf-distribute")
+    assert tfd.status == "converted", tfd.error
+    assert "tape.gradient(score, imgs)" in tfd.data.decode()
+    assert tfd.data.decode().count("/ strategy.num_replicas_in_sync") == 1

@@ -242,9 +242,56 @@ def detect(a: A.Analysis) -> List[Evidence]:
 
 
 def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
-    """Does an optimizer apply these gradients (else they are applied by hand, or not at all)?"""
+    """Does an optimizer apply these gradients (else they are applied by hand,
+    or not at all)? Followed by binding: an apply reading ``grads`` reads
+    these only where a binding holding them reaches it (another function's
+    ``grads`` -- a sampler's gradient with respect to its inputs -- is
+    another variable)."""
     names = gradient_names(a, grad_calls)
-    return any(mentions(p, names) or any(g in _calls_under(p) for g in grad_calls) for p in apply_calls(a))
+    held = _gradient_bindings(a, grad_calls, names)
+    return any(any(g in _calls_under(p) for g in grad_calls) or any(
+        isinstance(n, cst.Name) and n.value in names and any(id(b.node) in held for b in a.bindings_of(n))
+        for n in walk(p)) for p in apply_calls(a))
+
+
+def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call], names: Set[str]) -> Set[int]:
+    """The binding nodes (targets) that hold these gradients or values
+    derived from them: gradient_names' names, each where it is bound to a
+    value reading the gradient calls or such a binding (assignments and
+    the targets of for loops over them), to a fixed point."""
+    held: Set[int] = set()
+    grad_ids = {id(g) for g in grad_calls}
+
+    def reads(node) -> bool:
+        for n in walk(node):
+            if id(n) in grad_ids:
+                return True
+            if isinstance(n, cst.Name) and n.value in names and any(id(b.node) in held for b in a.bindings_of(n)):
+                return True
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
+                    id(g) in grad_ids for f in dataflow.callees(a, n) for r in _returns_of(f) for g in walk(r)):
+                return True  # grads = helper_returning_gradients(...)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for asg in a.assigns:
+            targets = [n for t in asg.targets for n in walk(t.target) if isinstance(n, cst.Name) and n.value in names]
+            if any(id(t) not in held for t in targets) and reads(asg.value):
+                held |= {id(t) for t in targets}
+                changed = True
+        for loop in a.for_loops:
+            targets = [n for n in walk(loop.target) if isinstance(n, cst.Name)]
+            if any(id(t) not in held for t in targets) and reads(loop.iter):
+                held |= {id(t) for t in targets}
+                changed = True
+    return held
+
+
+def _returns_of(fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
+    from ..engine.analysis import _returns
+    return _returns(fdef)
 
 
 # ------------------------------------------------------------------- rewrite
