@@ -815,32 +815,17 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
     return roots, readers
 
 
-def _computed_from_rows(a: A.Analysis, name: cst.Name, loop, spots, depth: int = 0) -> bool:
+def _computed_from_rows(a: A.Analysis, name: cst.Name, loop, spots) -> bool:
     """``name`` is bound in the loop, before the step (``spots``), to a value
     computed from a slice of an array bound before the loop
     (``augment(x[i:i + B])``), directly or through other such names."""
-    if depth > 4:
-        return False
-    for origin, value in a.assigned_values(name):
-        if value is None or not dataflow.is_inside(a, origin, loop) \
-                or any(dataflow.is_inside(a, origin, spot) for spot in spots):
-            continue
-        for sub in walk(value):
-            if isinstance(sub, cst.Name) and sub is not name and _computed_from_rows(a, sub, loop, spots, depth + 1):
-                return True
-            base = sub.value if isinstance(sub, cst.Subscript) else None
-            while isinstance(base, cst.Subscript):
-                base = base.value
-            if isinstance(base, cst.Name) and not a.kinds(base) and a.assigned_values(base) and not any(
-                    dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(base)):
-                return True
-    return False
+    return bool(_row_arrays(a, name, loop, spots))
 
 
 def _row_arrays(a: A.Analysis, name: cst.Name, loop, spots, depth: int = 0) -> Set[str]:
     """The arrays bound before the loop whose rows ``name`` (bound in the
     loop, before the step) is computed from, directly or through other
-    names bound there: what _computed_from_rows finds, by name."""
+    names bound there."""
     out: Set[str] = set()
     if depth > 4:
         return out
