@@ -24,13 +24,21 @@ tf-keras 2.21):
 - a Keras 3 ``Loss`` object with a mean reduction called in the step:
   divided (``reduce_values``); tf-keras refuses such an object under a
   strategy outside compile() (``Loss._get_reduction`` raises), and a
-  ``tf.keras`` script runs tf-keras on TF_CONFIG workers: refused there.
+  ``tf.keras`` script runs tf-keras on TF_CONFIG workers: converted for
+  Keras 3 and warned (the workers would stop with that error).
 - a mean the step computes itself (``tf.reduce_mean``, ``keras.ops.mean``):
   not divided: the gradient's target becomes ``loss / num_replicas_in_sync``.
 
-Anything else (a sum, a helper's value, an overridden ``compute_loss``, a
-mix of divided and undivided terms, gradients not applied by an optimizer)
-is refused with its line: a wrong division trains wrong silently.
+A method of the model or a function of the module that returns the loss is
+followed into its returns; a loss weighted by a Python number (a literal, or
+an attribute the constructor sets from one) keeps its kind. The step's
+methods -- those only ``train_step`` calls (``self.discriminator_step(...)``)
+-- are part of it. A gradient with respect to tensors the tape watches (a
+gradient penalty) is part of a loss, not a training gradient.
+
+Anything else (a sum, an overridden ``compute_loss``, a mix of divided and
+undivided terms, gradients not applied by an optimizer) is refused with its
+line: a wrong division trains wrong silently.
 """
 from __future__ import annotations
 
