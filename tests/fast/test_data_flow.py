@@ -6,6 +6,8 @@ decision is the right one.
 """
 import textwrap
 
+import pytest
+
 from tfdist.api import convert_source
 
 TF1 = """import numpy as np
@@ -522,3 +524,64 @@ def test_a_samplers_gradient_with_respect_to_its_inputs_is_not_the_training_grad
     assert tfd.status == "converted", tfd.error
     assert "tape.gradient(score, imgs)" in tfd.data.decode()
     assert tfd.data.decode().count("/ strategy.num_replicas_in_sync") == 1
+
+
+@pytest.mark.parametrize("shape", [
+    # a helper returning the loss and the gradients
+    """def loss_and_grads(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return loss, grads
+
+
+for x in data:
+    loss, g = loss_and_grads(x)
+    optimizer.apply_gradients(zip(g, model.trainable_variables))
+""",
+    # gradients collected in a list, then averaged by a helper
+    """def backprop(x):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x))
+    return tape.gradient(loss, model.trainable_variables)
+
+
+def average(tower_grads):
+    return [tf.reduce_mean(tf.stack(gs), axis=0) for gs in zip(*tower_grads)]
+
+
+for x in data:
+    tower_grads = []
+    for half in (x[:4], x[4:]):
+        tower_grads.append(backprop(half))
+    optimizer.apply_gradients(zip(average(tower_grads), model.trainable_variables))
+""",
+    # handed to a function applying them (a notebook redefines it: the last definition runs)
+    """def update(gradients, variables):
+    for g, v in zip(gradients, variables):
+        v.assign_sub(0.1 * g)
+
+
+def update(gradients, variables):
+    optimizer.apply_gradients(zip(gradients, variables))
+
+
+for x in data:
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x))
+    update(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+""",
+], ids=["helper_returns", "list_appended", "parameter"])
+def test_gradients_reach_the_optimizer_through_helpers_lists_and_parameters(shape):
+    src = """import numpy as np
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.1)
+data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
+
+
+""" + shape
+    result = convert(src)
+    assert result.code.count("hvd.DistributedGradientTape(tape)") == 1, result.code
+    assert not [w for w in warnings(result) if "by hand" in w.message], result.warnings

@@ -241,7 +241,7 @@ def _read_later(cells: List["_Cell"]) -> bool:
     return False
 
 
-def _automagic(source: str) -> bool:
+def automagic_cell(source: str) -> bool:
     """Whether IPython runs this cell as a line magic written without its
     ``%`` (automagic: ``pip install x``, ``ls data/``). IPython does so only
     for a cell of one line (blank lines before it aside); in a longer cell
@@ -261,7 +261,7 @@ def _mask(source: str, magics: List[str]) -> Optional[str]:
     line inside open brackets or a multi-line string, or after a backslash
     continuation (``  %(a, b))`` continuing a ``"..." %`` formatting), is Python.
     """
-    automagic = _automagic(source)
+    automagic = automagic_cell(source)
     lines = source.splitlines(keepends=True)
     out = []
     i = 0
@@ -608,7 +608,7 @@ def notebook_script(data: bytes) -> str:
             continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else source
-        if _automagic(source):
+        if automagic_cell(source):
             source = f"pass  # {source.strip()}"
         # ``pass`` keeps a block whose body was only a magic (``if IN_COLAB: %pip ...``) valid
         parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1pass  # \2", source))

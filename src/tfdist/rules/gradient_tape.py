@@ -20,7 +20,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, iterator_classes, lr_scaling, samplers, step_loops, tf1_common, warmup
-from ..engine.scopes import walk
+from ..engine.scopes import iter_children, walk
 from .common import find_arg, is_optimizer_step, method_name, mentions, receiver
 
 PATTERN = "GradientTape"
@@ -247,45 +247,68 @@ def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     these only where a binding holding them reaches it (another function's
     ``grads`` -- a sampler's gradient with respect to its inputs -- is
     another variable)."""
-    names = gradient_names(a, grad_calls)
-    held = _gradient_bindings(a, grad_calls, names)
+    held = _gradient_bindings(a, grad_calls)
     return any(any(g in _calls_under(p) for g in grad_calls) or any(
-        isinstance(n, cst.Name) and n.value in names and any(id(b.node) in held for b in a.bindings_of(n))
+        isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n))
         for n in walk(p)) for p in apply_calls(a))
 
 
-def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call], names: Set[str]) -> Set[int]:
+def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[int]:
     """The binding nodes (targets) that hold these gradients or values
-    derived from them: gradient_names' names, each where it is bound to a
-    value reading the gradient calls or such a binding (assignments and
-    the targets of for loops over them), to a fixed point."""
+    derived from them, to a fixed point: names bound to a value reading the
+    gradient calls or such a binding (an assignment, a for loop over it, a
+    helper returning one: ``grad = backprop(x, y)``), and a list such a
+    value is appended to (``tower_grads.append(grad)``)."""
     held: Set[int] = set()
     grad_ids = {id(g) for g in grad_calls}
 
-    def reads(node) -> bool:
-        for n in walk(node):
+    def unders(node):
+        """node's subtree, without other tapes' gradient calls: a gradient of
+        something made from these gradients (a sampler's output fed to the
+        training loss) is a new gradient, not a value derived from them."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, cst.Call) and method_name(n) == "gradient" and id(n) not in grad_ids:
+                continue
+            yield n
+            stack.extend(reversed(list(iter_children(n))))
+
+    def reads(node, depth: int = 0) -> bool:
+        for n in unders(node):
             if id(n) in grad_ids:
                 return True
-            if isinstance(n, cst.Name) and n.value in names and any(id(b.node) in held for b in a.bindings_of(n)):
+            if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
                 return True
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
-                    id(g) in grad_ids for f in dataflow.callees(a, n) for r in _returns_of(f) for g in walk(r)):
-                return True  # grads = helper_returning_gradients(...)
+            if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
+                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in _returns_of(f)):
+                return True  # loss, grads = helper_returning_gradients(...)
         return False
+
+    def hold(targets) -> bool:
+        new = {id(t) for t in targets} - held
+        held.update(new)
+        return bool(new)
 
     changed = True
     while changed:
         changed = False
         for asg in a.assigns:
-            targets = [n for t in asg.targets for n in walk(t.target) if isinstance(n, cst.Name) and n.value in names]
+            targets = [n for t in asg.targets for n in walk(t.target) if isinstance(n, cst.Name)]
             if any(id(t) not in held for t in targets) and reads(asg.value):
-                held |= {id(t) for t in targets}
-                changed = True
+                changed |= hold(targets)
         for loop in a.for_loops:
             targets = [n for n in walk(loop.target) if isinstance(n, cst.Name)]
             if any(id(t) not in held for t in targets) and reads(loop.iter):
-                held |= {id(t) for t in targets}
-                changed = True
+                changed |= hold(targets)
+        for c in a.calls:
+            if method_name(c) in apis.CONTAINER_MUTATORS and isinstance(receiver(c), cst.Name) and c.args \
+                    and any(reads(arg.value) for arg in c.args):
+                changed |= hold(b.node for b in a.bindings_of(receiver(c)))
+        for fdef in (f for fs in a.functions.values() for f in fs):
+            for param in fdef.params.params:  # update_weights(gradients, model.weights): its parameter
+                if id(param) not in held and any(reads(arg) for _, arg in a.argument_values(param)):
+                    changed |= hold([param, param.name])  # the scope walk binds the Param node
     return held
 
 
