@@ -21,7 +21,8 @@ import pytest
 from tfdist.api import convert_file
 from tfdist.runtime.verify import check, run_and_observe
 
-from test_training_correctness import CORRECTNESS, SCRIPTS, assert_trains_correctly, flags_of, run_env
+from test_training_correctness import (CORRECTNESS, KERAS2_ONLY, SCRIPTS, assert_trains_correctly, flags_of,
+                                       run_env)
 
 pytestmark = pytest.mark.slow
 
@@ -39,10 +40,6 @@ REFUSED: dict = {"tape_manual_sgd_variables.py": "updates variables by hand",
 #: tf-keras under MultiWorkerMirroredStrategy, where the loop's Keras 3 objects
 #: do not fit.
 WARNED: dict = {"keras_fit_then_tape_loop_same_arrays.py": "this file also trains with fit()"}
-#: TF2 scripts of a shape only Keras 2 runs (the original itself fails on the
-#: TF 2.21 stack): not run here; the failure is asserted below.
-KERAS2_ONLY: dict = {"keras_fit_rows_as_lists.py": "Unrecognized data type",  # Keras 3's fit takes no Python lists
-                     "tape_one_optimizer_two_models.py": "keras.optimizers.legacy"}  # no legacy optimizers in Keras 3
 TF2_SCRIPTS = [s for s in SCRIPTS if not s.name.startswith(("tf1_", "monitored_"))]
 #: scripts for this engine only (the Horovod suite does not run them)
 TF_DISTRIBUTE_SCRIPTS = sorted((CORRECTNESS / "tf_distribute").glob("*.py"))
