@@ -18,6 +18,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
+from ..engine.analysis import _returns
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, iterator_classes, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import iter_children, walk
@@ -188,14 +189,24 @@ def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cs
     return table.get(id(fdef))
 
 
-def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:
-    steps = []
-    for name in ("train_step", "test_step"):
+#: the methods fit() / evaluate() run for a Keras Model subclass, per batch
+STEP_METHODS = ("train_step", "test_step")
+
+
+def keras_steps(a: A.Analysis) -> List[cst.FunctionDef]:
+    """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
+    out = []
+    for name in STEP_METHODS:
         for f in a.functions.get(name, []):
             owner = a.method_owner(f)
             fact = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value)) if owner is not None else None
             if fact and A.MODEL in fact.kinds:
-                steps.append(f)
+                out.append(f)
+    return out
+
+
+def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:
+    steps = keras_steps(a)
     callers: Dict[int, Set[int]] = {}  # method -> the functions calling it
     methods: Dict[int, cst.FunctionDef] = {}
     for c in a.calls:
@@ -241,13 +252,20 @@ def detect(a: A.Analysis) -> List[Evidence]:
             for w, item, name, calls in training_tapes(a)]
 
 
+_GRADIENT_BINDINGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     """Does an optimizer apply these gradients (else they are applied by hand,
     or not at all)? Followed by binding: an apply reading ``grads`` reads
     these only where a binding holding them reaches it (another function's
     ``grads`` -- a sampler's gradient with respect to its inputs -- is
     another variable)."""
-    held = _gradient_bindings(a, grad_calls)
+    key = frozenset(id(g) for g in grad_calls)
+    cached = _GRADIENT_BINDINGS.setdefault(a, {})
+    if key not in cached:  # training_tapes asks for every tape, and several rules ask for training_tapes
+        cached[key] = _gradient_bindings(a, grad_calls)
+    held = cached[key]
     return any(any(g in _calls_under(p) for g in grad_calls) or any(
         isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n))
         for n in walk(p)) for p in apply_calls(a))
@@ -281,7 +299,7 @@ def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[int]:
             if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
                 return True
             if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
-                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in _returns_of(f)):
+                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in _returns(f)):
                 return True  # loss, grads = helper_returning_gradients(...)
         return False
 
@@ -310,11 +328,6 @@ def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[int]:
                 if id(param) not in held and any(reads(arg) for _, arg in a.argument_values(param)):
                     changed |= hold([param, param.name])  # the scope walk binds the Param node
     return held
-
-
-def _returns_of(fdef: cst.FunctionDef) -> List[cst.BaseExpression]:
-    from ..engine.analysis import _returns
-    return _returns(fdef)
 
 
 # ------------------------------------------------------------------- rewrite
@@ -548,19 +561,14 @@ def _broadcast_after_the_last_of_a_step(ctx, calls: List[cst.Call], grad_calls) 
         return False  # a pass could stop between them (continue, break, return)
     later = []
     for c in calls[1:]:
-        variables = applied_variables(a, c)
-        if variables is None:
-            variables = _sources_of(a, c, grad_calls)
+        variables = _updated_variables(a, c, grad_calls)
         if variables is None:
             return False
         later += [v for v in _model_vars(a, variables) if v not in later]
-    small = stmts[-1].body[0] if isinstance(stmts[-1], cst.SimpleStatementLine) and len(stmts[-1].body) == 1 else None
-    if small is None or isinstance(small, cst.Return):
+    if not _statement_of_its_own(a, calls[-1]):
         return False
-    opt = a.code(receiver(calls[0]))
-    legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(receiver(calls[0])))
-    code = ctx.backend.broadcast_after_first_step(opt, later, f"{opt}.variables()" if legacy else f"{opt}.variables",
-                                                  applies=len(calls))
+    opt, opt_vars = _optimizer_state(a, receiver(calls[0]))
+    code = ctx.backend.broadcast_after_first_step(opt, later, opt_vars, applies=len(calls))
     if code is None:
         return True
     ctx.plan.insert_after(stmts[-1], ctx.stmts(code, comment=ctx.say(
@@ -606,20 +614,37 @@ def _model_vars(a: A.Analysis, expr) -> List[str]:
     return [a.code(expr)]
 
 
+def _updated_variables(a: A.Analysis, call: cst.Call, grad_calls):
+    """The variables an optimizer step updates: named in the call, else the
+    sources of the gradients it applies; None when neither is known."""
+    variables = applied_variables(a, call)
+    return variables if variables is not None else _sources_of(a, call, grad_calls)
+
+
+def _statement_of_its_own(a: A.Analysis, call: cst.Call) -> bool:
+    """The call is a statement alone (not returned): code can go after it."""
+    stmt = a.statement_of(call)
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return small is not None and not isinstance(small, cst.Return)
+
+
+def _optimizer_state(a: A.Analysis, opt_expr):
+    """(the optimizer as code, its variables as code: a legacy Keras
+    optimizer's are a method, the others' a property)."""
+    opt = a.code(opt_expr)
+    legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(opt_expr))
+    return opt, f"{opt}.variables()" if legacy else f"{opt}.variables"
+
+
 def _broadcast(ctx, call: cst.Call, grad_calls) -> None:
     a = ctx.a
-    variables = applied_variables(a, call)
-    if variables is None:
-        variables = _sources_of(a, call, grad_calls)
+    variables = _updated_variables(a, call, grad_calls)
     if variables is None:
         raise ctx.unsupported(call, f"cannot tell which variables {a.code(call.func)} updates, so the initial state cannot be broadcast from rank 0")
     stmt = a.statement_of(call)
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    if small is None or isinstance(small, cst.Return):
+    if not _statement_of_its_own(a, call):
         raise ctx.unsupported(call, f"{a.code(call.func)}(...) is not a statement of its own: the broadcast after the first step has nowhere to go")
-    opt = a.code(receiver(call))
-    legacy = any(t.name in apis.KERAS_LEGACY_OPTIMIZERS for t in a.types(receiver(call)))
-    opt_vars = f"{opt}.variables()" if legacy else f"{opt}.variables"
+    opt, opt_vars = _optimizer_state(a, receiver(call))
     code = ctx.backend.broadcast_after_first_step(opt, _model_vars(a, variables), opt_vars)
     ctx.plan.insert_after(stmt, ctx.stmts(code, comment=ctx.say("{engine}: broadcast initial state from rank 0 once, after the first step created the optimizer's slots.")))
     ctx.change(call, "broadcast", f"variables and {opt}'s state broadcast from rank 0 after its first {method_name(call)}")

@@ -54,7 +54,6 @@ from . import gradient_tape, replica_loss, replicas
 from .common import method_name, receiver, find_arg, source
 
 RULE = "gradient-tape"
-STEP_METHODS = ("train_step", "test_step")
 #: the Model methods returning the compiled loss, divided by the replicas under a strategy
 SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
 #: a mean over this replica's batch: not divided by Keras
@@ -76,16 +75,7 @@ class Refusal(Exception):
 
 def steps(a: A.Analysis) -> List[cst.FunctionDef]:
     """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
-    out = []
-    for name in STEP_METHODS:
-        for f in a.functions.get(name, []):
-            owner = a.method_owner(f)
-            if owner is None:
-                continue
-            fact = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value))
-            if fact and A.MODEL in fact.kinds:
-                out.append(f)
-    return out
+    return gradient_tape.keras_steps(a)
 
 
 def apply(ctx) -> None:
