@@ -65,6 +65,14 @@ def _dotted_import_heads(module):
     return out
 
 
+def _star_imported_names(module, scopes):
+    # LibCST leaves names from ``from module import *`` unresolved; tfdist
+    # resolves those of TensorFlow's and Keras's modules (see STAR_CASES).
+    stars = [imp for imp in walk(module) if isinstance(imp, cst.ImportFrom) and isinstance(imp.names, cst.ImportStar)]
+    return {node.value for node in walk(module) if isinstance(node, cst.Name)
+            for b in scopes.lookup(node) if any(b.node is star for star in stars)} if stars else set()
+
+
 def _nonlocal_names(module):
     # LibCST leaves uses of nonlocal (and, in a function, global-declared)
     # names unresolved; tfdist resolves them to the binding they declare.
@@ -77,7 +85,7 @@ def test_qualified_names_equal_libcst_for_names_and_attribute_chains():
     for path, module in _modules():
         theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
         ours = ModuleScopes(module)
-        excused = _dotted_import_heads(module) | _nonlocal_names(module)
+        excused = _dotted_import_heads(module) | _nonlocal_names(module) | _star_imported_names(module, ours)
         # the module path of ``from keras.layers import Dense`` is no use of a name
         import_paths = {id(n) for imp in walk(module) if isinstance(imp, cst.ImportFrom) and imp.module is not None
                         for n in walk(imp.module)}
@@ -194,3 +202,36 @@ def test_aliases_by_assignment_are_followed_when_asked(source, expected):
     assert scopes.qualified(arg, follow_aliases=True) == expected
     # LibCST's answer (the default) stays a local name
     assert all(not q.startswith("tensorflow") for q in scopes.qualified(arg))
+
+
+# Beyond LibCST: a name no statement binds, from ``from <TensorFlow/Keras module> import *``.
+STAR_CASES = [
+    # the only star import: an unbound name can come from nowhere else
+    ("from tensorflow.keras.preprocessing.image import *\nuse(ImageDataGenerator)",
+     {"tensorflow.keras.preprocessing.image.ImageDataGenerator"}),
+    ("from keras.layers import *\nuse(Dense)", {"keras.layers.Dense"}),
+    # several: only a name a table of tfdist.apis knows in that module; the last star import binding it wins
+    ("from tensorflow.keras.layers import *\nfrom tensorflow.keras.optimizers import *\nuse(RMSprop)",
+     {"tensorflow.keras.optimizers.RMSprop"}),
+    ("from tensorflow.keras.optimizers import *\nfrom tensorflow.keras.layers import *\nuse(RMSprop)",
+     {"tensorflow.keras.optimizers.RMSprop"}),
+    ("from tensorflow.keras.layers import *\nfrom tensorflow.keras.optimizers import *\nuse(Dense)", set()),
+    # a later star import of another package may bind the name itself: unknown
+    ("from tensorflow.keras.optimizers import *\nfrom helpers import *\nuse(Adam)", set()),
+    ("from helpers import *\nfrom tensorflow.keras.optimizers import *\nuse(Adam)", {"tensorflow.keras.optimizers.Adam"}),
+    ("from helpers import *\nuse(Adam)", set()),
+    # statements, builtins and private names are not star imports' to bind
+    ("from tensorflow.keras.optimizers import *\nAdam = make()\nuse(Adam)", {"Adam"}),
+    ("from tensorflow.keras.optimizers import *\nfrom mine import Adam\nuse(Adam)", {"mine.Adam"}),
+    ("from tensorflow.keras.layers import *\nuse(print)", {"builtins.print"}),
+    ("from tensorflow.keras.layers import *\nuse(_private)", set()),
+    # inside functions too, and through attribute chains
+    ("from tensorflow.keras.optimizers import *\ndef f():\n    use(Adam)", {"tensorflow.keras.optimizers.Adam"}),
+    ("from tensorflow.keras import *\nuse(optimizers.Adam)", {"tensorflow.keras.optimizers.Adam"}),
+]
+
+
+@pytest.mark.parametrize("source,expected", STAR_CASES, ids=[c[0].replace("\n", "; ")[:70] for c in STAR_CASES])
+def test_star_imports_of_tensorflow_and_keras_modules(source, expected):
+    module, arg = _last_use(source)
+    assert ModuleScopes(module).qualified(arg) == expected

@@ -9,6 +9,7 @@ into the single spelling used by the tables in :mod:`tfdist.apis`.
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Optional, Set
 
 import libcst as cst
@@ -61,3 +62,43 @@ def any_in(names: Set[str], table) -> Optional[str]:
         if n in table:
             return n
     return None
+
+
+#: Top-level packages whose star imports tfdist resolves (their modules' names are API facts).
+STAR_IMPORT_PACKAGES = frozenset({"tensorflow", "keras", "tf_keras"})
+
+
+@functools.lru_cache(maxsize=None)
+def table_names() -> frozenset:
+    """Every qualified name some table of :mod:`tfdist.apis` states a fact about."""
+    out = set()
+
+    def add(value, depth: int) -> None:
+        if isinstance(value, str):
+            if "." in value and not value.endswith(".") and " " not in value:
+                out.add(value)
+        elif depth < 3 and isinstance(value, (set, frozenset, list, tuple)):
+            for item in value:
+                add(item, depth + 1)
+        elif depth < 3 and isinstance(value, dict):
+            for key, item in value.items():
+                add(key, depth + 1)
+                add(item, depth + 1)
+
+    for key, value in vars(apis).items():
+        if key.isupper():
+            add(value, 0)
+    return frozenset(out)
+
+
+def star_import_provides(module: str, name: str, only_star_import: bool) -> Optional[bool]:
+    """Whether ``from module import *`` binds ``name``: None when that cannot
+    be known (a module of another package may bind anything). For
+    TensorFlow's and Keras's modules, True when a table knows ``module.name``
+    (the module's other names are no fact any rule uses), or when it is the
+    file's only star import (then an unbound name can come from nowhere else)."""
+    if module.split(".")[0] not in STAR_IMPORT_PACKAGES:
+        return None
+    if name.startswith("_"):
+        return False  # a star import binds no private name
+    return only_star_import or canonical(f"{module}.{name}") in table_names()

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from .names import dotted
+from .names import dotted, star_import_provides
 
 LOAD, STORE, SKIP, PARAMS, OUTERMOST_FOR = range(5)
 
@@ -97,7 +97,8 @@ def walk(node: cst.CSTNode):
 
 
 class Scope:
-    __slots__ = ("kind", "parent", "prefix", "bindings", "accesses", "global_decls", "nonlocal_decls", "count")
+    __slots__ = ("kind", "parent", "prefix", "bindings", "accesses", "global_decls", "nonlocal_decls", "count",
+                 "star_imports")
 
     def __init__(self, kind: str, parent: Optional["Scope"], name: Optional[str] = None):
         self.kind = kind  # module | class | function | comprehension
@@ -116,6 +117,8 @@ class Scope:
         self.nonlocal_decls: set = set()
         # Ends of assignment-like statements so far (LibCST's _assignment_count).
         self.count = 0
+        # ``from module import *`` (module scope only): (count then, module, the ImportFrom).
+        self.star_imports: List[Tuple[int, str, cst.ImportFrom]] = []
 
 
 class Binding:
@@ -162,6 +165,7 @@ class ModuleScopes:
         self.access_index: Dict[cst.Name, int] = {}  # uses (loads) -> their scope's count then
         self.module_scope = Scope("module", None)
         self.by_type: Dict[type, List[cst.CSTNode]] = {}
+        self._star_bindings: Dict[str, List[Binding]] = {}
         self._walk(module)
 
     # ------------------------------------------------------------ queries
@@ -189,7 +193,7 @@ class ModuleScopes:
 
     def _lookup(self, scope: Scope, name: str) -> List[Binding]:
         if name in scope.global_decls:
-            return self.module_scope.bindings.get(name) or _builtin(name)
+            return self.module_scope.bindings.get(name) or self._unbound(name)
         s: Optional[Scope] = scope
         first = True
         while s is not None:
@@ -200,7 +204,29 @@ class ModuleScopes:
                     return found
             first = False
             s = s.parent
-        return _builtin(name)
+        return self._unbound(name)
+
+    def _unbound(self, name: str) -> List[Binding]:
+        """A name no statement binds: a builtin, or a name a star import of
+        a TensorFlow or Keras module binds (``from tensorflow.keras.optimizers
+        import *`` then ``Adam(...)``), as far as that can be known."""
+        found = _builtin(name)
+        if found:
+            return found
+        cached = self._star_bindings.get(name)
+        if cached is None:
+            cached = self._star_bindings[name] = []
+            stars = self.module_scope.star_imports
+            for index, module, node in reversed(stars):  # the last one binding it wins
+                provides = star_import_provides(module, name, only_star_import=len(stars) == 1)
+                if provides is None:
+                    break  # it may bind the name itself: unknown
+                if provides:
+                    binding = Binding(name, self.module_scope, node, f"{module}.{name}")
+                    binding.index = index
+                    cached.append(binding)
+                    break
+        return cached
 
     def qualified(self, node: cst.CSTNode, follow_aliases: bool = False) -> set:
         """LibCST-style qualified names of a Name / Attribute chain / Call's callee.
@@ -446,7 +472,10 @@ def _h_import(w: ModuleScopes, node, scope, role):
     module = dotted(node.module) if node.module is not None else ""
     dots = "." * len(node.relative)
     source = dots + (module or "")
-    if not isinstance(node.names, cst.ImportStar):
+    if isinstance(node.names, cst.ImportStar):
+        if scope is w.module_scope and not node.relative:
+            scope.star_imports.append((scope.count, source, node))
+    else:
         for alias in node.names:
             real = dotted(alias.name) or ""
             imported = f"{source}{real}" if source.endswith(".") or not source else f"{source}.{real}"

@@ -211,6 +211,12 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
             if value is not None:
                 if not numpy_array(a, value, depth + 1):
                     return False
+            elif isinstance(origin, cst.Param):
+                # a parameter: what every call of its function in this file passes
+                # (vae.train(x_train, x_test) of x_train = x_train.astype(...))
+                values = a.parameter_values(origin)
+                if not values or not all(numpy_array(a, v, depth + 1) for v in values):
+                    return False
             elif not _unpacked_from_arrays(a, origin):
                 return False
         return True
