@@ -70,6 +70,10 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # a lambda's body has no room for an if block: the call becomes conditional
+    ('cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]))\n',
+     'cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]) if hvd.rank() == 0 else None)\n',
+     "console output on rank 0 only"),
     # A file opened without a with-statement: from the open to its close, as one block.
     ('log = open("log.txt", "a")\nfor v in x:\n    log.write(str(v))\nlog.close()\n',
      'if hvd.rank() == 0:\n    log = open("log.txt", "a")\n    for v in x:\n        log.write(str(v))\n    log.close()\n',

@@ -166,9 +166,11 @@ def guard_call(ctx, call: cst.Call, what: str) -> None:
         if ctx.plan.guard(stmt, ctx.expr(chief)) or stmt in ctx.state(__name__ + ".whole"):
             ctx.state(__name__ + ".whole").add(stmt)
             ctx.change(call, RULE, f"{what} on rank 0 only")
-    elif isinstance(a.parent(call), cst.Expr) and isinstance(a.parent(a.parent(call)), cst.SimpleStatementSuite):
-        # ``if cond: print(...)`` on one line: no room for an if block, so
-        # the call itself becomes conditional
+    elif isinstance(a.parent(call), cst.Expr) and isinstance(a.parent(a.parent(call)), cst.SimpleStatementSuite) \
+            or isinstance(a.parent(call), cst.Lambda) and a.parent(call).body is call:
+        # ``if cond: print(...)`` on one line, or a lambda's body
+        # (``LambdaCallback(on_epoch_end=lambda e, logs: print(e))``): no room
+        # for an if block, so the call itself becomes conditional
         new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
         ctx.plan.replace(call, lambda old: new)
         ctx.change(call, RULE, f"{what} on rank 0 only")
