@@ -161,4 +161,4 @@ def test_progress_bar_keeps_its_keyword_inside_a_rank_share():
                '    grads = tape.gradient(loss, model.trainable_variables)\n'
                '    opt.apply_gradients(zip(grads, model.trainable_variables))\n')
     out = _convert(snippet, "horovod").code
-    assert "iter(tqdm(batches(x, y), disable=hvd.rank() != 0))] * hvd.size()" in out, out
+    assert "for xb, yb in rank_share(tqdm(batches(x, y), disable=hvd.rank() != 0)):" in out, out

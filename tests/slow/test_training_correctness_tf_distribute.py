@@ -34,7 +34,9 @@ REFUSED: dict = {"tape_manual_sgd_variables.py": "updates variables by hand",
                  # a loop over an iterator class of the script's own: no replica can cut its own batch
                  "tape_iterator_class_annotations.py": "not a for loop over range(...)",
                  # a loop over the rows of arrays, one sample a step: no replica can cut its own batch
-                 "tape_enumerate_zip_rows.py": "not a for loop over range(...)"}
+                 "tape_enumerate_zip_rows.py": "not a for loop over range(...)",
+                 # a generator method of the script's own class (state kept on the instance)
+                 "tape_generator_method_refills_buffers.py": "not a for loop over range(...)"}
 #: TF2 scripts this engine converts with a warning naming hand work, and the
 #: warning (asserted below): not run. A custom loop beside fit() runs fit on
 #: tf-keras under MultiWorkerMirroredStrategy, where the loop's Keras 3 objects

@@ -318,9 +318,10 @@ class Backend(ABC):
         """A class statement: a Sequence wrapper reading a disjoint, equal share per rank."""
         raise NotImplementedError
 
-    def rank_share_of_stream(self, iterable: str) -> str:
+    def rank_share_of_stream(self, ctx, iterable: str) -> str:
         """An iterable yielding this rank's share of ``iterable``'s elements:
-        disjoint shares, the same count on every rank."""
+        disjoint shares, the same count on every rank, each element as it
+        was when the stream handed it out (a generator may refill its arrays)."""
         raise NotImplementedError
 
     def seed_per_rank(self, seed: str) -> str:

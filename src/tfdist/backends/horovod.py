@@ -219,10 +219,30 @@ class HorovodBackend(Backend):
     def tf1_visible_device_list(self) -> str:
         return "str({hvd}.local_rank())"
 
-    def rank_share_of_stream(self, iterable: str) -> str:
-        # zip(*[iter(x)] * n) reads x in rounds of n elements (a last partial
-        # round is dropped); rank r keeps element r of each round.
-        return f"(elements[{{hvd}}.rank()] for elements in zip(*[iter({iterable})] * {{hvd}}.size()))"
+    def rank_share_of_stream(self, ctx, iterable: str) -> str:
+        memo = ctx.state("tfdist.backends.rank_share", dict)
+        if "name" not in memo:
+            memo["name"] = name = ctx.imports.free_name("rank_share")
+            # Rank r keeps element r of each round of size elements (a last
+            # partial round is dropped: every rank the same count). The element
+            # kept is copied as it is read: a generator that refills the same
+            # arrays for its next element would otherwise hand every rank the
+            # round's last one.
+            ctx.define(
+                f"def {name}(stream):\n"
+                f"    import copy\n"
+                f"    kept = None\n"
+                f"    for index, element in enumerate(stream):\n"
+                f"        if index % {{hvd}}.size() == {{hvd}}.rank():\n"
+                f"            try:\n"
+                f"                kept = copy.deepcopy(element)\n"
+                f"            except Exception:  # an element that cannot be copied: kept as it is\n"
+                f"                kept = element\n"
+                f"        if index % {{hvd}}.size() == {{hvd}}.size() - 1:\n"
+                f"            yield kept",
+                ctx.say("{engine}: rank r keeps element r of each round of {size} elements of a stream (disjoint, "
+                        "equal shares; a last partial round is dropped), a copy taken when it is read."))
+        return f"{memo['name']}({iterable})"
 
     def rank_strided_sequence(self, name: str, base: str) -> str:
         # Keras calls sequence[i] for i in range(len(sequence)) every epoch:

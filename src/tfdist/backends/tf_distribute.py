@@ -200,8 +200,13 @@ class TfDistributeBackend(Backend):
         if "split_stream" in bound:
             out.append((
                 f"def {{split_stream}}(batches):\n"
+                f"    import copy\n"
                 f"    group = []\n"
                 f"    for batch in batches:\n"
+                f"        try:  # copied as it is read: a generator may refill the same arrays for its next batch\n"
+                f"            batch = copy.deepcopy(batch)\n"
+                f"        except Exception:  # a batch that cannot be copied: kept as it is\n"
+                f"            pass\n"
                 f"        group.append(batch)\n"
                 f"        if len(group) == {{strategy}}.num_replicas_in_sync:\n"
                 f"            yield {{strategy}}.experimental_distribute_values_from_function(\n"

@@ -213,19 +213,28 @@ def seed_numpy_before(ctx, stmt) -> None:
 
 def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call of a generator function of this module (every definition
-    the name reaches yields) that expr is, directly or through a name bound
-    once, or None."""
+    the name reaches yields), or of a generator method of one of its classes
+    on an instance (``batches.generate()``), that expr is, directly or
+    through a name bound once; None otherwise."""
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
             return None
         expr = bound[0][1]
-    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+    if not isinstance(expr, cst.Call):
         return None
-    functions = a._local_functions(expr.func)
+    functions = generator_functions(a, expr)
     if not functions or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for f in functions):
         return None
     return expr
+
+
+def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
+    """The functions of this module a call runs: by name, or the methods of
+    its classes an instance's ``obj.method(...)`` runs."""
+    if isinstance(call.func, cst.Name):
+        return list(a._local_functions(call.func))
+    return a.methods_called(call)
 
 
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
@@ -236,7 +245,7 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     expr = generator_call(a, expr)
     if expr is None:
         return None
-    return expr if all(_draws_from_global_numpy(a, f) for f in a._local_functions(expr.func)) else None
+    return expr if all(_draws_from_global_numpy(a, f) for f in generator_functions(a, expr)) else None
 
 
 def split_stream(ctx, call: cst.Call, what: str) -> bool:

@@ -414,7 +414,7 @@ def take_rank_share(ctx, iterable, message: str) -> bool:
     backend's share of a stream), reported with ``message``; False when the
     engine has no such share."""
     try:
-        code = ctx.backend.rank_share_of_stream("{stream}")
+        code = ctx.backend.rank_share_of_stream(ctx, "{stream}")
     except NotImplementedError:
         return False
     # around(): the iterable as other rules leave it (a progress bar's keyword)
