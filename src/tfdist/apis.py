@@ -575,6 +575,8 @@ COLLECTIVE_FREE_MODULES = (
     "numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "scipy.misc.", "pandas.",
     "json.", "pickle.", "csv.", "os.path.", "time.", "sys.stdout.", "sys.stderr.",
     "gzip.", "bz2.", "lzma.", "zipfile.", "tarfile.", "shutil.",
+    # a progress bar: wrapping an iterable runs nothing (what it iterates is checked on its own)
+    "tqdm.",
 )
 # Built-ins that run no collective operation, allowed in code moved to rank 0.
 COLLECTIVE_FREE_BUILTINS = {

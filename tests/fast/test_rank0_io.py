@@ -70,6 +70,11 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # a progress bar runs no collective: the file written under it moves to rank 0 whole
+    ('from tqdm import tqdm\nwith open("out.txt", "w") as f:\n    for v in tqdm(x, "Writing"):\n        f.write(str(v))\n',
+     'from tqdm import tqdm\nif hvd.rank() == 0:\n    with open("out.txt", "w") as f:\n'
+     '        for v in tqdm(x, "Writing", disable=hvd.rank() != 0):\n            f.write(str(v))\n',
+     'file "out.txt" written on rank 0 only'),
     # a lambda's body has no room for an if block: the call becomes conditional
     ('cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]))\n',
      'cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]) if hvd.rank() == 0 else None)\n',
@@ -373,6 +378,20 @@ def test_file_read_back_where_no_barrier_can_go_is_warned(snippet, used):
 def test_file_written_on_rank_0_and_not_read_back_is_not_warned():
     result = _convert('path = "notes.txt"\nwith open(path, "w") as f:\n    f.write("done")\nprint("wrote", path)\n')
     assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
+
+
+def test_file_written_in_a_function_nothing_calls_is_not_warned_as_read_back():
+    """A notebook's data-preparation function, defined and never called: its
+    write (guarded all the same) is no race with the reads of this run. The
+    same function called once is warned (the read sits in a function)."""
+    snippet = ('def save_reviews(rows):\n    with open("reviews.txt", "w") as f:\n        for row in rows:\n'
+               '            print(row, file=f)\n\n\ndef load_reviews():\n    with open("reviews.txt") as f:\n'
+               '        return f.read().split("\\n")\n\n\nreviews = load_reviews()\n')
+    result = _convert(snippet)
+    assert not [w for w in _rank0_warnings_in_case(result) if "used again" in w.message]
+    assert any("written on rank 0 only" in c.message for c in _rank0_changes_in_case(result))
+    called = _convert(snippet + 'save_reviews(["a", "b"])\n')
+    assert [w for w in _rank0_warnings_in_case(called) if "used again" in w.message]
 
 
 def test_file_written_on_rank_0_and_only_shown_or_named_is_not_warned():

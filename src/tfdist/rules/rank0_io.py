@@ -589,7 +589,7 @@ def _read_back(ctx, opener: cst.Call, path: "cst.Arg | None", last: cst.CSTNode)
     unpacked, removed: the other ranks could get there before rank 0
     finished writing it (or find an old copy). Warned: they must wait for it."""
     a = ctx.a
-    if path is None:
+    if path is None or _never_runs(a, last):
         return
     path = path.value
     same = _same_path(a, path)
@@ -613,6 +613,22 @@ def _read_back(ctx, opener: cst.Call, path: "cst.Arg | None", last: cst.CSTNode)
                     "give every rank its own copy", file=a.code(path), line=str(a.line(call)),
                     use=a.code(call.func)))
                 return
+
+
+def _never_runs(a: A.Analysis, node: cst.CSTNode) -> bool:
+    """node sits in a function that nothing in this file names (a
+    notebook's data-preparation function left uncalled), and the file is
+    converted as the program itself, not as a module of a project whose
+    other modules may call it: the function does not run."""
+    if a.project.module_name is not None:
+        return False
+    for fdef in a.ancestors(node):
+        if isinstance(fdef, cst.FunctionDef) and a.method_owner(fdef) is None:
+            name = fdef.name.value
+            if not any(fdef in a._local_functions(use) for scope in a.scopes._all_scopes
+                       for use in scope.accesses.get(name, ())):
+                return True
+    return False
 
 
 def _wait_for_chief(ctx, last: cst.CSTNode, path, reader: cst.Call) -> bool:
