@@ -445,6 +445,18 @@ ARRAY_TUPLE_FUNCTIONS = {
 }
 ARRAY_RETURNING_FUNCTIONS = {"keras.utils.to_categorical", "keras.utils.normalize", "keras.utils.pad_sequences",
                              "keras.preprocessing.sequence.pad_sequences"}
+# scikit-learn transformers whose transform methods give one row per input
+# row (``x_train = StandardScaler().fit_transform(X)``, ``scaler.transform(X)``):
+# an array fit() and step loops read by rows like the input. Encoders that
+# give sparse matrices by default (OneHotEncoder, KBinsDiscretizer) are not here.
+SKLEARN_ROW_TRANSFORMERS = {f"sklearn.preprocessing.{n}" for n in (
+    "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "Normalizer", "QuantileTransformer",
+    "PowerTransformer", "PolynomialFeatures", "LabelBinarizer", "LabelEncoder")} | {
+    "sklearn.decomposition.PCA", "sklearn.decomposition.TruncatedSVD"}
+SKLEARN_ROW_TRANSFORM_METHODS = {"transform", "fit_transform", "inverse_transform"}
+# ...and scikit-learn's functions doing the same to an array (``minmax_scale(y)``).
+SKLEARN_ROW_TRANSFORM_FUNCTIONS = {f"sklearn.preprocessing.{n}" for n in (
+    "scale", "minmax_scale", "maxabs_scale", "robust_scale", "normalize", "quantile_transform", "power_transform")}
 # Functions making a new array from a shape or a literal (np.ones((64, 8)),
 # np.random.random((64, 8)), tf.constant([[...]])): a fit() argument made by
 # one is sliced by rank where it is made, evaluated once.

@@ -416,6 +416,14 @@ model.fit(inputs, epochs=1, batch_size=32)
     ("norm = tf.keras.layers.Normalization()\nnorm.adapt(x_train)\ninputs = norm(x_train)", True),
     ("from sklearn import datasets\ninputs = datasets.make_moons(300, noise=0.05)[0].astype('float32')", True),
     ("from sklearn.datasets import make_blobs\ninputs, labels = make_blobs(300)", True),
+    # scikit-learn transformers and scaling functions: one row per input row
+    ("from sklearn.preprocessing import StandardScaler\nscaler = StandardScaler()\nflat = x_train.reshape(-1, 784)\n"
+     "scaler.fit(flat)\ninputs = scaler.transform(flat)", True),
+    ("from sklearn.decomposition import PCA\ninputs = PCA(32).fit_transform(x_train.reshape(-1, 784))", True),
+    ("from sklearn.preprocessing import minmax_scale\ninputs = minmax_scale(x_train.reshape(-1, 784))", True),
+    # an encoder giving a sparse matrix by default, and a transformer of the user's own: not known
+    ("from sklearn.preprocessing import OneHotEncoder\ninputs = OneHotEncoder().fit_transform(x_train[:, :, 0])", False),
+    ("class Scaler:\n    def transform(self, x):\n        return x[:1]\ninputs = Scaler().transform(x_train)", False),
     # a layer of the user's own class is not known to keep the rows
     ("class Pick(tf.keras.layers.Layer):\n    def call(self, x):\n        return x[0]\ninputs = Pick()(x_train)", False),
     # a generator function is no array: not sliced

@@ -178,6 +178,9 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
         if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
                 and _numpy_generator(a, f.value):
             return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
+        if isinstance(f, cst.Attribute) and f.attr.value in apis.SKLEARN_ROW_TRANSFORM_METHODS \
+                and _sklearn_row_transformer(a, f.value):
+            return True  # scaler.transform(X): one row per row of X
         if isinstance(f, cst.Name) and expr.args and not expr.args[0].keyword and not expr.args[0].star \
                 and _keras_layer(a, f):
             # norm = layers.Normalization(); norm(data): a layer called eagerly on an array is a
@@ -191,6 +194,8 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
                 return bool(returns) and not generator and all(
                     numpy_array(a, r, depth + 1) for r in returns)
         names = a.names(expr)
+        if names & apis.SKLEARN_ROW_TRANSFORM_FUNCTIONS:
+            return True  # minmax_scale(y): an array of its argument's rows
         if any(n.startswith("numpy.") for n in names):
             return not names & apis.NUMPY_OWN_GENERATORS and not any(n.startswith("numpy.random.") and
                                                                       n.rsplit(".", 1)[1][:1].isupper() for n in names)
@@ -221,6 +226,15 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
                 return False
         return True
     return False
+
+
+def _sklearn_row_transformer(a, receiver) -> bool:
+    """A scikit-learn transformer of apis.SKLEARN_ROW_TRANSFORMERS: made right
+    there (``StandardScaler().fit_transform(X)``), or a name bound only to such."""
+    values = [receiver] if isinstance(receiver, cst.Call) else \
+        [v for _, v in a.assigned_values(receiver)] if isinstance(receiver, cst.Name) else []
+    return bool(values) and all(isinstance(v, cst.Call) and a.names(v) & apis.SKLEARN_ROW_TRANSFORMERS
+                                for v in values)
 
 
 def _keras_layer(a, name: cst.Name) -> bool:
