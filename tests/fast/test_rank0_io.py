@@ -70,6 +70,11 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # the name an earlier with-statement bound is no read of the later open's file
+    ('with open("a.txt", "w") as f:\n    f.write("a")\nf = open("b.txt", "wb")\nf.write(b"b")\nf.close()\n',
+     'if hvd.rank() == 0:\n    with open("a.txt", "w") as f:\n        f.write("a")\n'
+     'if hvd.rank() == 0:\n    f = open("b.txt", "wb")\n    f.write(b"b")\n    f.close()\n',
+     'file "b.txt" opened, written and closed on rank 0 only (lines 23-25)'),
     # a progress bar runs no collective: the file written under it moves to rank 0 whole
     ('from tqdm import tqdm\nwith open("out.txt", "w") as f:\n    for v in tqdm(x, "Writing"):\n        f.write(str(v))\n',
      'from tqdm import tqdm\nif hvd.rank() == 0:\n    with open("out.txt", "w") as f:\n'

@@ -930,10 +930,11 @@ class Analysis:
         return []
 
     def reads_bound_to(self, name: str, value: cst.CSTNode) -> List[cst.Name]:
-        """The reads of ``name`` that its binding to ``value`` reaches (a later
-        rebinding's target is not a read)."""
+        """The reads of ``name`` that its binding to ``value`` reaches (no
+        binding's target is a read: ``x = ...``, ``with ... as x``, ``for x in``)."""
+        reads = self.scopes.access_index  # the Names the scope walk saw used (loaded)
         return [n for n in walk(self.module) if isinstance(n, cst.Name) and n.value == name
-                and not isinstance(self.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
+                and n in reads and not isinstance(self.parent(n), (cst.AssignTarget, cst.AnnAssign, cst.AugAssign))
                 and any(v is value for _, v in self.assigned_values(n))]
 
     def _combined_datasets(self, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
