@@ -175,3 +175,38 @@ def test_tfdist_verify_passes_gan_recipes(tmp_path, backend, fixture, steps):
     checked = _verify_steps(script, backend, tmp_path)
     assert checked["measured"]["original"] == steps, checked
     assert set(checked["measured"]["ranks"].values()) == {steps if backend == "tf-distribute" else steps // 2}, checked
+
+
+@pytest.mark.timeout(900)
+def test_gan_models_built_by_an_unread_module_are_built_in_the_scope(tmp_path):
+    """tf-distribute, 2 workers: a GAN whose models come from builders of
+    another module (train_on_batch/gan_builders.py, not given to tfdist) and
+    reach the training function as parameters. The builders' calls, the
+    compiles and the combined model are placed in the strategy's scope (the
+    generator's too: the combined model calls it), so every variable the
+    steps update is mirrored: the workers end with identical variables,
+    after the original's number of steps."""
+    script = CORRECTNESS / "train_on_batch" / "gan_models_from_module.py"
+    result = convert_file(script, backend="tf-distribute")
+    assert result.status == "converted", (result.error, result.error_line)
+    assert not [w for w in result.warnings if w.level == "WARNING"], result.warnings
+    converted = tmp_path / "converted" / script.name
+    converted.parent.mkdir(parents=True)
+    converted.write_bytes(result.data)
+    env = run_env()
+    env["TF_USE_LEGACY_KERAS"] = "1"  # as the converted workers run (see _run_gan)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(script.parent), env.get("PYTHONPATH")) if p)
+    common = dict(env=env, backend="tf-distribute", python=_tfd_python())
+    original = run_and_observe(script, 1, tmp_path / "original", 600, single=True, label="original",
+                               log_path=tmp_path / "original.log", **common)
+    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 600, single=False, as_file=script,
+                                  label="2 workers", log_path=tmp_path / "distributed.log", **common)
+    for obs in (original, distributed):
+        assert not obs.timed_out and obs.returncode == 0, obs.tail[-30:]
+        assert all(r.exit_code == 0 and not r.missing for r in obs.ranks), [(r.rank, r.exception) for r in obs.ranks]
+    (ref,) = original.ranks
+    ranks = distributed.ranks
+    assert sorted(r.rank for r in ranks) == [0, 1]
+    assert ranks[0].trainable_count == ref.trainable_count > 0
+    assert len({r.trainable_sha256 for r in ranks}) == 1, [r.trainable_sha256 for r in ranks]
+    assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps}, (ref.optimizer_steps, ranks)

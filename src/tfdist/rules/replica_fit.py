@@ -205,10 +205,11 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
     scope around several models)."""
     a = ctx.a
     model = receiver(fit_call)
-    stmts = replicas.construction_statements(a, model, {A.MODEL}) or _library_construction(a, model)
+    stmts = replicas.construction_statements(a, model, {A.MODEL}) or replicas.unread_construction(a, model)
     for call in compiles:
         if _same_model(a, receiver(call), model) or any(
-                s in replicas.construction_statements(a, receiver(call), {A.MODEL}) for s in stmts):
+                s in replicas.construction_statements(a, receiver(call), {A.MODEL})
+                + replicas.unread_construction(a, receiver(call)) for s in stmts):
             stmt = a.statement_of(call)
             if stmt not in stmts:
                 stmts.append(stmt)
@@ -240,17 +241,6 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
         gather += [s for s in stmts if s not in gather]
         return
     replicas.in_replica_scope(ctx, stmts, f"model {a.code(model)}, its optimizer and compile()")
-
-
-def _library_construction(a: A.Analysis, model) -> list:
-    """``model = sm.Unet(...)``: a model a library tfdist has no table for
-    builds (known a model by its compile()), bound once by a statement of
-    its own -- that statement makes its variables."""
-    bound = a.assigned_values(model) if isinstance(model, cst.Name) else []
-    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
-        return []
-    stmt = a.statement_of(bound[0][1])
-    return [stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else []
 
 
 def _unseen_optimizer_bindings(a: A.Analysis, value, compile_call: cst.Call) -> list:

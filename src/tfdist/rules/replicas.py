@@ -251,6 +251,10 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
         seen.add(id(n))
         if depth < 6 and a.is_kind(n, A.MODEL):
             out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
+        elif isinstance(a.parent(n), cst.Call) and a.parent(n).func is n and not _is_layer_call(a, a.parent(n)):
+            # called on tensors, made by a function tfdist does not read (``img = generator(z)`` of
+            # ``generator = build_generator()`` from another module): a sub-model, its variables made there
+            out += [s for s in unread_construction(a, n) if s not in out]
         for origin, value in a.assigned_values(n):
             if isinstance(origin, cst.Param) and depth < 6:
                 # a layer handed to the function building the model: followed to every caller's argument
@@ -259,7 +263,8 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
                 continue
             if value is None and isinstance(origin, cst.Name):
                 value = dataflow.assigned_by(a, origin)  # s, _, c = lstm_cell(x, initial_state=[s, c])
-            if value is not None and (_is_layer_call(a, value) or _calls_layers(a, value)):
+            if value is not None and (_is_layer_call(a, value) or _calls_layers(a, value) or (
+                    isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and unread_construction(a, value.func))):
                 stmt = a.statement_of(value)
                 if stmt is not None and stmt not in out:
                     out.append(stmt)
@@ -276,6 +281,29 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
                         out.append(stmt)
                         out += [s for s in _layer_statements(a, added, seen, depth) if s not in out]
     return out
+
+
+def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
+    """``model = sm.Unet(...)``, ``discriminator = build_discriminator()`` of
+    another module: a model a library or a module tfdist does not read
+    builds (known a model by its compile()), bound once by a statement of
+    its own -- that statement makes its variables. A parameter: the same,
+    for what every call of its function passes (``train(generator,
+    discriminator)``)."""
+    bound = a.assigned_values(model) if isinstance(model, cst.Name) and depth < 4 else []
+    if len(bound) == 1 and isinstance(bound[0][0], cst.Param):
+        passed = a.parameter_values(bound[0][0])
+        out = []
+        for value in passed:
+            stmts = unread_construction(a, value, depth + 1)
+            if not stmts:
+                return []
+            out += [s for s in stmts if s not in out]
+        return out
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
+        return []
+    stmt = a.statement_of(bound[0][1])
+    return [stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else []
 
 
 def _calls_layers(a: A.Analysis, value) -> bool:
