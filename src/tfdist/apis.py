@@ -166,6 +166,9 @@ KERAS_METRIC_CALLBACKS = {
 KERAS_SAVE_FUNCTIONS = {"keras.save_model", "tensorflow.saved_model.save"}
 # Model methods that write files.
 KERAS_SAVE_METHODS = {"save", "save_weights"}
+# Keras's symbolic inputs: an object called on one is a Keras layer or model
+# (``img = generator(z)`` of ``z = Input(shape=(100,))``), whatever built it.
+KERAS_SYMBOLIC_INPUTS = {"keras.Input", "keras.layers.Input"}
 # Model methods that take verbose= and print progress.
 KERAS_VERBOSE_METHODS = {"evaluate", "predict"}
 KERAS_FIT_METHODS = {"fit", "fit_generator"}

@@ -80,6 +80,12 @@ INVALID = [
      'from tqdm import tqdm\nif hvd.rank() == 0:\n    with open("out.txt", "w") as f:\n'
      '        for v in tqdm(x, "Writing", disable=hvd.rank() != 0):\n            f.write(str(v))\n',
      'file "out.txt" written on rank 0 only'),
+    # a model built by a module tfdist does not read, known a model by being called on a Keras input
+    ('import helpers\ngen = helpers.build_generator()\nz = tf.keras.Input(shape=(2,))\ncombined = tf.keras.Model(z, gen(z))\n'
+     'gen.save("generator.h5")\n',
+     'import helpers\ngen = helpers.build_generator()\nz = tf.keras.Input(shape=(2,))\ncombined = tf.keras.Model(z, gen(z))\n'
+     'if hvd.rank() == 0:\n    gen.save("generator.h5")\n',
+     "gen.save() on rank 0 only"),
     # a lambda's body has no room for an if block: the call becomes conditional
     ('cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]))\n',
      'cb = tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: print(epoch, logs["loss"]) if hvd.rank() == 0 else None)\n',
@@ -199,6 +205,8 @@ def test_write_is_guarded(snippet, expected, message):
 VALID = [
     # save() on an object of unknown type: never guarded.
     'def make_archive():\n    return object()\narchive = make_archive()\narchive.save("a")\n',
+    # ...nor on one built elsewhere and called on anything but a Keras input
+    'import helpers\nrecorder = helpers.make()\nrecorder(x)\nrecorder.save("r")\n',
     # A name that is a PIL image on one path and unknown on another.
     'picture = Image.open("in.png") if x.any() else make_thing()\npicture.save("out.png")\n',
     # Reading files: every rank reads.

@@ -178,35 +178,47 @@ def test_tfdist_verify_passes_gan_recipes(tmp_path, backend, fixture, steps):
 
 
 @pytest.mark.timeout(900)
-def test_gan_models_built_by_an_unread_module_are_built_in_the_scope(tmp_path):
-    """tf-distribute, 2 workers: a GAN whose models come from builders of
-    another module (train_on_batch/gan_builders.py, not given to tfdist) and
-    reach the training function as parameters. The builders' calls, the
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_gan_models_built_by_an_unread_module(tmp_path, backend):
+    """2 processes: a GAN whose models come from builders of another module
+    (train_on_batch/gan_builders.py, not given to tfdist) and reach the
+    training function as parameters. tf-distribute: the builders' calls, the
     compiles and the combined model are placed in the strategy's scope (the
     generator's too: the combined model calls it), so every variable the
-    steps update is mirrored: the workers end with identical variables,
-    after the original's number of steps."""
+    steps update is mirrored, and the workers take the original's steps.
+    Both engines: identical variables on every process, and the generator
+    (a model only by being called on a Keras input) saved by rank 0 alone
+    at the user's path."""
     script = CORRECTNESS / "train_on_batch" / "gan_models_from_module.py"
-    result = convert_file(script, backend="tf-distribute")
+    result = convert_file(script, backend=backend)
     assert result.status == "converted", (result.error, result.error_line)
     assert not [w for w in result.warnings if w.level == "WARNING"], result.warnings
     converted = tmp_path / "converted" / script.name
     converted.parent.mkdir(parents=True)
     converted.write_bytes(result.data)
     env = run_env()
-    env["TF_USE_LEGACY_KERAS"] = "1"  # as the converted workers run (see _run_gan)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(script.parent), env.get("PYTHONPATH")) if p)
-    common = dict(env=env, backend="tf-distribute", python=_tfd_python())
+    common = dict(env=env, backend=backend)
+    if backend == "tf-distribute":
+        env["TF_USE_LEGACY_KERAS"] = "1"  # as the converted workers run (see _run_gan)
+        common["python"] = _tfd_python()
     original = run_and_observe(script, 1, tmp_path / "original", 600, single=True, label="original",
                                log_path=tmp_path / "original.log", **common)
     distributed = run_and_observe(converted, 2, tmp_path / "distributed", 600, single=False, as_file=script,
-                                  label="2 workers", log_path=tmp_path / "distributed.log", **common)
+                                  label="2 processes", log_path=tmp_path / "distributed.log", **common)
     for obs in (original, distributed):
         assert not obs.timed_out and obs.returncode == 0, obs.tail[-30:]
         assert all(r.exit_code == 0 and not r.missing for r in obs.ranks), [(r.rank, r.exception) for r in obs.ranks]
     (ref,) = original.ranks
-    ranks = distributed.ranks
-    assert sorted(r.rank for r in ranks) == [0, 1]
+    ranks = sorted(distributed.ranks, key=lambda r: r.rank)
+    assert [r.rank for r in ranks] == [0, 1]
     assert ranks[0].trainable_count == ref.trainable_count > 0
     assert len({r.trainable_sha256 for r in ranks}) == 1, [r.trainable_sha256 for r in ranks]
-    assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps}, (ref.optimizer_steps, ranks)
+    if backend == "tf-distribute":
+        assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps}, (ref.optimizer_steps, ranks)
+    else:  # each rank its own batches, half the steps
+        assert {r.optimizer_steps for r in ranks} == {ref.optimizer_steps // 2}, (ref.optimizer_steps, ranks)
+    saved = "gan_generator.weights.h5"
+    at_user_path = [[f.path for f in r.files if Path(f.path).name == saved
+                     and Path(f.path).parent.resolve() == (tmp_path / "distributed").resolve()] for r in ranks]
+    assert at_user_path[0] and not at_user_path[1], at_user_path

@@ -136,6 +136,42 @@ def is_model(a: A.Analysis, expr) -> bool:
                                  or sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
 
 
+def layer_of_a_model(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """expr is an object called on a Keras symbolic input (``img =
+    generator(z)``, ``Model(z, discriminator(generator(z)))``): a Keras layer
+    or model, though built where tfdist cannot see (a helper module's
+    ``gan.generator(...)``). Followed to that object through names,
+    parameters (every call's argument) and tuples unpacked."""
+    if not isinstance(expr, cst.Name) or depth > 6:
+        return False
+    for origin, value in a.assigned_values(expr):
+        if isinstance(origin, cst.Param):
+            values = a.parameter_values(origin)
+        elif value is None:
+            values = a.tuple_element_values(origin)
+        elif isinstance(value, cst.Name):
+            values = [value]
+        else:
+            values = []
+            targets = origin.targets if isinstance(origin, cst.Assign) else []
+            if isinstance(value, cst.Call) and len(targets) == 1 and isinstance(targets[0].target, cst.Name):
+                for use in a.scopes.references(targets[0].target):
+                    call = a.parent(use)
+                    if isinstance(call, cst.Call) and call.func is use and call.args \
+                            and _keras_symbolic_input(a, call.args[0].value):
+                        return True
+        if any(layer_of_a_model(a, v, depth + 1) for v in values):
+            return True
+    return False
+
+
+def _keras_symbolic_input(a: A.Analysis, value) -> bool:
+    if isinstance(value, cst.Name):
+        bound = [v for _, v in a.assigned_values(value)]
+        return bool(bound) and all(isinstance(v, cst.Call) and a.is_name(v, apis.KERAS_SYMBOLIC_INPUTS) for v in bound)
+    return isinstance(value, cst.Call) and a.is_name(value, apis.KERAS_SYMBOLIC_INPUTS) is not None
+
+
 def model_calls(a: A.Analysis, methods) -> List[cst.Call]:
     return [c for c in a.calls if method_name(c) in methods and is_model(a, receiver(c))]
 

@@ -47,6 +47,14 @@ def _is_model(a: A.Analysis, expr) -> bool:
     return is_model(a, expr)
 
 
+def _saves_a_model(a: A.Analysis, expr) -> bool:
+    """The receiver of save()/save_weights() is a Keras model: by its type,
+    compiled like one, or called on a Keras input as a sub-model (a GAN's
+    generator built by a helper module: a layer has no save())."""
+    from .keras_fit import layer_of_a_model
+    return _is_model(a, expr) or layer_of_a_model(a, expr)
+
+
 def pure_arguments(a: A.Analysis, call: cst.Call) -> bool:
     """True if the call's arguments can never run a collective operation."""
     return all(_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
@@ -201,7 +209,7 @@ def apply(ctx) -> None:
             guard_call(ctx, call, f"{a.code(call.func)}()")
         elif every_worker and _every_worker_saves(ctx, call, m, recv, names):
             continue
-        elif m in apis.KERAS_SAVE_METHODS and recv is not None and _is_model(a, recv):
+        elif m in apis.KERAS_SAVE_METHODS and recv is not None and _saves_a_model(a, recv):
             guard_call(ctx, call, f"{a.code(call.func)}()")
         elif names & apis.KERAS_SAVE_FUNCTIONS:
             guard_call(ctx, call, f"{a.code(call.func)}()")
@@ -225,7 +233,7 @@ def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
     """Checkpoints, saved models and summaries written by every worker, each
     to its own path (the chief's is the user's); True when handled."""
     a = ctx.a
-    if m in apis.KERAS_SAVE_METHODS and recv is not None and _is_model(a, recv):
+    if m in apis.KERAS_SAVE_METHODS and recv is not None and _saves_a_model(a, recv):
         return _redirect(ctx, call, "filepath", 0, f"{a.code(call.func)}()")
     if names & apis.KERAS_SAVE_FUNCTIONS:
         return _redirect(ctx, call, ("filepath", "export_dir"), 1, f"{a.code(call.func)}()")

@@ -287,12 +287,16 @@ def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
     """``model = sm.Unet(...)``, ``discriminator = build_discriminator()`` of
     another module: a model a library or a module tfdist does not read
     builds (known a model by its compile()), bound once by a statement of
-    its own -- that statement makes its variables. A parameter: the same,
-    for what every call of its function passes (``train(generator,
-    discriminator)``)."""
+    its own -- that statement makes its variables. A parameter, or a name
+    unpacked from a tuple: the same, for what every call of its function
+    passes (``train(generator, discriminator)``), or the matching element
+    (``train((generator, discriminator, gan))``)."""
     bound = a.assigned_values(model) if isinstance(model, cst.Name) and depth < 4 else []
-    if len(bound) == 1 and isinstance(bound[0][0], cst.Param):
-        passed = a.parameter_values(bound[0][0])
+    if len(bound) == 1 and (isinstance(bound[0][0], cst.Param)
+                            or bound[0][1] is None and isinstance(bound[0][0], cst.Name)):
+        # a parameter, or unpacked (``generator, discriminator, gan = models``): what each binds it to
+        passed = a.parameter_values(bound[0][0]) if isinstance(bound[0][0], cst.Param) \
+            else a.tuple_element_values(bound[0][0])
         out = []
         for value in passed:
             stmts = unread_construction(a, value, depth + 1)

@@ -3,7 +3,8 @@ another module of the user's (gan_builders.py, which tfdist does not read)
 and handed to a training function as parameters; the combined model calls
 the generator on its input. Every model whose variables the steps update
 must be built in the strategy's scope: the builders' calls, wherever the
-models they return are compiled or called as layers."""
+models they return are compiled or called as layers. The generator, known a
+model only by being called on a Keras input, is saved by one process."""
 import numpy as np
 import tensorflow as tf
 
@@ -32,3 +33,4 @@ validity = discriminator(img)
 gan_model = tf.keras.Model(z, validity)
 gan_model.compile(loss="binary_crossentropy", optimizer=tf.keras.optimizers.Adam(2e-3))
 train(generator, discriminator, gan_model, steps=100, batch_size=32)
+generator.save_weights("gan_generator.weights.h5")
