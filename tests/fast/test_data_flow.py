@@ -585,3 +585,28 @@ data = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(8)
     result = convert(src)
     assert result.code.count("hvd.DistributedGradientTape(tape)") == 1, result.code
     assert not [w for w in warnings(result) if "by hand" in w.message], result.warnings
+
+
+ROWS_FROM_LISTED_FILES = '''import tensorflow as tf
+
+files = tf.data.Dataset.list_files("data/*.txt")
+rows = []
+for path in iter(files):
+    rows.append(tf.strings.to_number(tf.strings.split(tf.io.read_file(path), ",")))
+rows = tf.stack(rows, axis=0)
+dataset = tf.data.Dataset.from_tensor_slices(rows).batch(16)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(dataset.map(lambda r: (r, r[:1])), epochs=2)
+'''
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_rows_read_in_the_order_list_files_shuffles_get_one_seed(backend):
+    """The rows handed to from_tensor_slices were read in list_files' order,
+    which it shuffles with a random seed of each process: the source divided
+    is the rows, but the seed that makes their order the same on every rank
+    is list_files'. Runtime: correctness_scripts/tape_rows_read_from_listed_files.py."""
+    result = convert_source(ROWS_FROM_LISTED_FILES, "rows.py", backend=backend)
+    assert result.status == "converted", result.error
+    assert 'files = tf.data.Dataset.list_files("data/*.txt", seed=1234)' in result.code, result.code

@@ -114,6 +114,8 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
                 continue
             _tfds_fixed_file_order(ctx, src)
         share_seed(ctx, src)
+        for upstream in flow.row_origins(ctx.a, src):
+            share_seed(ctx, upstream)  # the rows' order is its order: the same on every rank
         later = _later_point(ctx, dataset, src)
         why = "is also used whole elsewhere"
         if later is None:

@@ -576,6 +576,58 @@ def property_values(a, expr: cst.Attribute) -> List[cst.BaseExpression]:
     return [v for cd in a.instance_classes(expr.value) for v in a.attribute_values(cd, expr.attr.value)]
 
 
+def appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
+    """The values appended to the list a name is bound to: ``xs.append(v)``
+    on any reference the binding reaches."""
+    out = []
+    for ref in a.scopes.references(target):
+        attr = a.parent(ref)
+        call = a.parent(attr) if isinstance(attr, cst.Attribute) and attr.value is ref else None
+        if isinstance(call, cst.Call) and call.func is attr and attr.attr.value in ("append", "insert") \
+                and call.args:
+            out.append(call.args[-1].value)
+    return out
+
+
+def row_origins(a, src: cst.Call) -> List[cst.Call]:
+    """Dataset sources whose elements an in-memory source's rows were read
+    from, in their order: ``rows.append(load(x))`` in a loop over
+    ``iter(tf.data.Dataset.list_files(...))``, then
+    ``from_tensor_slices(rows)``. Their order is the rows' order, so a
+    source shuffling with a random seed of each process orders the rows
+    differently on every rank."""
+    out: List[cst.Call] = []
+    names = [n for arg in src.args for n in walk(arg.value) if isinstance(n, cst.Name)]
+    seen = set()
+    while names:
+        name = names.pop()
+        if id(name) in seen or len(seen) > 64:
+            continue
+        seen.add(id(name))
+        for origin, value in a.assigned_values(name):
+            if value is not None and not (isinstance(value, cst.List) and not value.elements):
+                # made from other values (train_data = tf.stack(train_data)): their rows, in their order
+                names += [n for n in walk(value) if isinstance(n, cst.Name)]
+                continue
+            if not (isinstance(value, cst.List) and isinstance(origin, cst.Assign)
+                    and isinstance(origin.targets[0].target, cst.Name)):
+                continue
+            for added in appended(a, origin.targets[0].target):
+                for loop in (n for n in a.ancestors(added) if isinstance(n, cst.For)):
+                    iterable = loop.iter
+                    for _ in range(4):  # through iter(...) / enumerate(...), and a name bound once to one
+                        if isinstance(iterable, cst.Name):
+                            bound = [v for _, v in a.assigned_values(iterable)]
+                            if len(bound) == 1 and isinstance(bound[0], cst.Call) and a.is_name(
+                                    bound[0], {"builtins.iter", "builtins.enumerate"}):
+                                iterable = bound[0]
+                        if isinstance(iterable, cst.Call) and iterable.args and a.is_name(
+                                iterable, {"builtins.iter", "builtins.enumerate"}):
+                            iterable = iterable.args[0].value
+                    out += [s for s in dataset_sources(a, iterable) if s not in out]
+    return out
+
+
 def call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
     """The calls of this module running fdef: by its name, or as a method."""
     name = fdef.name.value

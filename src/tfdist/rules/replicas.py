@@ -274,7 +274,7 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
             elif isinstance(value, cst.List) and isinstance(origin, cst.Assign) \
                     and isinstance(origin.targets[0].target, cst.Name):
                 # outputs = [] ... outputs.append(head(x)) in a loop: the tensors appended are the model's
-                for added in _appended(a, origin.targets[0].target):
+                for added in flow.appended(a, origin.targets[0].target):
                     stmt = a.statement_of(added)
                     if stmt is not None and stmt not in out and (
                             _is_layer_call(a, added) or _layer_statements(a, added, set(seen), depth)):
@@ -319,19 +319,6 @@ def _calls_layers(a: A.Analysis, value) -> bool:
         return False  # a model factory's call: its construction is followed into it (construction_statements)
     fdefs = dataflow.callees(a, value)
     return bool(fdefs) and any(isinstance(n, cst.Call) and _is_layer_call(a, n) for f in fdefs for n in walk(f.body))
-
-
-def _appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
-    """The values appended to the list a name is bound to: ``xs.append(v)``
-    on any reference the binding reaches."""
-    out = []
-    for ref in a.scopes.references(target):
-        attr = a.parent(ref)
-        call = a.parent(attr) if isinstance(attr, cst.Attribute) and attr.value is ref else None
-        if isinstance(call, cst.Call) and call.func is attr and attr.attr.value in ("append", "insert") \
-                and call.args:
-            out.append(call.args[-1].value)
-    return out
 
 
 def self_attribute_class(a: A.Analysis, expr) -> Optional[cst.ClassDef]:
@@ -660,6 +647,8 @@ def split_by_engine(ctx, dataset, what: str) -> None:
             continue
         done.add(src)
         data_division.share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
+        for upstream in flow.row_origins(a, src):
+            data_division.share_seed(ctx, upstream)  # the rows' order is its order: the same on every worker
         if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
             new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
             ctx.plan.replace(src, lambda old, new=new: new)
