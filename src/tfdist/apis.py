@@ -337,6 +337,13 @@ PLAIN_DATA_RESULT_ATTRIBUTES = {"wandb.init": "config"}
 #: Keras functions making an optimizer from a configuration or a name (and
 #: every class's ``from_config``).
 OPTIMIZER_FROM_CONFIG = {"keras.optimizers.deserialize", "keras.optimizers.get"}
+# Optimizers wrapping another, whose rate is the inner one's: the argument
+# (keyword, position) holding it. ``LossScaleOptimizer(RMSprop())`` scales
+# the inner optimizer's rate; tfdist follows the wrapper to its construction.
+KERAS_OPTIMIZER_WRAPPERS = {
+    "keras.mixed_precision.LossScaleOptimizer": ("inner_optimizer", 0),
+    "keras.optimizers.LossScaleOptimizer": ("inner_optimizer", 0),
+}
 #: Builtins that read a container without changing its elements.
 # dict(k=v, ...): a mapping whose keys are its keywords (``**dict(...)`` in a call).
 DICT_CONSTRUCTORS = {"builtins.dict"}

@@ -139,3 +139,39 @@ model.fit(x, y, epochs=10, callbacks=[tf.keras.callbacks.LearningRateScheduler(s
         assert "def scaled_epoch_rates(schedule, factor):" in result.code
     none = convert_source(source.encode(), "train.py", backend="horovod+lr-none")
     assert "scaled_epoch_rates" not in none.code
+
+
+LOSS_SCALED_STEP = '''import numpy as np
+import tensorflow as tf
+from tensorflow.keras import mixed_precision
+
+x = np.random.rand(256, 8).astype("float32")
+y = np.random.rand(256, 1).astype("float32")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.RMSprop(learning_rate=0.001)
+optimizer = mixed_precision.LossScaleOptimizer(optimizer)
+
+
+@tf.function
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+        scaled_loss = optimizer.get_scaled_loss(loss)
+    grads = optimizer.get_unscaled_gradients(tape.gradient(scaled_loss, model.trainable_variables))
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+for xb, yb in tf.data.Dataset.from_tensor_slices((x, y)).batch(32):
+    train_step(xb, yb)
+'''
+
+
+@pytest.mark.parametrize("backend,scaled", [("horovod", "learning_rate=0.001 * hvd.size()"),
+                                            ("tf-distribute", "learning_rate=0.001 * strategy.num_replicas_in_sync")])
+def test_a_loss_scale_wrapper_is_followed_to_the_optimizer_it_wraps(backend, scaled):
+    """The step applies the LossScaleOptimizer the optimizer name was rebound
+    to: its rate is the wrapped RMSprop's, scaled where that is built."""
+    result = convert_source(LOSS_SCALED_STEP, "mixed.py", backend=backend)
+    assert result.status == "converted", result.error
+    assert f"optimizer = tf.keras.optimizers.RMSprop({scaled})" in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "lr-scaling"], result.warnings

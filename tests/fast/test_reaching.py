@@ -3,8 +3,9 @@
 A notebook or script is read in execution order: a use sees the last
 binding run before it; a binding that only *may* have run (in an ``if``,
 a loop, a ``try``) is kept with what came before it; what cannot be
-decided (a function reading a global, ``global`` rebinding, a walrus, a
-use inside ``try``) keeps every binding -- never a guess.
+decided (a function reading a global that is not only called directly by
+module-level code, ``global`` rebinding, a walrus, a use inside ``try``)
+keeps every binding -- never a guess.
 """
 import textwrap
 
@@ -160,7 +161,7 @@ def test_try_is_not_decided():
     assert reach(src, 7, "model") == [1, 3]  # after it: the try's bindings may have run
 
 
-def test_function_reading_a_global_sees_every_binding():
+def test_function_reading_a_global_sees_the_bindings_live_at_its_calls():
     src = """\
     callbacks = [a()]
     def train():
@@ -169,8 +170,36 @@ def test_function_reading_a_global_sees_every_binding():
     callbacks = [b()]
     train()
     """
-    assert reach(src, 3, "callbacks") is None
-    assert values(src, 3, "callbacks") == [1, 5]
+    assert reach(src, 3, "callbacks") == [1, 5]  # each call runs it with the binding live then
+    once = "callbacks = [a()]\ndef train():\n    fit(callbacks)\ncallbacks = [b()]\ntrain()\n"
+    assert reach(once, 3, "callbacks") == [4]
+    assert values(once, 3, "callbacks") == [4]
+
+
+def test_notebook_redefining_a_step_function_and_its_global():
+    # cell after cell: an optimizer and the function using it, both defined again
+    src = """\
+    optimizer = SGD(0.1)
+    def run_optimization(x):
+        optimizer.apply_gradients(x)
+    for step in range(10):
+        run_optimization(step)
+    optimizer = Adam(0.01)
+    def run_optimization(x):
+        optimizer.apply_gradients(x)
+    for step in range(10):
+        run_optimization(step)
+    """
+    assert reach(src, 3, "optimizer") == [1]
+    assert reach(src, 8, "optimizer") == [6]
+
+
+def test_function_reading_a_global_called_elsewhere_is_not_decided():
+    # called from another function, handed on, or never called: every binding
+    for tail in ("def outer():\n    train()\nouter()\n", "schedule(train)\n", ""):
+        src = "callbacks = [a()]\ndef train():\n    fit(callbacks)\ncallbacks = [b()]\n" + tail
+        assert reach(src, 3, "callbacks") is None, tail
+        assert values(src, 3, "callbacks") == [1, 4], tail
 
 
 def test_global_rebound_in_a_function_is_not_decided():

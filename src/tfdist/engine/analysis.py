@@ -424,6 +424,12 @@ class Analysis:
         return bool(refs) and all(isinstance(r.node, (cst.Import, cst.ImportFrom)) or r.imported for r in refs)
 
     def _infer_call(self, call: cst.Call, depth: int) -> Set[Type]:
+        wrapper = self.is_name(call, apis.KERAS_OPTIMIZER_WRAPPERS)
+        if wrapper is not None:
+            # LossScaleOptimizer(opt): the optimizer it wraps (its rate, its construction)
+            keyword, position = apis.KERAS_OPTIMIZER_WRAPPERS[wrapper]
+            inner = self._argument(call, position, keyword)
+            return self.types(inner, depth + 1) if inner is not None else set()
         for name in sorted(self.names(call)):
             if name in _CALL_KINDS:
                 return {Type(_CALL_KINDS[name], name, call)}

@@ -22,7 +22,9 @@ It is conservative, never a guess:
   through ``global``/``nonlocal``: not decided here (``None``; the caller
   keeps every binding);
 * a function body reading a global sees the binding live when it is
-  *called*: uses in another scope than the bindings' are not decided here.
+  *called*: decided from its calls when module-level code alone calls it,
+  directly; other uses in another scope than the bindings' are not
+  decided here.
 """
 from __future__ import annotations
 
@@ -92,6 +94,7 @@ class Reaching:
         """The bindings of a use (a loaded Name) that can reach it, source
         order; None when this is not decided here (see the module doc)."""
         if use not in self._cache:
+            self._cache[use] = None  # undecided while being decided (a function's calls may lead back here)
             self._cache[use] = self._bindings(use)
         return self._cache[use]
 
@@ -102,6 +105,8 @@ class Reaching:
         if use.value in scope.global_decls or use.value in scope.nonlocal_decls:
             return None
         every = scope.bindings.get(use.value, [])
+        if not every and scope.kind == "function":
+            return self._global_at_calls(use, scope)
         if len(every) <= 1:
             return None
         frame = self._frame(use)
@@ -114,6 +119,44 @@ class Reaching:
             out = self._walk(use, every)
         except _Undecided:
             return None
+        if not out:
+            return None
+        order = {id(b): i for i, b in enumerate(every)}
+        return sorted(out, key=lambda b: order[id(b)])
+
+    def _global_at_calls(self, use: cst.Name, scope) -> Optional[List[Binding]]:
+        """A module function reading a global (``optimizer`` in ``def
+        run_optimization(x, y)``): the bindings reaching the calls that run
+        it -- when it is called only directly from module-level code (a
+        notebook's cells) by the name this very ``def`` binds there, and
+        every binding of the global is made by module-level code. None
+        otherwise (called from other functions, passed on, rebound through
+        ``global``)."""
+        module = self.scopes.module_scope
+        fdef = self._frame(use)
+        if scope.parent is not module or not isinstance(fdef, cst.FunctionDef) \
+                or not isinstance(self.parents.get(fdef), cst.Module):
+            return None
+        every = module.bindings.get(use.value, [])
+        if len(every) <= 1 or any(b.node is None or not isinstance(self._frame(b.node), cst.Module) for b in every):
+            return None
+        calls = []
+        for s in self.scopes._all_scopes:
+            for ref in s.accesses.get(fdef.name.value, ()):
+                bound = self.bindings(ref) or self.scopes.lookup(ref)
+                if not any(b.node is fdef for b in bound):
+                    continue
+                call = self.parents.get(ref)
+                if len(bound) != 1 or not (isinstance(call, cst.Call) and call.func is ref) \
+                        or not isinstance(self._frame(ref), cst.Module):
+                    return None  # passed on, called from a function, or maybe another def of the name
+                calls.append(ref)
+        out: List[Binding] = []
+        for ref in calls:
+            try:
+                out += [b for b in self._walk(ref, every) if b not in out]
+            except _Undecided:
+                return None
         if not out:
             return None
         order = {id(b): i for i, b in enumerate(every)}

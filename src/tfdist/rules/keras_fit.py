@@ -568,6 +568,10 @@ def _constructions(a: A.Analysis, value, depth: int):
         ts = [t for t in a.types(value) if t.kind in OPTIMIZER_KINDS and t.call is value]
         if ts:
             return [(value, ts[0])]
+        wrapper = a.is_name(value, apis.KERAS_OPTIMIZER_WRAPPERS)
+        if wrapper is not None:  # LossScaleOptimizer(opt): the wrapped optimizer's construction
+            inner = find_arg(value, *apis.KERAS_OPTIMIZER_WRAPPERS[wrapper])
+            return _constructions(a, inner.value, depth + 1) if inner is not None else None
         if not isinstance(value.func, cst.Name):
             return None
         fdefs = a._local_functions(value.func)
