@@ -74,6 +74,19 @@ def test_tf_distribute_train_on_batch_splits_the_batch_it_is_given():
     assert results[0]["kernel"] == results[1]["kernel"]
 
 
+def _run_original_and_converted(script: Path, converted: Path, tmp_path: Path, timeout: int, common: dict):
+    """The original on one process and the conversion on 2, both asserted to
+    exit 0 on every process."""
+    original = run_and_observe(script, 1, tmp_path / "original", timeout, single=True, label="original",
+                               log_path=tmp_path / "original.log", **common)
+    distributed = run_and_observe(converted, 2, tmp_path / "distributed", timeout, single=False, as_file=script,
+                                  label="2 processes", log_path=tmp_path / "distributed.log", **common)
+    for obs in (original, distributed):
+        assert not obs.timed_out and obs.returncode == 0, obs.tail[-30:]
+        assert all(r.exit_code == 0 and not r.missing for r in obs.ranks), [(r.rank, r.exception) for r in obs.ranks]
+    return original, distributed
+
+
 def _run_gan(tmp_path: Path, backend: str, python=None):
     result = convert_file(GAN, backend=backend)
     assert result.status == "converted", (result.error, result.error_line)
@@ -90,13 +103,7 @@ def _run_gan(tmp_path: Path, backend: str, python=None):
     common = dict(env=env, backend=backend)
     if python is not None:
         common["python"] = python
-    original = run_and_observe(GAN, 1, tmp_path / "original", 900, single=True, label="original",
-                               log_path=tmp_path / "original.log", **common)
-    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 900, single=False, as_file=GAN,
-                                  label="2 processes", log_path=tmp_path / "distributed.log", **common)
-    for obs in (original, distributed):
-        assert not obs.timed_out and obs.returncode == 0, obs.tail[-30:]
-        assert all(r.exit_code == 0 and not r.missing for r in obs.ranks), [(r.rank, r.exception) for r in obs.ranks]
+    original, distributed = _run_original_and_converted(GAN, converted, tmp_path, 900, common)
     ranks = distributed.ranks
     assert sorted(r.rank for r in ranks) == [0, 1]
     assert ranks[0].trainable_count > 0 and len({r.trainable_sha256 for r in ranks}) == 1
@@ -202,13 +209,7 @@ def test_gan_models_built_by_an_unread_module(tmp_path, backend):
     if backend == "tf-distribute":
         env["TF_USE_LEGACY_KERAS"] = "1"  # as the converted workers run (see _run_gan)
         common["python"] = _tfd_python()
-    original = run_and_observe(script, 1, tmp_path / "original", 600, single=True, label="original",
-                               log_path=tmp_path / "original.log", **common)
-    distributed = run_and_observe(converted, 2, tmp_path / "distributed", 600, single=False, as_file=script,
-                                  label="2 processes", log_path=tmp_path / "distributed.log", **common)
-    for obs in (original, distributed):
-        assert not obs.timed_out and obs.returncode == 0, obs.tail[-30:]
-        assert all(r.exit_code == 0 and not r.missing for r in obs.ranks), [(r.rank, r.exception) for r in obs.ranks]
+    original, distributed = _run_original_and_converted(script, converted, tmp_path, 600, common)
     (ref,) = original.ranks
     ranks = sorted(distributed.ranks, key=lambda r: r.rank)
     assert [r.rank for r in ranks] == [0, 1]

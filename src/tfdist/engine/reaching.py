@@ -47,6 +47,14 @@ class _Undecided(Exception):
     pass
 
 
+def _in_order(found: List[Binding], every: Sequence[Binding]) -> Optional[List[Binding]]:
+    """The bindings found, in source order (as ``every`` lists them); None for none."""
+    if not found:
+        return None
+    order = {id(b): i for i, b in enumerate(every)}
+    return sorted(found, key=lambda b: order[id(b)])
+
+
 class Reaching:
     """Reaching bindings of uses, for one module's scope walk."""
 
@@ -119,10 +127,7 @@ class Reaching:
             out = self._walk(use, every)
         except _Undecided:
             return None
-        if not out:
-            return None
-        order = {id(b): i for i, b in enumerate(every)}
-        return sorted(out, key=lambda b: order[id(b)])
+        return _in_order(out, every)
 
     def _global_at_calls(self, use: cst.Name, scope) -> Optional[List[Binding]]:
         """A module function reading a global (``optimizer`` in ``def
@@ -157,10 +162,7 @@ class Reaching:
                 out += [b for b in self._walk(ref, every) if b not in out]
             except _Undecided:
                 return None
-        if not out:
-            return None
-        order = {id(b): i for i, b in enumerate(every)}
-        return sorted(out, key=lambda b: order[id(b)])
+        return _in_order(out, every)
 
     # ------------------------------------------------------------ the walk
     def _walk(self, use: cst.Name, every: Sequence[Binding]) -> List[Binding]:
