@@ -455,6 +455,11 @@ ARRAY_TUPLE_FUNCTIONS = {
 }
 ARRAY_RETURNING_FUNCTIONS = {"keras.utils.to_categorical", "keras.utils.normalize", "keras.utils.pad_sequences",
                              "keras.preprocessing.sequence.pad_sequences"}
+# TensorFlow ops giving a tensor of their first argument's rows, one per row
+# (``tf.one_hot(labels, 10)``, ``tf.cast(x, tf.float32)``): read by rows
+# like the array, and sliced like it. one_hot keeps rows only with its
+# default axis (-1).
+TENSOR_ROW_FUNCTIONS = {"tensorflow.one_hot", "tensorflow.cast", "tensorflow.convert_to_tensor"}
 # scikit-learn transformers whose transform methods give one row per input
 # row (``x_train = StandardScaler().fit_transform(X)``, ``scaler.transform(X)``):
 # an array fit() and step loops read by rows like the input. Encoders that

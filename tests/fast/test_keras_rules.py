@@ -416,6 +416,9 @@ model.fit(inputs, epochs=1, batch_size=32)
     ("norm = tf.keras.layers.Normalization()\nnorm.adapt(x_train)\ninputs = norm(x_train)", True),
     ("from sklearn import datasets\ninputs = datasets.make_moons(300, noise=0.05)[0].astype('float32')", True),
     ("from sklearn.datasets import make_blobs\ninputs, labels = make_blobs(300)", True),
+    # TensorFlow ops keeping the rows (one_hot with its default axis)
+    ("inputs = tf.cast(tf.one_hot(x_train[:, 0, 0], 256), tf.float32)", True),
+    ("inputs = tf.one_hot(x_train[:, 0, 0], 256, axis=0)", False),
     # scikit-learn transformers and scaling functions: one row per input row
     ("from sklearn.preprocessing import StandardScaler\nscaler = StandardScaler()\nflat = x_train.reshape(-1, 784)\n"
      "scaler.fit(flat)\ninputs = scaler.transform(flat)", True),

@@ -70,6 +70,9 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # a file object opened for writing and never used again (a log a callback then appends to): the open alone
+    ('log = open("train_log.csv", "w+")\n', 'if hvd.rank() == 0:\n    log = open("train_log.csv", "w+")\n',
+     'file "train_log.csv" opened (the file object is not used again) on rank 0 only (lines 21-21)'),
     # the name an earlier with-statement bound is no read of the later open's file
     ('with open("a.txt", "w") as f:\n    f.write("a")\nf = open("b.txt", "wb")\nf.write(b"b")\nf.close()\n',
      'if hvd.rank() == 0:\n    with open("a.txt", "w") as f:\n        f.write("a")\n'

@@ -194,6 +194,9 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
                 return bool(returns) and not generator and all(
                     numpy_array(a, r, depth + 1) for r in returns)
         names = a.names(expr)
+        if names & apis.TENSOR_ROW_FUNCTIONS and expr.args and not expr.args[0].keyword and not expr.args[0].star \
+                and not ("tensorflow.one_hot" in names and find_arg(expr, "axis", 4) is not None):
+            return numpy_array(a, expr.args[0].value, depth + 1)  # tf.one_hot(labels, 10): a row per row
         if names & apis.SKLEARN_ROW_TRANSFORM_FUNCTIONS:
             return True  # minmax_scale(y): an array of its argument's rows
         if any(n.startswith("numpy.") for n in names):

@@ -508,7 +508,8 @@ def _open_close_runs(ctx) -> None:
             return [cst.If(test=chief, body=cst.IndentedBlock(body=[first] + list(inner[1:])), leading_lines=leading)]
         if ctx.plan.regroup(run, build):
             _guarded_spans(ctx).update(run)
-            ctx.change(run[0], RULE, f"file {_file_name(a, call)} opened, written and closed on rank 0 only "
+            done = "opened (the file object is not used again)" if len(run) == 1 else "opened, written and closed"
+            ctx.change(run[0], RULE, f"file {_file_name(a, call)} {done} on rank 0 only "
                                      f"(lines {a.line(run[0])}-{a.end_line(run[-1])})", through=run[-1])
             _read_back(ctx, call, find_arg(call, ("file", "name"), 0), run[-1])
 
@@ -529,6 +530,9 @@ def _open_run(ctx, call: cst.Call):
         return None
     start = end = body.index(stmt)
     opened, seen = [call], set()
+    name = _opened_name(a, call)
+    if name is not None and not a.reads_bound_to(name.value, call):
+        return [stmt]  # ``log = open(path, "w+")`` and the file object never read: the open alone
     while opened:
         opener = opened.pop()
         if opener in seen:
