@@ -580,6 +580,9 @@ DATAFRAME_RANDOM_DRAWS = {"sample": "random_state"}
 WRITER_METHODS_PATH_OPTIONAL = {
     DATAFRAME: {"to_csv": ("path_or_buf", 0), "to_json": ("path_or_buf", 0), "to_parquet": ("path", 0)},
 }
+# Methods of a file object that only write to it (or close it): a file
+# opened on rank 0 only can have each such statement guarded on its own.
+FILE_OBJECT_WRITE_METHODS = {"write", "writelines", "flush", "close"}
 # kind -> method that writes a file -> how the change message calls it.
 # (Rows of a csv writer and writes to an open file are guarded with the
 # ``with open(...)`` statement that opened the file.)

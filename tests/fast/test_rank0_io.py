@@ -437,3 +437,33 @@ def test_file_read_back_in_a_tf1_script_waits_in_a_session_of_its_own_graph():
         'barrier_session.run(hvd.allreduce(tf.constant(0.0), name="tfdist_barrier"))'], result.code
     assert lines[read - 3].startswith("with"), "at module level, not under the guard"
     assert not [w for w in result.warnings if w.level == "WARNING"]
+
+
+def test_a_file_written_between_training_steps_has_each_write_on_rank_0():
+    """The loss log of a GAN loop: the file opened before the loop, written
+    after every step. The steps cannot move to rank 0, so the open becomes
+    ``open(...) if rank 0 else None`` and each write and the close run on
+    rank 0 only, each on its own."""
+    src = '''import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(64, 4).astype("float32")
+y = np.random.rand(64, 1).astype("float32")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+log = open("losses.csv", "w")
+for step in range(100):
+    idx = np.random.randint(0, 64, 8)
+    loss = model.train_on_batch(x[idx], y[idx])
+    log.write(str(loss) + "\\n")
+    print(step, loss, file=log)
+log.close()
+'''
+    for backend, chief in (("horovod", "hvd.rank() == 0"), ("tf-distribute", "strategy.extended.should_checkpoint")):
+        result = convert_source(src, "losses.py", backend=backend)
+        assert result.status == "converted", result.error
+        code = result.data.decode()
+        assert f'log = open("losses.csv", "w") if {chief} else None\n' in code, code
+        assert f'    if {chief}:\n        log.write(str(loss) + "\\n")\n        print(step, loss, file=log)\n' in code, code
+        assert f'if {chief}:\n    log.close()\n' in code, code
+        assert not [w for w in result.warnings if w.rule == RULE], result.warnings

@@ -412,8 +412,8 @@ def _file_write(ctx, call: cst.Call, names) -> None:
     if not names & apis.FILE_OPEN_FUNCTIONS.keys():
         return
     mode = _open_mode(a, call)
-    if mode is False or isinstance(a.parent(call), cst.WithItem):
-        return  # not a write; a ``with open(...)`` is handled with its body
+    if mode is False or isinstance(a.parent(call), cst.WithItem) or call in ctx.state(__name__ + ".opened_on_chief"):
+        return  # not a write; a ``with open(...)`` is handled with its body; opened on rank 0 only already
     stmt = a.statement_of(call)
     if stmt is not None and any(_write_what(a, c, a.names(c)) for c in calls_in(stmt)):
         return  # open(...) passed to a write: guarded (or warned about) with it
@@ -500,7 +500,8 @@ def _open_close_runs(ctx) -> None:
             continue
         reason = _unguardable_run(a, run)
         if reason is not None:
-            ctx.state(__name__ + ".unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
+            if not _guard_each_use(ctx, call):
+                ctx.state(__name__ + ".unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
             continue
 
         def build(inner, leading, chief=chief):
@@ -512,6 +513,49 @@ def _open_close_runs(ctx) -> None:
             ctx.change(run[0], RULE, f"file {_file_name(a, call)} {done} on rank 0 only "
                                      f"(lines {a.line(run[0])}-{a.end_line(run[-1])})", through=run[-1])
             _read_back(ctx, call, find_arg(call, ("file", "name"), 0), run[-1])
+
+
+def _guard_each_use(ctx, call: cst.Call) -> bool:
+    """``f = open(path, "w")`` whose statements in between cannot all run
+    on rank 0 only (training steps between the writes): when every use of
+    the file object is a statement of its own writing to it or closing it
+    (``f.write(line)``, ``f.flush()``, ``print(x, file=f)``) with arguments
+    that run no collective, the open becomes ``open(...) if <chief> else
+    None`` and each of those statements runs on rank 0 only. False (nothing
+    done) otherwise."""
+    a = ctx.a
+    name = _opened_name(a, call)
+    uses = a.reads_bound_to(name.value, call) if name is not None else []
+    statements = []
+    for use in uses:
+        parent = a.parent(use)
+        if isinstance(parent, cst.Attribute) and parent.value is use and parent.attr.value in apis.FILE_OBJECT_WRITE_METHODS:
+            written = a.parent(parent)
+            if not (isinstance(written, cst.Call) and written.func is parent):
+                return False
+        elif isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "file" \
+                and isinstance(a.parent(parent), cst.Call) and a.names(a.parent(parent)) & {"builtins.print"}:
+            written = a.parent(parent)
+        else:
+            return False
+        stmt = a.statement_of(written)
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not (isinstance(small, cst.Expr) and small.value is written and pure_arguments(a, written)):
+            return False
+        statements.append((stmt, written))
+    if not statements:
+        return False
+    chief = ctx.backend.is_chief()
+    new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
+    ctx.plan.replace(call, lambda old: new)
+    ctx.state(__name__ + ".opened_on_chief").add(call)
+    ctx.change(call, RULE, f"file {_file_name(a, call)} opened on rank 0 only (None elsewhere): training runs "
+                           f"between its writes, so each write runs on rank 0 only")
+    for stmt, written in statements:
+        if ctx.plan.guard(stmt, ctx.expr(chief)):
+            ctx.change(written, RULE, f"{a.code(written.func)}() on rank 0 only")
+    _read_back(ctx, call, find_arg(call, ("file", "name"), 0), max((s for s, _ in statements), key=a.end_line))
+    return True
 
 
 def _open_run(ctx, call: cst.Call):
