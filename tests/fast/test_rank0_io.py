@@ -70,6 +70,17 @@ INVALID = [
      'plt.plot(history.history["loss"])\nif hvd.rank() == 0:\n    plt.savefig("loss.png")\n',
      "matplotlib savefig on rank 0 only"),
     ('plt.show()\n', 'if hvd.rank() == 0:\n    plt.show()\n', "matplotlib show (a window) on rank 0 only"),
+    # a run that cannot move whole (a name set there is used after it; a function defined there
+    # writes the file): the open, and each statement writing or closing the file, on rank 0 on their own
+    ('log = open("log.txt", "a")\nn = 0\nlog.write("x")\nn += 1\nlog.close()\ntotal = n * 2\n',
+     'log = open("log.txt", "a") if hvd.rank() == 0 else None\nn = 0\nif hvd.rank() == 0:\n    log.write("x")\n'
+     'n += 1\nif hvd.rank() == 0:\n    log.close()\ntotal = n * 2\n',
+     'file "log.txt" opened on rank 0 only (None elsewhere): the code between its writes runs on every rank, '
+     'each write on rank 0 only'),
+    ('log = open("log.txt", "a")\ndef note(text):\n    log.write(text)\nnote("x")\n',
+     'log = open("log.txt", "a") if hvd.rank() == 0 else None\ndef note(text):\n    if hvd.rank() == 0:\n'
+     '        log.write(text)\nnote("x")\n',
+     "log.write() on rank 0 only"),
     # a file object opened for writing and never used again (a log a callback then appends to): the open alone
     ('log = open("train_log.csv", "w+")\n', 'if hvd.rank() == 0:\n    log = open("train_log.csv", "w+")\n',
      'file "train_log.csv" opened (the file object is not used again) on rank 0 only (lines 21-21)'),
@@ -248,11 +259,9 @@ WARN = [
     ('def dump(values):\n    with open("v.txt", "w") as f:\n        f.write(str(values))\n        return len(values)\n'
      'dump([1, 2])\n', "leaves it early", 2),
     # A file kept open in a variable, and a count made while writing it read afterwards.
-    ('log = open("log.txt", "a")\nn = 0\nlog.write("x")\nn += 1\nlog.close()\ntotal = n * 2\n',
+    # A run that cannot move whole, with a use of the file other than writing it (seek): no per-write guard.
+    ('log = open("log.txt", "w+")\nn = 0\nlog.write("x")\nn += 1\nlog.seek(0)\ntotal = n * 2\n',
      'cannot run on rank 0 only as they are: that code sets n, which is used after it', 1),
-    # ... or written by a function defined between the open and the last use.
-    ('log = open("log.txt", "a")\ndef note(text):\n    log.write(text)\nnote("x")\n',
-     'cannot run on rank 0 only as they are: that code defines or imports names', 1),
     # A mode tfdist cannot read.
     ('mode = "w"\nwith open("m.txt", mode) as f:\n    f.write("x")\n', "with a mode tfdist cannot read", 2),
     # A write whose result is kept.

@@ -549,8 +549,8 @@ def _guard_each_use(ctx, call: cst.Call) -> bool:
     new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
     ctx.plan.replace(call, lambda old: new)
     ctx.state(__name__ + ".opened_on_chief").add(call)
-    ctx.change(call, RULE, f"file {_file_name(a, call)} opened on rank 0 only (None elsewhere): training runs "
-                           f"between its writes, so each write runs on rank 0 only")
+    ctx.change(call, RULE, f"file {_file_name(a, call)} opened on rank 0 only (None elsewhere): the code between its "
+                           f"writes runs on every rank, each write on rank 0 only")
     for stmt, written in statements:
         if ctx.plan.guard(stmt, ctx.expr(chief)):
             ctx.change(written, RULE, f"{a.code(written.func)}() on rank 0 only")
