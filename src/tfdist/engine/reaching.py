@@ -65,6 +65,7 @@ class Reaching:
         self._cache: Dict[cst.Name, Optional[List[Binding]]] = {}
         self._frames: Dict[int, Optional[cst.CSTNode]] = {}
         self._index: Dict[int, Dict[int, int]] = {}
+        self._calls: Dict[int, Optional[List[cst.Name]]] = {}  # def -> the module-level calls running it
 
     def _ancestor_ids(self, node: cst.CSTNode) -> Set[int]:
         found = self._ancestors.get(id(node))
@@ -145,6 +146,27 @@ class Reaching:
         every = module.bindings.get(use.value, [])
         if len(every) <= 1 or any(b.node is None or not isinstance(self._frame(b.node), cst.Module) for b in every):
             return None
+        calls = self._module_calls(fdef)
+        if calls is None:
+            return None
+        out: List[Binding] = []
+        for ref in calls:
+            try:
+                out += [b for b in self._walk(ref, every) if b not in out]
+            except _Undecided:
+                return None
+        return _in_order(out, every)
+
+    def _module_calls(self, fdef: cst.FunctionDef) -> Optional[List[cst.Name]]:
+        """The names calling fdef, when all its uses are direct calls by
+        module-level code of this very def; None otherwise. Once per def:
+        each global its body reads asks."""
+        key = id(fdef)
+        if key not in self._calls:
+            self._calls[key] = self._find_module_calls(fdef)
+        return self._calls[key]
+
+    def _find_module_calls(self, fdef: cst.FunctionDef) -> Optional[List[cst.Name]]:
         calls = []
         for s in self.scopes._all_scopes:
             for ref in s.accesses.get(fdef.name.value, ()):
@@ -156,13 +178,7 @@ class Reaching:
                         or not isinstance(self._frame(ref), cst.Module):
                     return None  # passed on, called from a function, or maybe another def of the name
                 calls.append(ref)
-        out: List[Binding] = []
-        for ref in calls:
-            try:
-                out += [b for b in self._walk(ref, every) if b not in out]
-            except _Undecided:
-                return None
-        return _in_order(out, every)
+        return calls
 
     # ------------------------------------------------------------ the walk
     def _walk(self, use: cst.Name, every: Sequence[Binding]) -> List[Binding]:

@@ -136,32 +136,46 @@ def is_model(a: A.Analysis, expr) -> bool:
                                  or sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
 
 
-def layer_of_a_model(a: A.Analysis, expr, depth: int = 0) -> bool:
+def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
+    """``model = sm.Unet(...)``, ``discriminator = build_discriminator()`` of
+    another module: a model a library or a module tfdist does not read
+    builds (known a model by its compile()), bound once by a statement of
+    its own -- that statement makes its variables. A parameter, or a name
+    unpacked from a tuple: the same, for what every call of its function
+    passes (``train(generator, discriminator)``), or the matching element
+    (``train((generator, discriminator, gan))``)."""
+    bound = a.assigned_values(model) if isinstance(model, cst.Name) and depth < 4 else []
+    if len(bound) == 1 and (isinstance(bound[0][0], cst.Param)
+                            or bound[0][1] is None and isinstance(bound[0][0], cst.Name)):
+        # a parameter, or unpacked (``generator, discriminator, gan = models``): what each binds it to
+        passed = a.parameter_values(bound[0][0]) if isinstance(bound[0][0], cst.Param) \
+            else a.tuple_element_values(bound[0][0])
+        out = []
+        for value in passed:
+            stmts = unread_construction(a, value, depth + 1)
+            if not stmts:
+                return []
+            out += [s for s in stmts if s not in out]
+        return out
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
+        return []
+    stmt = a.statement_of(bound[0][1])
+    return [stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else []
+
+
+def layer_of_a_model(a: A.Analysis, expr) -> bool:
     """expr is an object called on a Keras symbolic input (``img =
     generator(z)``, ``Model(z, discriminator(generator(z)))``): a Keras layer
     or model, though built where tfdist cannot see (a helper module's
-    ``gan.generator(...)``). Followed to that object through names,
-    parameters (every call's argument) and tuples unpacked."""
-    if not isinstance(expr, cst.Name) or depth > 6:
-        return False
-    for origin, value in a.assigned_values(expr):
-        if isinstance(origin, cst.Param):
-            values = a.parameter_values(origin)
-        elif value is None:
-            values = a.tuple_element_values(origin)
-        elif isinstance(value, cst.Name):
-            values = [value]
-        else:
-            values = []
-            targets = origin.targets if isinstance(origin, cst.Assign) else []
-            if isinstance(value, cst.Call) and len(targets) == 1 and isinstance(targets[0].target, cst.Name):
-                for use in a.scopes.references(targets[0].target):
-                    call = a.parent(use)
-                    if isinstance(call, cst.Call) and call.func is use and call.args \
-                            and _keras_symbolic_input(a, call.args[0].value):
-                        return True
-        if any(layer_of_a_model(a, v, depth + 1) for v in values):
-            return True
+    ``gan.generator(...)``), followed to that construction as
+    :func:`unread_construction` follows it."""
+    for stmt in unread_construction(a, expr):
+        target = stmt.body[0].targets[0].target if isinstance(stmt.body[0], cst.Assign) else None
+        for use in a.scopes.references(target) if isinstance(target, cst.Name) else ():
+            call = a.parent(use)
+            if isinstance(call, cst.Call) and call.func is use and call.args \
+                    and _keras_symbolic_input(a, call.args[0].value):
+                return True
     return False
 
 

@@ -205,11 +205,11 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
     scope around several models)."""
     a = ctx.a
     model = receiver(fit_call)
-    stmts = replicas.construction_statements(a, model, {A.MODEL}) or replicas.unread_construction(a, model)
+    stmts = replicas.construction_statements(a, model, {A.MODEL}) or keras_fit.unread_construction(a, model)
     for call in compiles:
         if _same_model(a, receiver(call), model) or any(
                 s in replicas.construction_statements(a, receiver(call), {A.MODEL})
-                + replicas.unread_construction(a, receiver(call)) for s in stmts):
+                + keras_fit.unread_construction(a, receiver(call)) for s in stmts):
             stmt = a.statement_of(call)
             if stmt not in stmts:
                 stmts.append(stmt)

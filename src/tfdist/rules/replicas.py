@@ -17,6 +17,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from . import data_division, dataset_flow as flow
+from .keras_fit import unread_construction
 from .common import calls_in, find_arg, has_star_args, is_optimizer_step, method_name, source
 
 RULE = "replica-scope"
@@ -281,33 +282,6 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
                         out.append(stmt)
                         out += [s for s in _layer_statements(a, added, seen, depth) if s not in out]
     return out
-
-
-def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
-    """``model = sm.Unet(...)``, ``discriminator = build_discriminator()`` of
-    another module: a model a library or a module tfdist does not read
-    builds (known a model by its compile()), bound once by a statement of
-    its own -- that statement makes its variables. A parameter, or a name
-    unpacked from a tuple: the same, for what every call of its function
-    passes (``train(generator, discriminator)``), or the matching element
-    (``train((generator, discriminator, gan))``)."""
-    bound = a.assigned_values(model) if isinstance(model, cst.Name) and depth < 4 else []
-    if len(bound) == 1 and (isinstance(bound[0][0], cst.Param)
-                            or bound[0][1] is None and isinstance(bound[0][0], cst.Name)):
-        # a parameter, or unpacked (``generator, discriminator, gan = models``): what each binds it to
-        passed = a.parameter_values(bound[0][0]) if isinstance(bound[0][0], cst.Param) \
-            else a.tuple_element_values(bound[0][0])
-        out = []
-        for value in passed:
-            stmts = unread_construction(a, value, depth + 1)
-            if not stmts:
-                return []
-            out += [s for s in stmts if s not in out]
-        return out
-    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
-        return []
-    stmt = a.statement_of(bound[0][1])
-    return [stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else []
 
 
 def _calls_layers(a: A.Analysis, value) -> bool:
