@@ -515,6 +515,22 @@ FILE_WRITE_FUNCTIONS = {
     "imageio.v2.imwrite": "imageio imwrite",
     "imageio.v3.imwrite": "imageio imwrite",
 }
+# The names an optimizer's constructor takes its learning rate by.
+LEARNING_RATE_KEYWORDS = ("learning_rate", "lr")
+# Where each of those takes the file it writes: (keyword, position).
+FILE_WRITE_TARGETS = {
+    "numpy.save": ("file", 0), "numpy.savez": ("file", 0), "numpy.savez_compressed": ("file", 0),
+    "numpy.savetxt": ("fname", 0), "pickle.dump": ("file", 1), "json.dump": ("fp", 1),
+    "matplotlib.pyplot.savefig": ("fname", 0), "matplotlib.pyplot.imsave": ("fname", 0),
+    "tensorflow.io.write_file": ("filename", 0), "tensorflow.write_file": ("filename", 0),
+    "keras.utils.save_img": ("path", 0), "keras.preprocessing.image.save_img": ("path", 0),
+    "cv2.imwrite": ("filename", 0), "scipy.misc.imsave": ("name", 0), "imageio.imwrite": ("uri", 0),
+    "imageio.imsave": ("uri", 0), "imageio.mimsave": ("uri", 0), "imageio.mimwrite": ("uri", 0),
+    "imageio.v2.imwrite": ("uri", 0), "imageio.v3.imwrite": ("uri", 0),
+}
+# Files held in memory: a write into one (``plt.savefig(buf)`` to log a
+# plot as a summary image) writes no file, and every rank reads it back.
+IN_MEMORY_FILES = {"io.BytesIO", "io.StringIO"}
 # Of those, the ones whose first argument is the path written: a script may
 # read that file again (np.savetxt(path, x), then a reader of path).
 FILE_WRITE_PATH_FIRST = {n for n in FILE_WRITE_FUNCTIONS if not n.startswith(("pickle.", "json."))

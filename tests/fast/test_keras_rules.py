@@ -485,3 +485,67 @@ clf.fit(np.ones((100, 4)), np.zeros(100))
     assert "clf.fit(np.ones((100, 4)), np.zeros(100))\n" in text
     assert "clf = KerasClassifier(build_fn=build, epochs=3, batch_size=50, verbose=1)\n" in text
     assert [w for w in result.warnings if "KerasClassifier trains Keras models itself" in w.message]
+
+
+_FLAGGED_GENERATOR = '''import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(256, 4).astype("float32")
+y = np.random.rand(256, 1).astype("float32")
+
+
+def generator(x, y, shuffle=SHUFFLE_DEFAULT, batch_size=16):
+    i = 0
+    while True:
+        if shuffle:
+            rows = np.random.randint(0, len(x), size=batch_size)
+        else:
+            rows = np.arange(i, i + batch_size) % len(x)
+            i += batch_size
+        yield x[rows], y[rows]
+
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(MAKE, steps_per_epoch=16, epochs=2)
+'''
+_SEEDED = "each rank draws its own stream of batches (NumPy seeded by rank)"
+
+
+@pytest.mark.parametrize("default,make,draws", [
+    ("False", "generator(x, y, shuffle=True)", True),    # the flag set: random rows on every call
+    ("False", "generator(x, y)", False),                  # the default: rows in order, no draw
+    ("True", "generator(x, y)", True),
+    ("True", "generator(x, y, False)", False),            # positional
+    ("False", "generator(x, y, shuffle=x.any())", None),  # not a literal: neither a random stream nor certain
+])
+def test_a_generator_drawing_under_its_flag_draws_only_where_the_call_sets_it(default, make, draws):
+    """Re-seeding NumPy per rank divides the work only for a generator that
+    draws on every call; one walking its arrays in order would hand every
+    rank the same batches. The flag the call passes decides; a flag tfdist
+    cannot read falls back to every rank keeping every size-th batch."""
+    result = convert_source(_FLAGGED_GENERATOR.replace("SHUFFLE_DEFAULT", default).replace("MAKE", make), "gen.py")
+    assert result.status == "converted", result.error
+    assert (_SEEDED in result.code) == bool(draws), result.code
+    assert ("rank_share(generator(" in result.code) == (not draws), result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+
+
+_UNCALLED_TRAINER = '''import numpy as np
+import tensorflow as tf
+
+
+def train(model, train_gen):
+    model.compile(optimizer="sgd", loss="mse")
+    return model.fit(train_gen, steps_per_epoch=10, epochs=2)
+'''
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_an_input_parameter_no_call_binds_is_warned_as_unknown_naming_the_function(backend):
+    """fit() in a function nothing in the file calls: what its input
+    parameter holds cannot be read; the warning says why."""
+    result = convert_source(_UNCALLED_TRAINER, "trainer.py", backend=backend)
+    assert result.status == "converted", result.error
+    assert [w for w in result.warnings if w.rule == "data-division"
+            and "(train_gen is a parameter of train(), which this file never calls)" in w.message], result.warnings

@@ -175,3 +175,54 @@ def test_a_loss_scale_wrapper_is_followed_to_the_optimizer_it_wraps(backend, sca
     assert result.status == "converted", result.error
     assert f"optimizer = tf.keras.optimizers.RMSprop({scaled})" in result.code, result.code
     assert not [w for w in result.warnings if w.rule == "lr-scaling"], result.warnings
+
+
+OWN_OPTIMIZERS = '''import numpy as np
+import tensorflow as tf
+
+x = np.random.rand(64, 4).astype("float32")
+y = np.random.rand(64, 1).astype("float32")
+
+
+class HandedOn(tf.keras.optimizers.Optimizer):
+    def __init__(self, learning_rate=0.02, name="HandedOn", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+class Hyper(tf.keras.optimizers.Optimizer):
+    def __init__(self, lr=0.5, name="Hyper", **kwargs):
+        super().__init__(name, **kwargs)
+        self._set_hyper("learning_rate", lr)
+
+
+class KeptAside(tf.keras.optimizers.Optimizer):
+    def __init__(self, learning_rate=0.3, name="KeptAside", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.base = learning_rate
+
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=CALL, loss="mse")
+model.fit(x, y, epochs=1)
+'''
+
+
+@pytest.mark.parametrize("call,scaled", [
+    ("HandedOn()", "HandedOn(learning_rate=0.02 * hvd.size())"),        # the default, written out
+    ("HandedOn(0.1)", "HandedOn(0.1 * hvd.size())"),                     # positional, by the constructor's order
+    ("HandedOn(lr=0.1)", "HandedOn(lr=0.1 * hvd.size())"),               # by the other rate keyword
+    ("Hyper()", "Hyper(lr=0.5 * hvd.size())"),                           # set as the "learning_rate" hyperparameter
+])
+def test_an_optimizer_class_of_the_script_has_the_rate_its_constructor_hands_on_scaled(call, scaled):
+    result = convert_source(OWN_OPTIMIZERS.replace("CALL", call), "own.py")
+    assert result.status == "converted", result.error
+    assert f"optimizer=hvd.DistributedOptimizer({scaled})" in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "lr-scaling"], result.warnings
+
+
+def test_an_optimizer_class_keeping_its_rate_parameter_aside_is_warned():
+    """A learning_rate parameter the constructor does not hand on as the
+    rate is no evidence of the rate: nothing is written, a warning says so."""
+    result = convert_source(OWN_OPTIMIZERS.replace("CALL", "KeptAside()"), "own.py")
+    assert "KeptAside()" in result.code
+    assert [w for w in result.warnings if w.rule == "lr-scaling" and "cannot tell the learning rate of KeptAside" in w.message]

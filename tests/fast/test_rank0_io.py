@@ -57,6 +57,10 @@ def _rank0_warnings_in_case(result):
 
 # (snippet, exact output text of the snippet, message of its change)
 INVALID = [
+    # A name bound to an in-memory buffer on one path and a path on another: a file write.
+    ('import io\ntarget = io.BytesIO() if x.any() else "plot.png"\nplt.savefig(target)\n',
+     'import io\ntarget = io.BytesIO() if x.any() else "plot.png"\nif hvd.rank() == 0:\n    plt.savefig(target)\n',
+     "matplotlib savefig on rank 0 only"),
     ('Image.fromarray((x * 255).astype("uint8")).save("x.png")\n',
      'if hvd.rank() == 0:\n    Image.fromarray((x * 255).astype("uint8")).save("x.png")\n',
      "PIL image save on rank 0 only"),
@@ -232,6 +236,10 @@ VALID = [
     'fig = plt.figure()\nplt.plot(x[:, 0])\nplt.close(fig)\n',
     # A user function named open is not the built-in.
     'def open(path, mode):\n    return path\nopen("x.txt", "w")\n',
+    # Writes into an in-memory file write no file: every rank reads them back.
+    'import io\nbuf = io.BytesIO()\nplt.savefig(buf, format="png")\nimage = tf.image.decode_png(buf.getvalue())\n',
+    'import io\nfig = plt.figure()\nbuffer = io.BytesIO()\nfig.savefig(buffer)\n',
+    'import io\nmemory = io.BytesIO()\nnp.save(memory, x)\npickle.dump(x, io.BytesIO())\n',
 ]
 
 

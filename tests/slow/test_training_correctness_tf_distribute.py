@@ -78,6 +78,7 @@ SIBLINGS_EXTENDED = {
     "tape_two_classes_same_attribute": "tape_gan_classes_sample_images",  # two classes, same attribute names
     "tape_while_step_iterator": "tape_numpy_offsets_epochs",          # step loops counted by hand
     "tape_numpy_random_index": "tape_numpy_generator",                # NumPy batches drawn per step
+    "keras_fit_generator_flag_through_parameter": "keras_fit_generator_flag_unset",  # fit on a generator with a flag
 }
 
 

@@ -785,10 +785,11 @@ def _fit(ctx, call: cst.Call) -> None:
         elif samplers.generator_call(a, x.value) is not None and _share_generator(
                 ctx, x.value, "training data", "steps_per_epoch" if steps is not None else None):
             pass  # each rank keeps every size-th batch; steps_per_epoch (divided below), if given, bounds its steps
-        elif steps is not None:
+        elif steps is not None and not keras_inputs.unbound_parameter_note(a, x.value):
             ctx.warn(x.value, data_division.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
         else:
-            ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is: divide the input across ranks by hand")
+            ctx.warn(x.value, data_division.RULE, f"cannot tell what {a.code(x.value)} is"
+                     f"{keras_inputs.unbound_parameter_note(a, x.value)}: divide the input across ranks by hand")
     if val is not None:
         v = val.value
         flow = keras_inputs.shard_image_flow(ctx, v, "validation data")

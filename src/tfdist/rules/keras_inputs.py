@@ -213,3 +213,16 @@ def data_names(a, expr) -> set:
         elif isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in apis.DATASET_METHODS:
             todo.append(e.func.value)
     return out
+
+
+def unbound_parameter_note(a, expr) -> str:
+    """`` (x is a parameter of train(), which this file never calls)`` when
+    expr is a parameter no call of this module binds, so what it holds
+    cannot be read here; else ``""``."""
+    if not isinstance(expr, cst.Name):
+        return ""
+    bound = a.assigned_values(expr)
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Param) or a.parameter_values(bound[0][0]):
+        return ""
+    fdef = a.enclosing_function(bound[0][0])
+    return f" ({expr.value} is a parameter of {fdef.name.value}(), which this file never calls)" if fdef is not None else ""

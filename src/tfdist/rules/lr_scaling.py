@@ -46,8 +46,12 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
         return True
     _scaled(ctx).add(call)
     known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
-    arg = find_arg(call, ("learning_rate", "lr"), 0 if known else None)
+    own = None if known else own_optimizer_rate(a, call)
+    position = 0 if known else own[1] if own is not None else None
+    arg = find_arg(call, apis.LEARNING_RATE_KEYWORDS, position)
     if arg is None:
+        if own is not None and own[2] is not None:
+            return _write_out_rate(ctx, call, own[0], own[2])
         if not known:
             ctx.warn(call, RULE, f"cannot tell the learning rate of {a.code(call.func)}(...): multiply it by the number of processes by hand")
             return False
@@ -66,6 +70,70 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
         ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, call)
+
+
+def _write_out_rate(ctx, call: cst.Call, keyword: str, default: cst.BaseExpression) -> bool:
+    """An optimizer class of the script's own, called without its rate: the
+    default of its constructor's rate parameter, written out scaled."""
+    a = ctx.a
+    text = ctx.backend.scale_lr(a.code(default))
+    if text is None:
+        ctx.change(call, RULE, f"learning rate (default {a.code(default)}) {policy_phrase(ctx)}")
+        return True
+    if not keyword_free(ctx, call, keyword, ctx.fill(text), RULE):
+        return False
+    scaled = ctx.expr(text)
+    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, scaled)))
+    ctx.change(call, RULE, f"learning rate (default {a.code(default)} of {a.code(call.func)}) {policy_phrase(ctx)}")
+    return True
+
+
+def own_optimizer_rate(a: A.Analysis, call: cst.Call):
+    """(parameter name, positional index, literal default or None) of the
+    learning-rate parameter of an optimizer class of this file, when its
+    constructor hands that parameter on as the rate: to the base class
+    (``super().__init__(learning_rate=learning_rate)``) or as the
+    ``"learning_rate"`` hyperparameter (``self._set_hyper("learning_rate",
+    learning_rate)``); None otherwise."""
+    fact = a.class_of(call.func)
+    if fact is None or fact.node is None:
+        return None
+    inits = a.class_methods(fact.node, "__init__")
+    if len(inits) != 1:
+        return None
+    init = inits[0]
+    params = list(init.params.params)
+    for index, param in enumerate(params):
+        if param.name.value not in apis.LEARNING_RATE_KEYWORDS or not _hands_on_rate(init, param.name.value):
+            continue
+        default = param.default if param.default is not None and _is_number(param.default) else None
+        return param.name.value, index - 1, default
+    return None
+
+
+def _hands_on_rate(init: cst.FunctionDef, name: str) -> bool:
+    from ..engine.scopes import walk
+
+    def reads(node) -> bool:
+        return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
+
+    for node in walk(init.body):
+        if not isinstance(node, cst.Call):
+            continue
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in apis.LEARNING_RATE_KEYWORDS and reads(arg.value):
+                return True
+        first = node.args[0].value if node.args else None
+        if isinstance(first, cst.SimpleString) and first.evaluated_value in apis.LEARNING_RATE_KEYWORDS \
+                and any(reads(arg.value) for arg in node.args[1:]):
+            return True
+    return False
+
+
+def _is_number(value) -> bool:
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float))
 
 
 def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:

@@ -320,8 +320,9 @@ def _fit(ctx, call: cst.Call) -> None:
         per_step["steps_per_epoch"] = set()  # the stream is endless: the user's count, divided, bounds it
     else:
         ctx.warn(x.value, data_division.RULE, ctx.say(
-            "{engine} splits only tf.data datasets and arrays between workers: turn {what} into a tf.data "
-            "dataset (batched by the per-replica batch x {size})", what=a.code(x.value)))
+            "{engine} splits only tf.data datasets and arrays between workers{note}: turn {what} into a tf.data "
+            "dataset (batched by the per-replica batch x {size})", what=a.code(x.value),
+            note=keras_inputs.unbound_parameter_note(a, x.value)))
     if val is not None and (a.is_kind(val.value, A.DATASET) or dataset_flow.dataset_sources(a, val.value)):
         _dataset(ctx, val.value, "validation data")
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)

@@ -22,7 +22,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division
-from .common import method_name, receiver
+from .common import find_arg, method_name, receiver
 
 GLOBAL_STREAM = "global"  # draws from NumPy's global generator
 FIXED_ORDER = "fixed"  # no randomness seen: every rank would read the same batches
@@ -37,22 +37,89 @@ class Sampler:
     stream: str
 
 
-def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef) -> Optional[bool]:
+def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call] = None) -> Optional[bool]:
     """True: the method draws from NumPy's global generator; False: no
     random draw at all; None: it draws from something else (its own
-    RandomState, Python's random...)."""
+    RandomState, Python's random...), or only under a flag of its own that
+    the call does not decide (``if shuffle: rows = np.random.randint(...)``
+    draws nothing for ``generator(data, shuffle=False)``)."""
     other = False
     for n in walk(fdef.body):
         if isinstance(n, cst.Call):
             names = a.names(n)
-            if names & apis.NUMPY_GLOBAL_RANDOM:
+            random = bool(names & apis.NUMPY_GLOBAL_RANDOM)
+            if not random and (any(x.startswith(("numpy.random.", "random.")) for x in names) or (
+                    isinstance(n.func, cst.Attribute) and n.func.attr.value in ("shuffle", "permutation", "choice", "randint")
+                    and not names)):
+                other = True
+            if not random:
+                continue
+            taken = _branch_taken(a, fdef, call, n)
+            if taken is None:
+                other = True
+            elif taken:
                 return True
-            if any(x.startswith(("numpy.random.", "random.")) for x in names):
-                other = True
-            if isinstance(n.func, cst.Attribute) and n.func.attr.value in ("shuffle", "permutation", "choice", "randint") \
-                    and not names:
-                other = True
     return None if other else False
+
+
+def _branch_taken(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], node) -> Optional[bool]:
+    """Whether node runs when call runs fdef, as far as the if-statements
+    around it test the function's own parameters (``if shuffle:``, ``if not
+    shuffle:``): False when the call's literal arguments (or the defaults)
+    skip it, None when a parameter's value is not a literal; tests on
+    anything else are taken to run (the draw may run)."""
+    child = node
+    for parent in a.ancestors(node):
+        if parent is fdef:
+            return True
+        if isinstance(parent, cst.If) and child is not parent.test:
+            truth = _test_truth(a, fdef, call, parent.test)
+            if truth is _NOT_A_PARAMETER:
+                pass
+            elif truth is None or truth != (child is parent.body):
+                return None if truth is None else False
+        child = parent
+    return True
+
+
+_NOT_A_PARAMETER = object()
+
+
+def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], test):
+    """The truth of an if-test naming one of fdef's parameters (``flag``,
+    ``not flag``) at call; None: not a literal there; _NOT_A_PARAMETER:
+    the test reads something else."""
+    negate = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negate, test = not negate, test.expression
+    params = list(fdef.params.params) + list(fdef.params.kwonly_params)
+    if not isinstance(test, cst.Name) or not any(p.name.value == test.value for p in params):
+        return _NOT_A_PARAMETER
+    param = next(p for p in params if p.name.value == test.value)
+    if call is None:
+        return None
+    value = param.default
+    if param in fdef.params.params:
+        index = list(fdef.params.params).index(param) - (1 if a.method_owner(fdef) is not None else 0)
+    else:
+        index = None
+    if any(arg.star for arg in call.args):
+        return None
+    arg = find_arg(call, param.name.value, index)
+    if arg is not None:
+        value = arg.value
+    truth = _literal_truth(value)
+    return None if truth is None else truth != negate
+
+
+def _literal_truth(value) -> Optional[bool]:
+    if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
+        return value.value == "True"
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return float(value.value) != 0
+    if isinstance(value, cst.SimpleString):
+        return len(value.evaluated_value) > 0
+    return None
 
 
 def _stateful(fdef: cst.FunctionDef) -> bool:
@@ -99,7 +166,7 @@ def _varies_per_step(a: A.Analysis, call: cst.Call, loop) -> bool:
 
 
 def _stream_of(a: A.Analysis, functions: List[cst.FunctionDef], call: cst.Call, loop) -> Optional[str]:
-    kinds = {_draws_from_global_numpy(a, f) for f in functions}
+    kinds = {_draws_from_global_numpy(a, f, call) for f in functions}
     if kinds == {True}:
         return GLOBAL_STREAM
     if any(_stateful(f) for f in functions) or None in kinds:
@@ -215,18 +282,43 @@ def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call of a generator function of this module (every definition
     the name reaches yields), or of a generator method of one of its classes
     on an instance (``batches.generate()``), that expr is, directly or
-    through a name bound once; None otherwise."""
+    through a name bound once -- or through a parameter every call of its
+    function binds to such a call (the first of them); None otherwise."""
+    calls = generator_calls(a, expr)
+    return calls[0] if calls else None
+
+
+def generator_calls(a: A.Analysis, expr, depth: int = 0) -> Optional[List[cst.Call]]:
+    """Every generator call expr can be (see :func:`generator_call`), or
+    None when any of its values is something else or unknown."""
+    if depth > 6:
+        return None
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
-        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+        if len(bound) != 1:
             return None
-        expr = bound[0][1]
+        origin, value = bound[0]
+        if isinstance(origin, cst.Param):
+            # train(train_gen, ...) called with generator(...) calls
+            values = a.parameter_values(origin)
+            if not values:
+                return None
+            out: List[cst.Call] = []
+            for v in values:
+                calls = generator_calls(a, v, depth + 1)
+                if calls is None:
+                    return None
+                out += [c for c in calls if c not in out]
+            return out
+        if not isinstance(value, cst.Call):
+            return None
+        expr = value
     if not isinstance(expr, cst.Call):
         return None
     functions = generator_functions(a, expr)
     if not functions or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for f in functions):
         return None
-    return expr
+    return [expr]
 
 
 def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
@@ -242,10 +334,11 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     global generator (``gen = batch_generator(64)``, ``def
     batch_generator(...): while True: idx = np.random.randint(...); yield
     ...``), or None."""
-    expr = generator_call(a, expr)
-    if expr is None:
+    calls = generator_calls(a, expr)
+    if not calls:
         return None
-    return expr if all(_draws_from_global_numpy(a, f) for f in generator_functions(a, expr)) else None
+    return calls[0] if all(_draws_from_global_numpy(a, f, call) is True
+                           for call in calls for f in generator_functions(a, call)) else None
 
 
 def split_stream(ctx, call: cst.Call, what: str) -> bool:
