@@ -194,15 +194,35 @@ STEP_METHODS = ("train_step", "test_step")
 
 
 def keras_steps(a: A.Analysis) -> List[cst.FunctionDef]:
-    """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
+    """``train_step`` / ``test_step`` methods of Keras Model subclasses that
+    Keras runs: not one the script calls itself (``self.train_step(x)`` in
+    its own loop) on a class no fit() / evaluate() / train_on_batch() is
+    seen to run -- that is the script's own step, a GradientTape loop."""
     out = []
     for name in STEP_METHODS:
         for f in a.functions.get(name, []):
             owner = a.method_owner(f)
             fact = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value)) if owner is not None else None
-            if fact and A.MODEL in fact.kinds:
+            if fact and A.MODEL in fact.kinds and not _run_by_the_script_alone(a, f, owner):
                 out.append(f)
     return out
+
+
+#: Keras methods running a model's train_step / test_step per batch
+KERAS_STEP_RUNNERS = {"fit", "fit_generator", "train_on_batch", "evaluate", "evaluate_generator", "test_on_batch"}
+
+
+def _run_by_the_script_alone(a: A.Analysis, step: cst.FunctionDef, owner: cst.ClassDef) -> bool:
+    from .common import method_name, receiver
+    if not any(step in a.methods_called(c) for c in a.calls):
+        return False
+    for c in a.calls:
+        if method_name(c) in KERAS_STEP_RUNNERS:
+            recv = receiver(c)
+            classes = a.instance_classes(recv) if recv is not None else []
+            if not classes or any(a._is_subclass_or_same(cd, owner) for cd in classes):
+                return False  # fit() on this class, or on a model tfdist cannot place: Keras may run the step
+    return True
 
 
 def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:

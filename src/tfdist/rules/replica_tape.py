@@ -356,6 +356,9 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
     a = ctx.a
     if isinstance(feed, _GeneratorFeed):
         _split_generator(ctx, feed)
+        # enumerate(...) numbers the groups of batches (one step each): a
+        # cap on that number is 1/size of the original's steps
+        step_loops.divide_enumerated_cap(ctx, loop)
         return
     if feed is not None:
         _split_array_feed(ctx, loop, feed, calls)

@@ -355,7 +355,7 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
                                                         "the shares each rank takes of them are disjoint.")
         if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
             ctx.plan.blank_lines_before(top, 2)
-        return take_rank_share(ctx, loop.iter, ctx.say(
+        return _take_share_of_steps(ctx, loop, ctx.say(
             "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes "
             "every size-th element of it, in whole rounds, so every rank runs the same number of steps; {why}: "
             "NumPy is seeded the same on every rank before line {line}, so every rank makes the same orders and the "
@@ -363,10 +363,27 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
                 "it orders its data with NumPy's global generator and no seed" if order == "draws" else
                 "it is made by a helper of a module tfdist cannot read, which may order its data with NumPy's "
                 "global generator")))
-    return take_rank_share(ctx, loop.iter, ctx.say(  # the whole iterable: see stream_reach
+    return _take_share_of_steps(ctx, loop, ctx.say(
         "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
         "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
         what=what, it=a.code(it)))
+
+
+def _take_share_of_steps(ctx, loop, message: str) -> bool:
+    """The rank's share of a loop's stream of steps: of the whole iterable
+    (see stream_reach), numbered as the original numbers it -- but for
+    ``for i, x in enumerate(stream): ... if i >= n: break`` the share is
+    numbered on each rank and each breaks after 1/size of n: the stream's
+    own positions differ from rank to rank by up to size - 1, so ranks
+    breaking on them would run different numbers of steps (a collective
+    waiting for ever)."""
+    if enumerated_cap(ctx.a, loop) is None or not loop.iter.args or loop.iter.args[0].keyword:
+        return take_rank_share(ctx, loop.iter, message)
+    if not take_rank_share(ctx, loop.iter.args[0].value, message + "; numbered on each rank, each breaking after "
+                                                                   "1/size of the steps"):
+        return False
+    divide_enumerated_cap(ctx, loop)
+    return True
 
 
 def _draws_own_order(ctx, iterable, depth: int = 0) -> Optional[str]:
