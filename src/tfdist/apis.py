@@ -848,6 +848,12 @@ JOINT_ROW_SHUFFLES = {"sklearn.utils.shuffle"}
 # values): unseeded before the arrays are sliced by rank, each process
 # would reorder its own way.
 NUMPY_REORDERING_DRAWS = {"numpy.random.permutation", "numpy.random.shuffle", "numpy.random.choice"}
+# Python's random module: draws reordering a list from its global generator,
+# and the calls seeding that generator.
+PYTHON_REORDERING_DRAWS = {"random.shuffle", "random.sample", "random.choice", "random.choices"}
+PYTHON_GLOBAL_RANDOM = PYTHON_REORDERING_DRAWS | {
+    "random.random", "random.randint", "random.randrange", "random.uniform", "random.gauss"}
+PYTHON_GLOBAL_SEED_SETTERS = {"random.seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed"}
 # Calls seeding NumPy's global generator (which those fall back on).
 NUMPY_GLOBAL_SEED_SETTERS = {"numpy.random.seed", "tensorflow.keras.utils.set_random_seed",
                              "keras.utils.set_random_seed"}

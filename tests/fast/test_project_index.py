@@ -314,3 +314,58 @@ def test_keras_tuner_search_beside_converted_fit_is_warned_in_each_engines_terms
         assert [w.line for w in said[backend]] == [24]
     assert "run the search on one process" in said["horovod"][0].message
     assert "distribution_strategy=strategy" in said["tf-distribute"][0].message
+
+
+GENERATOR_MODULE = """import random
+
+import numpy as np
+
+
+def paths(items):
+    while True:
+        random.shuffle(items)
+        for item in items:
+            yield item
+
+
+def data_generator(x, y, batch_size):
+    rows = paths(list(range(len(x))))
+    while True:
+        picked = [next(rows) for _ in range(batch_size)]
+        yield x[picked], y[picked]
+"""
+
+GENERATOR_TRAIN = """import numpy as np
+import tensorflow as tf
+from datagen import data_generator
+
+x = np.random.rand(512, 4).astype("float32")
+y = np.random.rand(512, 1).astype("float32")
+train_set = data_generator(x, y, 16)
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(train_set, steps_per_epoch=32, epochs=2)
+"""
+
+
+@pytest.mark.parametrize("backend,shared", [("horovod", "rank_share(train_set)"),
+                                            ("tf-distribute", "sequence_dataset(train_set)")])
+def test_a_generator_of_another_module_is_shared_with_its_python_random_order_seeded_alike(tmp_path, backend, shared):
+    """fit() on a generator function of another module of the project: it
+    is read as this file's generators are (every rank keeps every size-th
+    batch; every worker the batches at its replicas' places). It shuffles
+    with Python's random, two calls deep and without a seed, so Python's
+    random is seeded the same on every process before fit(): the shares are
+    of the same order."""
+    (tmp_path / "datagen.py").write_text(GENERATOR_MODULE)
+    train = tmp_path / "train.py"
+    train.write_text(GENERATOR_TRAIN)
+    result = convert_file(train, backend=backend)
+    assert result.status == "converted", result.error
+    assert shared in result.code, result.code
+    lines = result.code.splitlines()
+    fit = next(i for i, line in enumerate(lines) if "model.fit(" in line)
+    assert lines[fit - 1].strip() == "random.seed(1234)", result.code
+    assert any("generator of module datagen" in c.message or "orders its data with Python random" in c.message
+               for c in result.changes), [c.message for c in result.changes]
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings

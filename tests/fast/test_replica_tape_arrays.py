@@ -28,16 +28,19 @@ def train_step(xb, yb):
 '''
 
 CASES = {
+    # a generator of its own making, unseeded: every worker would draw others
+    # (draws from NumPy's or Python's global generator are seeded alike instead)
     "generator drawing random numbers": ('''
 def batches():
-    order = np.random.permutation(len(x))
+    rng = np.random.default_rng()
+    order = rng.permutation(len(x))
     for i in range(0, len(x), 32):
         yield x[order[i:i + 32]], y[order[i:i + 32]]
 
 
 for xb, yb in batches():
     train_step(xb, yb)
-''', "order = np.random.permutation", "draws random numbers"),
+''', "rng = np.random.default_rng()", "draws random numbers"),
     "generator keeping state": ('''
 seen = []
 
@@ -120,3 +123,28 @@ def test_variables_updated_by_hand_are_refused_with_the_optimizer_to_use():
     hvd = convert_source(source.encode(), "train.py", backend="horovod")
     assert hvd.status == "converted" and hvd.warnings == [], [w.message for w in hvd.warnings]
     assert "hvd.broadcast_variables([w], root_rank=0)" in hvd.code
+
+
+@pytest.mark.parametrize("draw,seed", [("order = np.random.permutation(len(x))", "np.random.seed(1234)"),
+                                       ("order = list(range(len(x)))\n    random.shuffle(order)", "random.seed(1234)")])
+def test_a_generator_drawing_from_a_global_generator_is_seeded_alike_before_the_loop(draw, seed):
+    """A generator ordering its rows with NumPy's or Python's global
+    generator yields the same batches on every worker once that generator
+    is seeded the same on every worker before the training loop: the
+    replicas' shares of its stream are then disjoint."""
+    source = "import random\n" + HEAD + textwrap.dedent(f'''
+def batches():
+    {draw}
+    for i in range(0, len(x) - 31, 32):
+        rows = order[i:i + 32]
+        yield x[rows], y[rows]
+
+
+for epoch in range(2):
+    for xb, yb in batches():
+        train_step(xb, yb)
+''')
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert f"{seed}\nfor epoch in range(2):" in result.code, result.code
+    assert "replica_batches(batches())" in result.code, result.code

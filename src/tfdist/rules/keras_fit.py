@@ -824,9 +824,19 @@ def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:
     """fit() on a generator of this module that yields the same batches on
     every rank: each rank keeps every size-th batch, in whole rounds (the
     engine's share of a stream), so the ranks' batches are disjoint."""
+    a = ctx.a
     runs = f"each runs 1/size of {steps_key}" if steps_key else "each runs 1/size of the steps, the same number"
-    return step_loops.take_rank_share(ctx, x, f"{what}: {ctx.a.code(x)} is a generator of this file, read whole on every "
-                                              f"rank: each rank keeps every size-th of its batches, in whole rounds; {runs}")
+    orders = samplers.unseeded_orders(a, x)
+    alike = ""
+    if orders:
+        # every rank must make the same order for its every size-th batch to be a share of it
+        samplers.seed_alike_before(ctx, a.statement_of(x), orders, "{engine}: every rank makes the same random "
+                                   "order, so the shares each rank keeps of it are disjoint.")
+        alike = (f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
+                 f" and no seed: seeded the same on every rank before line {a.line(a.statement_of(x))}")
+    return step_loops.take_rank_share(ctx, x, f"{what}: {a.code(x)} is a generator of {samplers.generator_home(a, x)}, "
+                                              f"read whole on every rank: each rank keeps every size-th of its batches, "
+                                              f"in whole rounds; {runs}{alike}")
 
 
 def _add_steps(ctx, call: cst.Call, flow, key: str) -> None:

@@ -796,11 +796,17 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
             "tf.data.Dataset of the samples{alternative}", name=name, why=why))
 
     outer = dataflow.outermost_loop(a, loop) or loop
+    alike = []  # global generators it draws from: seeded the same on every worker, it yields the same everywhere
     for f in functions:
         if samplers._stateful(f):
             raise refuse(f, f"it keeps state across calls (line {a.line(f)})")
         for call in calls_in(f.body):
             qualified = a.names(call)
+            if qualified & apis.NUMPY_GLOBAL_RANDOM or qualified & apis.PYTHON_GLOBAL_RANDOM:
+                kind = "numpy" if qualified & apis.NUMPY_GLOBAL_RANDOM else "random"
+                if kind not in alike:
+                    alike.append(kind)
+                continue
             if any(q.startswith(("numpy.random.", "random.", "tensorflow.random.")) for q in qualified):
                 raise refuse(call, f"it draws random numbers at line {a.line(call)} (each worker would draw others)")
             if any(q.startswith("numpy.") for q in qualified) or any(
@@ -817,6 +823,17 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
                 if made:
                     raise refuse(made[0], f"it reads {n.value}, made anew at line {a.line(made[0])} inside the "
                                           "training loops")
+    if alike:
+        top = outer
+        while not isinstance(a.parent(top), cst.Module):
+            top = a.parent(top)
+        samplers.seed_alike_before(ctx, top, alike, "{engine}: every worker draws the same random numbers in "
+                                                    f"{name}(), so it yields the same batches on every worker.")
+        ctx.change(top, data_division.RULE, ctx.say(
+            "{name}() draws from {generators} without a seed: seeded the same on every worker before line {line}, "
+            "so every worker's stream of batches is the same and the replicas' shares of it are disjoint",
+            name=name, generators=" and ".join("NumPy's global generator" if k == "numpy" else "Python's random"
+                                               for k in alike), line=str(a.line(top))))
     return _GeneratorFeed(it)
 
 

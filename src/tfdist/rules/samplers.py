@@ -315,10 +315,33 @@ def generator_calls(a: A.Analysis, expr, depth: int = 0) -> Optional[List[cst.Ca
         expr = value
     if not isinstance(expr, cst.Call):
         return None
-    functions = generator_functions(a, expr)
-    if not functions or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for f in functions):
+    defs = _generator_defs(a, expr)
+    if not defs or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for _, f in defs):
         return None
     return [expr]
+
+
+def generator_home(a: A.Analysis, expr) -> str:
+    """Where the generator expr is made by is defined: "this file" or
+    "module <name>"."""
+    for call in generator_calls(a, expr) or []:
+        if not generator_functions(a, call):
+            for owner, _fdef in _generator_defs(a, call):
+                return f"module {owner.project.module_name}" if owner.project.module_name else "another module"
+    return "this file"
+
+
+def _generator_defs(a: A.Analysis, call: cst.Call) -> list:
+    """(analysis, FunctionDef) of each function a call runs: this module's
+    (:func:`generator_functions`), or a function of another module of the
+    project (``from utils import DataGenerator``), with that module's
+    analysis to read it."""
+    local = generator_functions(a, call)
+    if local:
+        return [(a, f) for f in local]
+    from .dataset_flow import external_function_of
+    found = external_function_of(a, call)
+    return [found] if found is not None else []
 
 
 def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
@@ -329,6 +352,53 @@ def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     return a.methods_called(call)
 
 
+def unseeded_orders(a: A.Analysis, expr) -> List[str]:
+    """The global generators ("numpy", "random") a generator expr is made
+    by reorders its data with, unseeded (``random.shuffle(paths)`` in it or
+    in a function of its module it calls): every process then makes its
+    own order, and the ranks' every-size-th shares of different orders
+    overlap. Empty when it draws no order or seeds the generator itself."""
+    out: List[str] = []
+    for call in generator_calls(a, expr) or []:
+        for owner, fdef in _generator_defs(a, call):
+            if "numpy" not in out and data_division._draws_unseeded(owner, fdef) \
+                    and not data_division.global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
+                out.append("numpy")
+            if "random" not in out and _draws_unseeded_python(owner, fdef) \
+                    and not data_division.global_seed_set_before(a, call, apis.PYTHON_GLOBAL_SEED_SETTERS):
+                out.append("random")
+    return out
+
+
+def _draws_unseeded_python(owner: A.Analysis, fdef: cst.FunctionDef, depth: int = 0) -> bool:
+    """fdef (or a function of its module it calls, two levels deep) reorders
+    with Python's global ``random`` and does not seed it."""
+    calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
+    if any(owner.names(c) & apis.PYTHON_GLOBAL_SEED_SETTERS for c in calls):
+        return False
+    for c in calls:
+        if owner.names(c) & apis.PYTHON_REORDERING_DRAWS:
+            return True
+        if depth < 2 and isinstance(c.func, cst.Name) and any(
+                f is not fdef and _draws_unseeded_python(owner, f, depth + 1) for f in owner._local_functions(c.func)):
+            return True
+    return False
+
+
+def seed_alike_before(ctx, stmt, orders: List[str], comment: str) -> None:
+    """Seed the global generators named in orders ("numpy", "random") with
+    the shared seed, the same on every rank, right before stmt."""
+    if "numpy" in orders:
+        data_division.seed_numpy_alike_before(ctx, stmt, comment)
+    if "random" in orders:
+        done = ctx.state(__name__ + ".random_seeded")
+        if stmt not in done:
+            done.add(stmt)
+            random_name = ctx.imports.require("random", "random")
+            ctx.plan.insert_before(stmt, ctx.stmts(f"{random_name}.seed({data_division.SHARED_SEED})",
+                                                   comment=ctx.say(comment)))
+
+
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call making a generator that draws its batches from NumPy's
     global generator (``gen = batch_generator(64)``, ``def
@@ -337,8 +407,8 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     calls = generator_calls(a, expr)
     if not calls:
         return None
-    return calls[0] if all(_draws_from_global_numpy(a, f, call) is True
-                           for call in calls for f in generator_functions(a, call)) else None
+    return calls[0] if all(_draws_from_global_numpy(owner, f, call) is True
+                           for call in calls for owner, f in _generator_defs(a, call)) else None
 
 
 def split_stream(ctx, call: cst.Call, what: str) -> bool:

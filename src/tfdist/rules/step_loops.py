@@ -341,8 +341,21 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
     a = ctx.a
     if stream_of_steps(a, loop, spots) is None:
         return False
+    from . import samplers
     it = unwrapped(a, loop.iter)
     order = _draws_own_order(ctx, it)
+    if "random" in samplers.unseeded_orders(a, it):
+        # a generator ordering its data with Python's random: the same order on every rank
+        top = loop
+        while not isinstance(a.parent(top), cst.Module):
+            top = a.parent(top)
+        samplers.seed_alike_before(ctx, top, ["random"], "{engine}: every rank makes the same random order, so "
+                                                         "the shares each rank takes of it are disjoint.")
+        if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
+            ctx.plan.blank_lines_before(top, 2)
+        ctx.change(top, data_division.RULE, ctx.say(
+            "{it} orders its data with Python's random and no seed: seeded the same on every rank before line "
+            "{line}, so the shares each rank takes of its order are disjoint", it=a.code(it), line=str(a.line(top))))
     if order is not None:
         # every rank must make the same order for every size-th element to
         # be a disjoint share: NumPy gets one seed on every rank before the
