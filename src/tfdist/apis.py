@@ -163,9 +163,9 @@ KERAS_METRIC_CALLBACKS = {
     "keras.callbacks.EarlyStopping",
     "keras.callbacks.ReduceLROnPlateau",
 }
-KERAS_SAVE_FUNCTIONS = {"keras.save_model", "tensorflow.saved_model.save"}
-# Model methods that write files.
-KERAS_SAVE_METHODS = {"save", "save_weights"}
+KERAS_SAVE_FUNCTIONS = {"keras.save_model", "keras.saving.save_model", "tensorflow.saved_model.save"}
+# Model methods that write files (Keras 3's export() writes a SavedModel).
+KERAS_SAVE_METHODS = {"save", "save_weights", "export"}
 # Keras's symbolic inputs: an object called on one is a Keras layer or model
 # (``img = generator(z)`` of ``z = Input(shape=(100,))``), whatever built it.
 KERAS_SYMBOLIC_INPUTS = {"keras.Input", "keras.layers.Input"}
@@ -744,13 +744,19 @@ BATCHING_SOURCES = {
 BATCHING_SOURCES.update({n: ("batch_size", None, None) for n in TFDS_LOAD})
 # Sources shuffled with a seed argument that defaults to a random seed per
 # process: the ranks must share one, or their shards overlap.
-# name -> (keyword of the shuffle switch, keyword of the seed, positional
-#          index of the seed or None, whether it shuffles when the switch is not given)
-SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", "seed", None, True) for n in KERAS_DIRECTORY_DATASETS}
-SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", "seed", None, False) for n in KERAS_ARRAY_DATASETS})
-SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", "seed", 2, True)
+# name -> (keyword of the shuffle switch, its positional index or None,
+#          keyword of the seed, its positional index or None (keyword only
+#          in practice: a call passing more than three arguments by position
+#          is left alone), whether it shuffles when the switch is not given)
+SEEDED_SHUFFLE_SOURCES = {n: ("shuffle", None, "seed", None, True) for n in KERAS_DIRECTORY_DATASETS}
+SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", None, "seed", None, False) for n in KERAS_ARRAY_DATASETS})
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.Dataset.list_files"] = ("shuffle", 1, "seed", 2, True)
 # make_csv_dataset shuffles its files and records (shuffle=True by default) with shuffle_seed
-SEEDED_SHUFFLE_SOURCES["tensorflow.data.experimental.make_csv_dataset"] = ("shuffle", "shuffle_seed", None, True)
+SEEDED_SHUFFLE_SOURCES["tensorflow.data.experimental.make_csv_dataset"] = ("shuffle", None, "shuffle_seed", None, True)
+# keras.utils.split_dataset(dataset, left_size, right_size, shuffle=False, seed=None)
+# -> (left, right): two datasets of its data, in memory (their size known)
+KERAS_DATASET_SPLITTERS = {"keras.utils.split_dataset"}
+SEEDED_SHUFFLE_SOURCES.update({n: ("shuffle", 3, "seed", 4, False) for n in KERAS_DATASET_SPLITTERS})
 # Dataset methods turning a dataset of file names into one of records: a
 # list_files pipeline is sharded by record right after them.
 RECORD_READING_METHODS = {"interleave", "flat_map"}

@@ -55,7 +55,7 @@ Adding a script = dropping a file into correctness_scripts/.  Its contract:
   belong elsewhere (e.g. correctness_scripts/known_bugs/, standin/).
 
 Runs the original once per script and reuses it for every rank count.
-Scripts: 91 (see correctness_scripts/); 3 ranks too for the 16 flagged ranks=2,3 -- one or two
+Scripts: 92 (see correctness_scripts/); 3 ranks too for the 16 flagged ranks=2,3 -- one or two
 of each source family where the share per rank depends on N (NumPy offsets, feed offsets,
 derived labels, next_batch, samplers, an iterator's while loop, Keras fit on arrays, a
 generator's stream shared out, a while loop walking offsets).

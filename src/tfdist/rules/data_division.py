@@ -532,11 +532,11 @@ def share_seed(ctx, src: cst.Call) -> None:
     if name is None or (src, "seed") in _sharded(ctx):
         return
     _sharded(ctx).add((src, "seed"))
-    switch, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
-    shuffle = find_arg(src, switch, 1 if seed_pos is not None else None)
+    switch, switch_pos, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
+    shuffle = find_arg(src, switch, switch_pos)
     if shuffle is not None and flow.literal_false(shuffle.value) or shuffle is None and not by_default:
         return
-    if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or any(
+    if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or seed_pos is None and any(
             arg.keyword is None for arg in src.args[3:]):
         return  # the user's seed is the same on every rank
     add_kwarg(ctx, src, seed_key, SHARED_SEED)

@@ -383,6 +383,8 @@ def tuple_source_element(a, value, path: List[int]):
         return None, None
     if a.is_name(value, apis.KERAS_DIRECTORY_DATASETS) and len(path) == 1 and path[0] in (0, 1):
         return "dataset", value  # subset="both": (training, validation)
+    if a.is_name(value, apis.KERAS_DATASET_SPLITTERS) and len(path) == 1 and path[0] in (0, 1):
+        return "dataset", value  # split_dataset(...): (left, right)
     return None, None
 
 
