@@ -369,3 +369,52 @@ def test_a_generator_of_another_module_is_shared_with_its_python_random_order_se
     assert any("generator of module datagen" in c.message or "orders its data with Python random" in c.message
                for c in result.changes), [c.message for c in result.changes]
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+
+
+FLOWS_MODULE = """import numpy as np
+from tensorflow.keras.preprocessing.image import ImageDataGenerator
+
+
+def generators(x, y, batch_size=32):
+    train_datagen = ImageDataGenerator(rotation_range=20, horizontal_flip=True)
+    test_datagen = ImageDataGenerator()
+    train_generator = train_datagen.flow(x[:400], y[:400], batch_size=batch_size)
+    validation_generator = test_datagen.flow(x[400:], y[400:], batch_size=batch_size)
+    return train_generator, validation_generator
+
+
+def arrays(x, y):
+    return x[:400], y[:400]
+"""
+
+FLOWS_TRAIN = """import numpy as np
+import tensorflow as tf
+from flows import generators, arrays
+
+x = np.random.rand(500, 8, 8, 3).astype("float32")
+y = np.random.randint(0, 2, 500)
+MAKE
+model = tf.keras.Sequential([tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="sparse_categorical_crossentropy")
+FIT
+"""
+
+
+@pytest.mark.parametrize("backend,wrapper", [("horovod", "RankShardedSequence"), ("tf-distribute", "sequence_dataset")])
+def test_flows_returned_by_a_function_of_another_module_are_read_as_sequences(tmp_path, backend, wrapper):
+    """train_generator, validation_generator = generators(...) of another
+    module: every return of the helper holds ImageDataGenerator flows there,
+    so both are read by index as Sequences (the helper stays as it is); a
+    helper returning arrays at those places is not taken for one."""
+    (tmp_path / "flows.py").write_text(FLOWS_MODULE)
+    train = tmp_path / "train.py"
+    train.write_text(FLOWS_TRAIN.replace("MAKE", "train_gen, val_gen = generators(x, y)")
+                     .replace("FIT", "model.fit(train_gen, validation_data=val_gen, epochs=2)"))
+    result = convert_file(train, backend=backend)
+    assert result.status == "converted", result.error
+    assert f"{wrapper}(train_gen)" in result.code and f"validation_data={wrapper}(val_gen" in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+    train.write_text(FLOWS_TRAIN.replace("MAKE", "train_x, train_y = arrays(x, y)")
+                     .replace("FIT", "model.fit(train_x, epochs=2)"))
+    other = convert_file(train, backend=backend)
+    assert wrapper + "(" not in other.code

@@ -760,7 +760,7 @@ def _fit(ctx, call: cst.Call) -> None:
                 ctx.warn(x.value, data_division.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
             data_division.divide_steps_taken(ctx, x.value)
             per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-        elif y is None and a.is_kind(x.value, A.SEQUENCE):
+        elif y is None and (a.is_kind(x.value, A.SEQUENCE) or keras_inputs.external_sequence(a, x.value)):
             keras_inputs.wrap_sequence(ctx, call, x.value, "training data")
         elif y is not None:
             values = [x.value, y.value]
@@ -805,7 +805,7 @@ def _fit(ctx, call: cst.Call) -> None:
                 dataset_flow.array_leaves(e.value, a) is not None for e in v.elements):
             # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
             data_division.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
-        elif a.is_kind(v, A.SEQUENCE):
+        elif a.is_kind(v, A.SEQUENCE) or keras_inputs.external_sequence(a, v):
             keras_inputs.wrap_sequence(ctx, call, v, "validation data")
         elif fit_arg(call, "validation_steps") is not None and samplers.generator_call(a, v) is not None \
                 and _share_generator(ctx, v, "validation data", "validation_steps"):
@@ -830,10 +830,10 @@ def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:
     alike = ""
     if orders:
         # every rank must make the same order for its every size-th batch to be a share of it
-        samplers.seed_alike_before(ctx, a.statement_of(x), orders, "{engine}: every rank makes the same random "
-                                   "order, so the shares each rank keeps of it are disjoint.")
+        seeded = samplers.seed_alike_before(ctx, a.statement_of(x), orders, "{engine}: every rank makes the same "
+                                            "random order, so the shares each rank keeps of it are disjoint.")
         alike = (f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
-                 f" and no seed: seeded the same on every rank before line {a.line(a.statement_of(x))}")
+                 f" and no seed: seeded the same on every rank before line {a.line(seeded)}")
     return step_loops.take_rank_share(ctx, x, f"{what}: {a.code(x)} is a generator of {samplers.generator_home(a, x)}, "
                                               f"read whole on every rank: each rank keeps every size-th of its batches, "
                                               f"in whole rounds; {runs}{alike}")

@@ -226,3 +226,44 @@ def unbound_parameter_note(a, expr) -> str:
         return ""
     fdef = a.enclosing_function(bound[0][0])
     return f" ({expr.value} is a parameter of {fdef.name.value}(), which this file never calls)" if fdef is not None else ""
+
+
+def external_sequence(a, expr) -> bool:
+    """expr is a Keras Sequence (an ImageDataGenerator flow, a Sequence
+    subclass) made by a function of another module of the project: bound
+    from its call (``flow = make_flow(...)``) or unpacked from the tuple it
+    returns (``train, val = generators(...)``), every return of it holding
+    one there. Whatever made it, a Sequence is read by index, which the
+    engines divide without editing where it is built."""
+    from .dataset_flow import external_function_of, unpacked
+    if not isinstance(expr, cst.Name):
+        return False
+    bound = a.assigned_values(expr)
+    if len(bound) != 1:
+        return False
+    origin, value = bound[0]
+    path: list = []
+    if value is None and isinstance(origin, cst.Name):
+        unpack = unpacked(a, origin)
+        if unpack is None:
+            return False
+        value, path = unpack[0].value, unpack[1]
+    if not isinstance(value, cst.Call):
+        return False
+    found = external_function_of(a, value)
+    if found is None:
+        return False
+    other, fdef = found
+    from ..engine.analysis import SEQUENCE, _returns
+    returns = list(_returns(fdef))
+    if not returns:
+        return False
+    for ret in returns:
+        for index in path:
+            if not isinstance(ret, (cst.Tuple, cst.List)) or index >= len(ret.elements) \
+                    or isinstance(ret.elements[index], cst.StarredElement):
+                return False
+            ret = ret.elements[index].value
+        if not (other.is_kind(ret, SEQUENCE) or image_flow(other, ret)[0] is not None):
+            return False
+    return True

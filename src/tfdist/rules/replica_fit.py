@@ -371,7 +371,7 @@ def _is_sequence(a: A.Analysis, value) -> bool:
     """A keras Sequence / PyDataset (a subclass, or an ImageDataGenerator
     flow), or a generator of this module's making."""
     return (a.is_kind(value, A.SEQUENCE) or keras_inputs.image_flow(a, value)[0] is not None
-            or samplers.generator_call(a, value) is not None)
+            or samplers.generator_call(a, value) is not None or keras_inputs.external_sequence(a, value))
 
 
 def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
@@ -396,15 +396,16 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
     else:
         ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     orders = samplers.unseeded_orders(a, value)
+    seeded = None
     if orders:
         # every worker runs the generator and takes the batches at its places: of the same order only
-        samplers.seed_alike_before(ctx, a.statement_of(value), orders, "{engine}: every worker makes the same "
-                                   "random order, so the batches each takes of it are its own.")
+        seeded = samplers.seed_alike_before(ctx, a.statement_of(value), orders, "{engine}: every worker makes the "
+                                            "same random order, so the batches each takes of it are its own.")
     ctx.change(value, data_division.RULE, ctx.say(
         "{what}: {batches} read as a distributed dataset: every step takes {size} of its batches, one per "
         "replica, each worker its own share{alike}", what=what, batches=a.code(value), alike=(
             f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
-            f" and no seed: seeded the same on every worker before line {a.line(a.statement_of(value))}"
+            f" and no seed: seeded the same on every worker before line {a.line(seeded)}"
             if orders else "")))
     if uncounted:
         if samplers.generator_call(a, value) is not None:

@@ -385,9 +385,13 @@ def _draws_unseeded_python(owner: A.Analysis, fdef: cst.FunctionDef, depth: int 
     return False
 
 
-def seed_alike_before(ctx, stmt, orders: List[str], comment: str) -> None:
+def seed_alike_before(ctx, stmt, orders: List[str], comment: str):
     """Seed the global generators named in orders ("numpy", "random") with
-    the shared seed, the same on every rank, right before stmt."""
+    the shared seed, the same on every rank, before stmt -- before the
+    outermost loop around it in its function, if any: seeded again at every
+    epoch, a generator made anew each epoch would make the same order every
+    epoch. The statement seeded before."""
+    stmt = dataflow.outermost_loop(ctx.a, stmt) or stmt
     if "numpy" in orders:
         data_division.seed_numpy_alike_before(ctx, stmt, comment)
     if "random" in orders:
@@ -397,6 +401,7 @@ def seed_alike_before(ctx, stmt, orders: List[str], comment: str) -> None:
             random_name = ctx.imports.require("random", "random")
             ctx.plan.insert_before(stmt, ctx.stmts(f"{random_name}.seed({data_division.SHARED_SEED})",
                                                    comment=ctx.say(comment)))
+    return stmt
 
 
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
