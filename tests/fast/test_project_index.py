@@ -418,3 +418,49 @@ def test_flows_returned_by_a_function_of_another_module_are_read_as_sequences(tm
                      .replace("FIT", "model.fit(train_x, epochs=2)"))
     other = convert_file(train, backend=backend)
     assert wrapper + "(" not in other.code
+
+
+READER_MODULE = """import random
+
+import numpy as np
+
+
+class Data:
+    def __init__(self, inputs, targets):
+        self.inputs, self.targets = inputs, targets
+
+    def generator(self, batch_size):
+        ids = range(len(self.inputs))
+        while True:
+            rows = random.sample(ids, batch_size)
+            yield self.inputs[rows], self.targets[rows]
+"""
+
+READER_TRAIN = """import numpy as np
+import tensorflow as tf
+from reader import Data
+
+training = Data(np.random.rand(512, 4).astype("float32"), np.random.rand(512, 1).astype("float32"))
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(training.generator(32), steps_per_epoch=16, epochs=2)
+"""
+
+
+@pytest.mark.parametrize("backend,shared", [("horovod", "rank_share(training.generator(32))"),
+                                            ("tf-distribute", "sequence_dataset(training.generator(32))")])
+def test_a_generator_method_of_a_class_of_another_module_is_shared_like_this_files(tmp_path, backend, shared):
+    """training.generator(32) on an instance of a class another module of
+    the project defines: its method is read there (a generator drawing rows
+    with Python's random), so the stream is shared as this file's
+    generators are, Python's random seeded alike before fit()."""
+    (tmp_path / "reader.py").write_text(READER_MODULE)
+    train = tmp_path / "train.py"
+    train.write_text(READER_TRAIN)
+    result = convert_file(train, backend=backend)
+    assert result.status == "converted", result.error
+    assert shared in result.code, result.code
+    lines = result.code.splitlines()
+    fit = next(i for i, line in enumerate(lines) if "model.fit(" in line)
+    assert lines[fit - 1].strip() == "random.seed(1234)", result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings

@@ -107,9 +107,10 @@ class ProjectContext:
     is_package: bool = False  # the module is a package's __init__.py
     # absolute qualified name ("nets.Net") -> fact from the module defining it
     classes: Mapping[str, ClassFact] = field(default_factory=dict)
-    # absolute qualified name of a function another module of the project
-    # defines at its top level ("data.make_dataset") -> (that module's dotted
-    # name, its source): a rule follows a helper into it without reading files
+    # absolute qualified name of a function or class another module of the
+    # project defines at its top level ("data.make_dataset") -> (that
+    # module's dotted name, its source): a rule follows a helper, or a
+    # method of an instance of the class, into it without reading files
     functions: Mapping[str, Tuple[str, bytes]] = field(default_factory=dict)
 
     def absolute(self, qualified: str) -> str:

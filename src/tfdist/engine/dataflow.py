@@ -89,6 +89,15 @@ def after(a: Analysis, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
     return a.line(node) > a.end_line(stmt)
 
 
+def module_statement(a: Analysis, node: cst.CSTNode) -> cst.CSTNode:
+    """The module-level statement node is part of (a def or class for code
+    in one): what runs it, as far as the module's own order goes."""
+    top = node
+    while a.parent(top) is not None and not isinstance(a.parent(top), cst.Module):
+        top = a.parent(top)
+    return top
+
+
 def outermost_loop(a: Analysis, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The outermost ``for``/``while`` around node within its function (or
     class body, or module): where a step loop's per-epoch data is bound."""

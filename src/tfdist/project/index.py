@@ -317,15 +317,16 @@ class ProjectIndex:
         return ProjectContext(name, is_pkg, classes, functions)
 
     def _functions(self, target: str, mod: Optional[ModuleSummary], roots: Sequence[str]) -> Dict[str, Tuple[str, bytes]]:
-        """The project functions an import binds: every top-level function of
-        an imported module (``import data``), or the one imported by name
-        (``from data import make_dataset``), with its module's source."""
+        """The project functions and classes an import binds: every top-level
+        function and class of an imported module (``import data``), or the
+        one imported by name (``from data import make_dataset``), with its
+        module's source (a rule reads a helper, or a class's methods, in it)."""
         if mod is not None:
-            module, keys = target, [f"{target}.{n}" for n in mod.functions]
+            module, keys = target, [f"{target}.{n}" for n in [*mod.functions, *mod.classes]]
         else:
             module, _, member = target.rpartition(".")
             mod = self.find(module, roots)
-            keys = [target] if mod is not None and member in mod.functions else []
+            keys = [target] if mod is not None and (member in mod.functions or member in mod.classes) else []
         source = self._source(mod.path) if keys else None
         return {} if source is None else {key: (module, source) for key in keys}
 

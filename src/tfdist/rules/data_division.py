@@ -287,7 +287,7 @@ def _seeded_earlier_in(a, stmt) -> bool:
                for c in walk(s) if isinstance(c, cst.Call))
 
 
-def _draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
+def draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
     """``fdef`` (a function of the module ``other`` analyses) reorders rows
     with NumPy's global generator, or splits them at random without a seed,
     and never seeds NumPy itself -- directly or in a function of its module
@@ -307,21 +307,21 @@ def _draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
             if find_arg(c, keyword, position) is None and not has_star_args(c):
                 return True
         if depth < 2 and isinstance(c.func, cst.Name):
-            if any(f is not fdef and _draws_unseeded(other, f, depth + 1) for f in other._local_functions(c.func)):
+            if any(f is not fdef and draws_unseeded(other, f, depth + 1) for f in other._local_functions(c.func)):
                 return True
     return False
 
 
 def helper_draws(ctx, call: cst.Call) -> bool:
     """The call runs a function of this module or of another module of the
-    project that draws unseeded (see _draws_unseeded)."""
+    project that draws unseeded (see draws_unseeded)."""
     a = ctx.a
     if isinstance(call.func, cst.Name):
         local = a._local_functions(call.func)
         if local:
-            return any(_draws_unseeded(a, f) for f in local)
+            return any(draws_unseeded(a, f) for f in local)
     external = flow.external_function(ctx, call)
-    return external is not None and _draws_unseeded(*external)
+    return external is not None and draws_unseeded(*external)
 
 
 def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None, ctx=None) -> List[cst.Call]:

@@ -719,11 +719,19 @@ def external_function(ctx, call: cst.Call):
 def external_function_of(a, call: cst.Call):
     """external_function, for an analysis (each other module is parsed and
     analysed once per analysis)."""
+    found = _external_definition(a, call.func, cst.FunctionDef)
+    return found
+
+
+def _external_definition(a, func, kind):
+    """(analysis of its module, the top-level def or class of ``kind``)
+    that ``func`` (a name or dotted name) refers to in another module of
+    the project, or None."""
     from ..engine.analysis import Analysis, ProjectContext
-    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+    if not isinstance(func, (cst.Name, cst.Attribute)):
         return None
     cache = a.__dict__.setdefault("_external_modules", {})
-    for qual in sorted(a.qualified(call.func)):
+    for qual in sorted(a.qualified(func)):
         found = a.project.functions.get(a.project.absolute(qual))
         if found is None:
             continue
@@ -737,11 +745,32 @@ def external_function_of(a, call: cst.Call):
         other = cache[module_name]
         if other is None:
             continue
-        func = qual.rpartition(".")[2]
+        name = qual.rpartition(".")[2]
         for stmt in other.module.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func:
+            if isinstance(stmt, kind) and stmt.name.value == name:
                 return other, stmt
     return None
+
+
+def external_methods_of(a, call: cst.Call) -> list:
+    """(analysis of its module, method) for ``obj.method(...)`` when obj is
+    (a name bound once to) an instance of a class another module of the
+    project defines: ``training = Data(...)`` then ``training.generator(32)``."""
+    if not isinstance(call.func, cst.Attribute):
+        return []
+    obj = call.func.value
+    if isinstance(obj, cst.Name):
+        bound = a.assigned_values(obj)
+        if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+            return []
+        obj = bound[0][1]
+    if not isinstance(obj, cst.Call):
+        return []
+    found = _external_definition(a, obj.func, cst.ClassDef)
+    if found is None:
+        return []
+    other, cd = found
+    return [(other, f) for f in other.class_methods(cd, call.func.attr.value)]
 
 
 def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):

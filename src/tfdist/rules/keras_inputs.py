@@ -15,6 +15,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import dataflow
 from ..engine.scopes import walk
 from .dataset_flow import call_sites
 from .common import calls_in, find_arg, method_name, source
@@ -110,7 +111,7 @@ def wrap_sequence(ctx, fit_call: cst.Call, expr, what: str) -> bool:
         keras_base = "{keras}.utils.Sequence" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras.utils.Sequence"
         name = ctx.imports.free_name("RankShardedSequence")
         _state(ctx)["rank_sequence_class"] = name
-        anchor = _module_statement(a, fit_call)
+        anchor = dataflow.module_statement(a, fit_call)
         classes = [c for c in a.classdefs if A.SEQUENCE in a.classes.get(
             next(iter(a.qualified(c.name)), c.name.value), A.ClassFact("", set(), [])).kinds]
         top = [c for c in classes if a.parent(c) is a.module]
@@ -157,12 +158,6 @@ def sequence_classes(a, expr) -> list:
             out.append(c)
     return out
 
-
-def _module_statement(a, node):
-    stmt = a.statement_of(node)
-    while stmt is not None and a.parent(stmt) is not a.module:
-        stmt = a.statement_of(a.parent(stmt))
-    return stmt
 
 
 def counts_sharded_data(ctx, steps, data_names) -> bool:

@@ -824,9 +824,7 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
                     raise refuse(made[0], f"it reads {n.value}, made anew at line {a.line(made[0])} inside the "
                                           "training loops")
     if alike:
-        top = outer
-        while not isinstance(a.parent(top), cst.Module):
-            top = a.parent(top)
+        top = dataflow.module_statement(a, outer)
         samplers.seed_alike_before(ctx, top, alike, "{engine}: every worker draws the same random numbers in "
                                                     f"{name}(), so it yields the same batches on every worker.")
         ctx.change(top, data_division.RULE, ctx.say(

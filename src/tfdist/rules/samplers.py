@@ -339,9 +339,9 @@ def _generator_defs(a: A.Analysis, call: cst.Call) -> list:
     local = generator_functions(a, call)
     if local:
         return [(a, f) for f in local]
-    from .dataset_flow import external_function_of
+    from .dataset_flow import external_function_of, external_methods_of
     found = external_function_of(a, call)
-    return [found] if found is not None else []
+    return [found] if found is not None else external_methods_of(a, call)
 
 
 def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
@@ -361,7 +361,7 @@ def unseeded_orders(a: A.Analysis, expr) -> List[str]:
     out: List[str] = []
     for call in generator_calls(a, expr) or []:
         for owner, fdef in _generator_defs(a, call):
-            if "numpy" not in out and data_division._draws_unseeded(owner, fdef) \
+            if "numpy" not in out and data_division.draws_unseeded(owner, fdef) \
                     and not data_division.global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
                 out.append("numpy")
             if "random" not in out and _draws_unseeded_python(owner, fdef) \

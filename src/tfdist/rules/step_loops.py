@@ -346,9 +346,7 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
     order = _draws_own_order(ctx, it)
     if "random" in samplers.unseeded_orders(a, it):
         # a generator ordering its data with Python's random: the same order on every rank
-        top = loop
-        while not isinstance(a.parent(top), cst.Module):
-            top = a.parent(top)
+        top = dataflow.module_statement(a, loop)
         samplers.seed_alike_before(ctx, top, ["random"], "{engine}: every rank makes the same random order, so "
                                                          "the shares each rank takes of it are disjoint.")
         if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
@@ -361,9 +359,7 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
         # be a disjoint share: NumPy gets one seed on every rank before the
         # top-level statement running the loop (every draw after it is the
         # same on every rank: the ranks run the same code)
-        top = loop
-        while not isinstance(a.parent(top), cst.Module):
-            top = a.parent(top)
+        top = dataflow.module_statement(a, loop)
         data_division.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
                                                         "the shares each rank takes of them are disjoint.")
         if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
