@@ -515,6 +515,9 @@ FILE_WRITE_FUNCTIONS = {
     "imageio.v2.imwrite": "imageio imwrite",
     "imageio.v3.imwrite": "imageio imwrite",
 }
+# Calls that only log a step's number (a summary's step=, a log line): a
+# loop renumbering its steps per rank changes what they show, not training.
+STEP_NUMBER_LOGGERS = ("tensorflow.summary.", "logging.", "builtins.str", "builtins.int", "builtins.float")
 # The names an optimizer's constructor takes its learning rate by.
 LEARNING_RATE_KEYWORDS = ("learning_rate", "lr")
 # Where each of those takes the file it writes: (keyword, position).

@@ -5,6 +5,7 @@ conversion must (or must not) contain, so a case can only pass when the
 decision is the right one.
 """
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -610,3 +611,37 @@ def test_rows_read_in_the_order_list_files_shuffles_get_one_seed(backend):
     result = convert_source(ROWS_FROM_LISTED_FILES, "rows.py", backend=backend)
     assert result.status == "converted", result.error
     assert 'files = tf.data.Dataset.list_files("data/*.txt", seed=1234)' in result.code, result.code
+
+
+_CAPPED_STREAM = (Path(__file__).parent / "fixtures" / "gradient_tape" / "generator_stream_step_cap"
+                  / "input.py").read_text()
+
+
+def test_a_capped_stream_whose_number_is_only_logged_is_renumbered_per_rank():
+    """``for step, (x, y) in enumerate(stream)`` breaking at a count: the
+    share is numbered on each rank and the count divided, also when the
+    number is logged (a summary's step=): every rank breaks after the same
+    number of steps."""
+    source = _CAPPED_STREAM.replace(
+        "        if step >= STEPS_PER_EPOCH:",
+        "        with writer.as_default():\n            tf.summary.scalar(\"loss\", loss, step=step)\n"
+        "        if step >= STEPS_PER_EPOCH:").replace("loss_fn = tf.keras", "writer = tf.summary.create_file_writer(\"logs\")\nloss_fn = tf.keras")
+    result = convert_source(source, "capped.py")
+    assert result.status == "converted", result.error
+    assert "enumerate(rank_share(batches(images, labels, 32)), start=1)" in result.code, result.code
+    assert "if step >= max(1, STEPS_PER_EPOCH // hvd.size()):" in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+
+
+def test_a_capped_stream_whose_number_is_data_is_warned_not_renumbered():
+    """The number also computes the loss (decay(step)): renumbering it per
+    rank would change training, and the stream's own numbers differ from
+    rank to rank (the ranks would break after different numbers of steps):
+    warned with the edit, the loop left as it is."""
+    source = _CAPPED_STREAM.replace(
+        "            loss = loss_fn(y, model(x, training=True))",
+        "            loss = loss_fn(y, model(x, training=True)) * decay(step)").replace(
+        "STEPS_PER_EPOCH = 50\n", "STEPS_PER_EPOCH = 50\n\n\ndef decay(step):\n    return 0.99 ** step\n")
+    result = convert_source(source, "capped.py")
+    assert "rank_share" not in result.code
+    assert [w for w in result.warnings if "uses the number step as data" in w.message], result.warnings

@@ -316,6 +316,12 @@ def test_keras_tuner_search_beside_converted_fit_is_warned_in_each_engines_terms
     assert "distribution_strategy=strategy" in said["tf-distribute"][0].message
 
 
+def _assert_random_seeded_right_before_fit(code: str) -> None:
+    lines = code.splitlines()
+    fit = next(i for i, line in enumerate(lines) if "model.fit(" in line)
+    assert lines[fit - 1].strip() == "random.seed(1234)", code
+
+
 GENERATOR_MODULE = """import random
 
 import numpy as np
@@ -363,9 +369,7 @@ def test_a_generator_of_another_module_is_shared_with_its_python_random_order_se
     result = convert_file(train, backend=backend)
     assert result.status == "converted", result.error
     assert shared in result.code, result.code
-    lines = result.code.splitlines()
-    fit = next(i for i, line in enumerate(lines) if "model.fit(" in line)
-    assert lines[fit - 1].strip() == "random.seed(1234)", result.code
+    _assert_random_seeded_right_before_fit(result.code)
     assert any("generator of module datagen" in c.message or "orders its data with Python random" in c.message
                for c in result.changes), [c.message for c in result.changes]
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
@@ -460,7 +464,5 @@ def test_a_generator_method_of_a_class_of_another_module_is_shared_like_this_fil
     result = convert_file(train, backend=backend)
     assert result.status == "converted", result.error
     assert shared in result.code, result.code
-    lines = result.code.splitlines()
-    fit = next(i for i, line in enumerate(lines) if "model.fit(" in line)
-    assert lines[fit - 1].strip() == "random.seed(1234)", result.code
+    _assert_random_seeded_right_before_fit(result.code)
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings

@@ -287,28 +287,46 @@ def _seeded_earlier_in(a, stmt) -> bool:
                for c in walk(s) if isinstance(c, cst.Call))
 
 
-def draws_unseeded(other, fdef: cst.FunctionDef, depth: int = 0) -> bool:
+def draws_unseeded(other, fdef: cst.FunctionDef) -> bool:
     """``fdef`` (a function of the module ``other`` analyses) reorders rows
     with NumPy's global generator, or splits them at random without a seed,
     and never seeds NumPy itself -- directly or in a function of its module
     it calls."""
+    return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, _numpy_order_draw)
+
+
+def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
+    """The same for Python's global ``random`` (``random.shuffle(paths)``)."""
+    return _draws_unseeded(other, fdef, apis.PYTHON_GLOBAL_SEED_SETTERS,
+                           lambda o, c: bool(o.names(c) & apis.PYTHON_REORDERING_DRAWS))
+
+
+def _numpy_order_draw(other, c: cst.Call) -> bool:
+    if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
+        return True
+    if other.is_name(c, apis.JOINT_ROW_SHUFFLES) and find_arg(c, "random_state") is None \
+            and not has_star_args(c):
+        return True  # sklearn's shuffle(X, y) draws from NumPy's global generator
+    found = other.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
+    if found:
+        keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]
+        return find_arg(c, keyword, position) is None and not has_star_args(c)
+    return False
+
+
+def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: int = 0) -> bool:
+    """fdef, or a function of its module it calls (two levels deep), makes
+    a draw is_draw recognises, and fdef seeds none of seed_setters."""
     calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-    if any(other.names(c) & apis.NUMPY_GLOBAL_SEED_SETTERS for c in calls):
+    if any(other.names(c) & seed_setters for c in calls):
         return False
     for c in calls:
-        if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
+        if is_draw(other, c):
             return True
-        if other.is_name(c, apis.JOINT_ROW_SHUFFLES) and find_arg(c, "random_state") is None \
-                and not has_star_args(c):
-            return True  # sklearn's shuffle(X, y) draws from NumPy's global generator
-        found = other.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
-        if found:
-            keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]
-            if find_arg(c, keyword, position) is None and not has_star_args(c):
-                return True
-        if depth < 2 and isinstance(c.func, cst.Name):
-            if any(f is not fdef and draws_unseeded(other, f, depth + 1) for f in other._local_functions(c.func)):
-                return True
+        if depth < 2 and isinstance(c.func, cst.Name) and any(
+                f is not fdef and _draws_unseeded(other, f, seed_setters, is_draw, depth + 1)
+                for f in other._local_functions(c.func)):
+            return True
     return False
 
 

@@ -364,25 +364,10 @@ def unseeded_orders(a: A.Analysis, expr) -> List[str]:
             if "numpy" not in out and data_division.draws_unseeded(owner, fdef) \
                     and not data_division.global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
                 out.append("numpy")
-            if "random" not in out and _draws_unseeded_python(owner, fdef) \
+            if "random" not in out and data_division.draws_unseeded_python(owner, fdef) \
                     and not data_division.global_seed_set_before(a, call, apis.PYTHON_GLOBAL_SEED_SETTERS):
                 out.append("random")
     return out
-
-
-def _draws_unseeded_python(owner: A.Analysis, fdef: cst.FunctionDef, depth: int = 0) -> bool:
-    """fdef (or a function of its module it calls, two levels deep) reorders
-    with Python's global ``random`` and does not seed it."""
-    calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-    if any(owner.names(c) & apis.PYTHON_GLOBAL_SEED_SETTERS for c in calls):
-        return False
-    for c in calls:
-        if owner.names(c) & apis.PYTHON_REORDERING_DRAWS:
-            return True
-        if depth < 2 and isinstance(c.func, cst.Name) and any(
-                f is not fdef and _draws_unseeded_python(owner, f, depth + 1) for f in owner._local_functions(c.func)):
-            return True
-    return False
 
 
 def seed_alike_before(ctx, stmt, orders: List[str], comment: str):

@@ -385,14 +385,49 @@ def _take_share_of_steps(ctx, loop, message: str) -> bool:
     numbered on each rank and each breaks after 1/size of n: the stream's
     own positions differ from rank to rank by up to size - 1, so ranks
     breaking on them would run different numbers of steps (a collective
-    waiting for ever)."""
-    if enumerated_cap(ctx.a, loop) is None or not loop.iter.args or loop.iter.args[0].keyword:
+    waiting for ever). A number also used as data (an index, an argument
+    of anything but console output) cannot be renumbered: warned with the
+    edit (True: handled)."""
+    a = ctx.a
+    if enumerated_cap(a, loop) is None or not loop.iter.args or loop.iter.args[0].keyword:
         return take_rank_share(ctx, loop.iter, message)
+    counter = loop.target.elements[0].value.value
+    used = _number_used_as_data(a, loop, counter)
+    if used is not None:
+        ctx.warn(loop, data_division.RULE, ctx.say(
+            "this loop takes steps from a stream whose length tfdist cannot see, numbers them with enumerate and "
+            "breaks after a count, and uses the number {counter} as data at line {line}: each rank must run the same "
+            "number of steps on a disjoint share of the stream; take every {size}-th element on each rank (offset "
+            "{rank}) and break after count // {size} of them, by hand", counter=counter, line=str(a.line(used))))
+        return True
     if not take_rank_share(ctx, loop.iter.args[0].value, message + "; numbered on each rank, each breaking after "
                                                                    "1/size of the steps"):
         return False
     divide_enumerated_cap(ctx, loop)
     return True
+
+
+def _number_used_as_data(a, loop, counter: str):
+    """A read of the loop's number in its body that is data: in a subscript
+    (``labels[i]``) or an argument of a call other than console output and
+    string formatting; None when every read only tests it (the cap,
+    ``if i % 100 == 0``) or prints it."""
+    for n in walk(loop.body):
+        if not (isinstance(n, cst.Name) and n.value == counter):
+            continue
+        child = n
+        for anc in a.ancestors(n):
+            if anc is loop:
+                break
+            if isinstance(anc, cst.SubscriptElement):
+                return n
+            if isinstance(anc, cst.Call) and child is not anc.func and not (
+                    a.names(anc) & apis.CONSOLE_WRITE_FUNCTIONS
+                    or any(q.startswith(apis.STEP_NUMBER_LOGGERS) for q in a.names(anc))
+                    or isinstance(anc.func, cst.Attribute) and anc.func.attr.value == "format"):
+                return n
+            child = anc
+    return None
 
 
 def _draws_own_order(ctx, iterable, depth: int = 0) -> Optional[str]:
