@@ -645,3 +645,16 @@ def test_a_capped_stream_whose_number_is_data_is_warned_not_renumbered():
     result = convert_source(source, "capped.py")
     assert "rank_share" not in result.code
     assert [w for w in result.warnings if "uses the number step as data" in w.message], result.warnings
+
+
+def test_a_table_of_settings_picked_by_the_step_number_is_not_sliced():
+    """``SCALES = [1.0, 0.5, 0.25]`` read as ``SCALES[step % 3]`` in the
+    step: literal settings, not rows of data (sliced by rank, rank 1 held
+    one of them and ``SCALES[2]`` failed); the data is divided elsewhere."""
+    source = _CAPPED_STREAM.replace("STEPS_PER_EPOCH = 50\n", "STEPS_PER_EPOCH = 50\nSCALES = [1.0, 0.5, 0.25]\n").replace(
+        "        with tf.GradientTape() as tape:\n            loss = loss_fn(y, model(x, training=True))",
+        "        scale = SCALES[step % 3]\n        with tf.GradientTape() as tape:\n"
+        "            loss = scale * loss_fn(y, model(x, training=True))")
+    result = convert_source(source, "scaled.py")
+    assert "SCALES = [1.0, 0.5, 0.25]\n" in result.code
+    assert not [c for c in result.changes if "SCALES" in c.message], [c.message for c in result.changes]

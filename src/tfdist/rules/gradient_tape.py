@@ -832,6 +832,19 @@ def over_a_display(loop) -> bool:
     return isinstance(loop, cst.For) and isinstance(loop.iter, (cst.Tuple, cst.List)) and bool(loop.iter.elements)
 
 
+def _settings_written_out(a: A.Analysis, name: cst.Name) -> bool:
+    """Every binding of name is a list or tuple of literal numbers or
+    strings written out (``SCALES = [1.0, 0.5, 0.25]``): settings a step
+    picks by its number, not rows of data to divide."""
+    def literal(e) -> bool:
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus):
+            e = e.expression
+        return isinstance(e, (cst.Integer, cst.Float, cst.SimpleString))
+    bound = a.assigned_values(name)
+    return bool(bound) and all(isinstance(v, (cst.List, cst.Tuple)) and v.elements and all(
+        not isinstance(el, cst.StarredElement) and literal(el.value) for el in v.elements) for _o, v in bound)
+
+
 def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Name], List[cst.CSTNode]]:
     """Arrays whose rows the training step reads, followed back through the
     loops around it to where they are bound (``x_train`` in ``xb =
@@ -866,12 +879,16 @@ def _rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Na
         if a.kinds(name) or any(isinstance(o, cst.Param) for o, _ in a.assigned_values(name)):
             continue  # a model, a dataset, ... or an argument of the step function itself
         found: Dict[str, cst.Name] = {}
-        if tf1_common._array_roots(a, name, outer, found, readers, loop):
-            for k, v in found.items():
-                if not a.kinds(v):
-                    roots.setdefault(k, v)
+        read_here: List[cst.CSTNode] = []
+        if tf1_common._array_roots(a, name, outer, found, read_here, loop):
+            kept = {k: v for k, v in found.items() if not a.kinds(v) and not _settings_written_out(a, v)}
+            for k, v in kept.items():
+                roots.setdefault(k, v)
+            if found and all(_settings_written_out(a, v) for v in found.values()):
+                read_here = []  # only settings written out: nothing read as data here
         elif isinstance(name, cst.Name) and _rows_bound_in_loop(a, name, loop):
             missed.append(name)
+        readers += [r for r in read_here if r not in readers]
     # a value computed in the loop from rows of the arrays sliced anyway (a
     # generator's output for a batch of conditions: ``fake =
     # generator.predict([noise, y[i:i + B]])``) is made from each rank's rows

@@ -265,7 +265,8 @@ def stream_reach(a, loop) -> Optional[Set[str]]:
         return None
     # the whole iterable is shared, enumerate() included: a number it adds
     # stays the element's position in the original order (labels indexed
-    # by it stay paired; a cap on it still ends the loop at that position)
+    # by it stay paired) -- except where a cap on it ends the loop, which
+    # numbers the rank's share instead (see _take_share_of_steps)
     yielded = _bound_names(loop.target)
     for use in (n for n in walk(loop.body) if isinstance(n, cst.Name) and n.value in yielded):
         parent = a.parent(use)
