@@ -268,6 +268,13 @@ CHECKPOINT_SAVE_METHODS = {"save", "write"}
 DISTRIBUTED_MODULE_ROOTS = ("horovod",)
 TF_DISTRIBUTE_PREFIX = "tensorflow.distribute."
 ESTIMATOR_PREFIX = "tensorflow.estimator."
+# Keras 3 picks its backend from this environment variable (or
+# keras.config.set_backend): one other than TensorFlow trains with JAX or
+# PyTorch, which neither engine distributes.
+KERAS_BACKEND_VARIABLE = "KERAS_BACKEND"
+KERAS_BACKEND_SETTERS = {"keras.config.set_backend"}
+KERAS_TENSORFLOW_BACKEND = "tensorflow"
+ENVIRON = "os.environ"
 # Keras Tuner's tuners: search() builds and fits one model per trial itself
 # (the oracle drawing the trials, the trial files written under directory=).
 KERAS_TUNERS = {f"{module}.{cls}" for module in ("keras_tuner", "kerastuner", "keras_tuner.tuners",

@@ -549,3 +549,26 @@ def test_an_input_parameter_no_call_binds_is_warned_as_unknown_naming_the_functi
     assert result.status == "converted", result.error
     assert [w for w in result.warnings if w.rule == "data-division"
             and "(train_gen is a parameter of train(), which this file never calls)" in w.message], result.warnings
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+@pytest.mark.parametrize("setting,refused", [
+    ('os.environ["KERAS_BACKEND"] = "torch"', True),
+    ('os.environ.setdefault("KERAS_BACKEND", "jax")', True),
+    ('keras.config.set_backend("jax")', True),
+    ('os.environ["KERAS_BACKEND"] = "tensorflow"', False),
+    ('os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"', False),
+])
+def test_keras_on_another_backend_is_refused_on_both_engines(backend, setting, refused):
+    """Keras 3 on JAX or PyTorch trains with that framework: neither engine
+    distributes it (a conversion would run one unsynchronised copy per
+    process); the TensorFlow backend converts as usual."""
+    source = ("import os\nimport keras\nimport numpy as np\n" + setting + "\n"
+              "x = np.random.rand(64, 4).astype('float32')\ny = np.random.rand(64, 1).astype('float32')\n"
+              "model = keras.Sequential([keras.layers.Dense(1)])\nmodel.compile(optimizer='sgd', loss='mse')\n"
+              "model.fit(x, y, epochs=1)\n")
+    result = convert_source(source, "backend.py", backend=backend)
+    if refused:
+        assert result.status == "unsupported" and "Keras runs on its" in result.error and result.error_line == 4, result.error
+    else:
+        assert result.status == "converted", result.error

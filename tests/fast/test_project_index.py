@@ -466,3 +466,25 @@ def test_a_generator_method_of_a_class_of_another_module_is_shared_like_this_fil
     assert shared in result.code, result.code
     _assert_random_seeded_right_before_fit(result.code)
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+
+
+def test_a_name_a_package_re_exports_from_its_same_named_submodule_is_the_class(tmp_path):
+    """``from modules.models import VAE`` with ``modules/models/__init__.py``
+    doing ``from modules.models.VAE import VAE``: Python binds the class
+    (the package's own binding replaces the submodule attribute), so the
+    notebook's ``vae = VAE(...)`` then ``vae.fit(...)`` trains a Keras model
+    -- it was taken for the module VAE.py and the script for one without a
+    training loop."""
+    pkg = tmp_path / "modules" / "models"
+    pkg.mkdir(parents=True)
+    (tmp_path / "modules" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from modules.models.VAE import VAE\n")
+    (pkg / "VAE.py").write_text("import tensorflow as tf\n\n\nclass VAE(tf.keras.Model):\n"
+                                "    def call(self, x):\n        return x\n")
+    train = tmp_path / "train.py"
+    train.write_text("import numpy as np\nimport tensorflow as tf\nfrom modules.models import VAE\n\n"
+                     "x = np.random.rand(64, 4).astype('float32')\nvae = VAE()\nvae.compile(optimizer='adam', loss='mse')\n"
+                     "vae.fit(x, x, epochs=1)\n")
+    result = convert_file(train)
+    assert result.status == "converted", result.error
+    assert "hvd.DistributedOptimizer" in result.code

@@ -81,6 +81,15 @@ class Pipeline:
         estimator = [c for c in a.calls if any(n.startswith(apis.ESTIMATOR_PREFIX) for n in a.names(c))]
         if estimator:
             return _refuse(result, a.line(estimator[0]), self.backend.estimator_refusal())
+        other_backend = _keras_backend_set(a)
+        if other_backend is not None:
+            node, name = other_backend
+            return _refuse(result, a.line(node), (
+                f"Keras runs on its {name} backend here (set on this line): it trains with "
+                f"{'PyTorch' if name == 'torch' else name.upper() if name == 'jax' else name}, not TensorFlow, and "
+                "tfdist's engines distribute TensorFlow training: nothing converted. Distribute it with that "
+                "framework's own tools (keras.distribution for JAX, torch.distributed for PyTorch), or train on "
+                "the TensorFlow backend and convert again"))
         implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
         if implicit:
             return _refuse(result, a.line(implicit[0]), self.backend.implicit_gradients_refusal(a.code(implicit[0].func)))
@@ -270,6 +279,38 @@ def _distribution_markers(a: Analysis) -> List[str]:
                 out.append(f"line {a.line(node)}: uses {a.code(node)}")
                 break
     return out
+
+
+def _keras_backend_set(a: Analysis):
+    """(node, name) where the script sets Keras 3's backend to one other than
+    TensorFlow: ``os.environ["KERAS_BACKEND"] = "torch"``,
+    ``os.environ.setdefault("KERAS_BACKEND", "jax")``,
+    ``keras.config.set_backend("jax")``; None otherwise."""
+    def literal(node):
+        return node.evaluated_value if isinstance(node, cst.SimpleString) and isinstance(
+            node.evaluated_value, str) else None
+    for assign in a.assigns:
+        for target in assign.targets:
+            t = target.target
+            if isinstance(t, cst.Subscript) and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index) \
+                    and apis.ENVIRON in a.qualified(t.value) \
+                    and literal(t.slice[0].slice.value) == apis.KERAS_BACKEND_VARIABLE:
+                name = literal(assign.value)
+                if name is not None and name != apis.KERAS_TENSORFLOW_BACKEND:
+                    return assign, name
+    for call in a.calls:
+        args = [arg.value for arg in call.args]
+        if a.is_name(call, apis.KERAS_BACKEND_SETTERS) and args:
+            name = literal(args[0])
+        elif isinstance(call.func, cst.Attribute) and call.func.attr.value == "setdefault" \
+                and apis.ENVIRON in a.qualified(call.func.value) and len(args) == 2 \
+                and literal(args[0]) == apis.KERAS_BACKEND_VARIABLE:
+            name = literal(args[1])
+        else:
+            continue
+        if name is not None and name != apis.KERAS_TENSORFLOW_BACKEND:
+            return call, name
+    return None
 
 
 def _uses_tensorflow(a: Analysis) -> bool:

@@ -211,6 +211,21 @@ class ProjectIndex:
                     return m
         return None
 
+    def _package_binds(self, target: str, roots: Sequence[str]) -> bool:
+        """``from pkg import name`` where pkg's ``__init__`` binds name itself
+        (``from pkg.name import name``, a class or function of its own): the
+        name is that binding, not the submodule pkg/name.py -- importing the
+        submodule sets the attribute first, the package's binding replaces it."""
+        package, _, name = target.rpartition(".")
+        if not package:
+            return False
+        rel = os.path.join(*package.split("."))
+        for r in roots:
+            m = self.module(os.path.join(r, rel, "__init__.py"))
+            if m is not None:
+                return name in m.bindings or name in m.classes or name in m.functions
+        return False
+
     # ---------------------------------------------------------- facts
     def _absolute(self, target: str, m: ModuleSummary) -> str:
         if not target.startswith("."):
@@ -303,7 +318,7 @@ class ProjectIndex:
                 target = ctx.absolute(b.target)
                 if target.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
                     continue  # the engine knows the framework's own classes
-                mod = self.find(target, roots)
+                mod = None if not b.is_module and self._package_binds(target, roots) else self.find(target, roots)
                 if mod is not None:  # ``import nets`` / ``from pkg import nets``
                     for member in self._exported(mod):
                         f = self._member(mod, [member], 0)
