@@ -572,3 +572,43 @@ def test_keras_on_another_backend_is_refused_on_both_engines(backend, setting, r
         assert result.status == "unsupported" and "Keras runs on its" in result.error and result.error_line == 4, result.error
     else:
         assert result.status == "converted", result.error
+
+
+_AUGMENT_OR_NOT = '''import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+
+x_train = np.random.rand(256, 8, 8, 3).astype("float32")
+y_train = np.random.randint(0, 2, 256)
+with_datagen = True
+
+
+def run(model, datagen=None, batch_size=32):
+    if datagen is None:
+        return model.fit(x_train, y_train, batch_size=batch_size, epochs=2)
+    datagen.fit(x_train)
+    return model.fit(datagen.flow(x_train, y_train, batch_size=batch_size),
+                     steps_per_epoch=len(x_train) // batch_size, epochs=2)
+
+
+if with_datagen:
+    datagen = keras.preprocessing.image.ImageDataGenerator(rotation_range=10.)
+else:
+    datagen = None
+model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(2)])
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+run(model, datagen=datagen)
+'''
+
+
+@pytest.mark.parametrize("backend,flow", [
+    ("horovod", "datagen.flow(x_train[hvd.rank()::hvd.size()][:len(x_train) // hvd.size()]"),
+    ("tf-distribute", "sequence_dataset(datagen.flow(x_train, y_train, batch_size=batch_size))")])
+def test_a_flow_of_a_generator_handed_in_or_none_is_an_image_flow(backend, flow):
+    """``datagen`` is an ImageDataGenerator or None (bound in an if/else,
+    handed to run() whose default is None): its flow() can only run on the
+    generator, so the flow is read as one -- on each engine as it reads flows."""
+    result = convert_source(_AUGMENT_OR_NOT, "augment.py", backend=backend)
+    assert result.status == "converted", result.error
+    assert flow in result.code, result.code
+    assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings

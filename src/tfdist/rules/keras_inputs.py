@@ -22,19 +22,32 @@ from .common import calls_in, find_arg, method_name, source
 from .data_division import RULE, _sharded, _state, _wrapped, shard_arrays
 
 
-def _constructed(a, expr, table) -> Optional[cst.Call]:
-    """The call building expr (through names bound once) when it is in table."""
-    for _ in range(8):
-        if isinstance(expr, cst.Call):
-            return expr if a.is_name(expr, table) else None
-        if isinstance(expr, cst.Name):
-            bound = a.assigned_values(expr)
-            if len(bound) != 1 or bound[0][1] is None:
-                return None
-            expr = bound[0][1]
-            continue
+def _constructed(a, expr, table, depth: int = 0) -> Optional[cst.Call]:
+    """The call building expr when it is in table: through names and
+    parameters (every call's argument, and the default), a binding to None
+    left out (a method called on the object cannot run on None:
+    ``datagen = ImageDataGenerator(...) if augment else None``, then
+    ``datagen.flow(...)`` where it is not None); every other binding must be
+    such a call, the first of them returned."""
+    if depth > 8:
         return None
-    return None
+    if isinstance(expr, cst.Call):
+        return expr if a.is_name(expr, table) else None
+    if not isinstance(expr, cst.Name):
+        return None
+    values = []
+    for origin, value in a.assigned_values(expr):
+        if isinstance(origin, cst.Param):
+            values += a.parameter_values(origin)
+        elif value is None:
+            return None
+        else:
+            values.append(value)
+    values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
+    if not values:
+        return None
+    found = [_constructed(a, v, table, depth + 1) for v in values]
+    return found[0] if all(f is not None for f in found) else None
 
 
 def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
