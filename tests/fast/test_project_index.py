@@ -468,16 +468,19 @@ def test_a_generator_method_of_a_class_of_another_module_is_shared_like_this_fil
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
 
 
-def test_a_name_a_package_re_exports_from_its_same_named_submodule_is_the_class(tmp_path):
+@pytest.mark.parametrize("namespace", [False, True])
+def test_a_name_a_package_re_exports_from_its_same_named_submodule_is_the_class(tmp_path, namespace):
     """``from modules.models import VAE`` with ``modules/models/__init__.py``
     doing ``from modules.models.VAE import VAE``: Python binds the class
     (the package's own binding replaces the submodule attribute), so the
     notebook's ``vae = VAE(...)`` then ``vae.fit(...)`` trains a Keras model
     -- it was taken for the module VAE.py and the script for one without a
-    training loop."""
+    training loop. Also where ``modules/`` has no ``__init__.py`` (a namespace
+    package, importable from the notebook's folder)."""
     pkg = tmp_path / "modules" / "models"
     pkg.mkdir(parents=True)
-    (tmp_path / "modules" / "__init__.py").write_text("")
+    if not namespace:
+        (tmp_path / "modules" / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("from modules.models.VAE import VAE\n")
     (pkg / "VAE.py").write_text("import tensorflow as tf\n\n\nclass VAE(tf.keras.Model):\n"
                                 "    def call(self, x):\n        return x\n")
@@ -488,3 +491,19 @@ def test_a_name_a_package_re_exports_from_its_same_named_submodule_is_the_class(
     result = convert_file(train)
     assert result.status == "converted", result.error
     assert "hvd.DistributedOptimizer" in result.code
+
+
+def test_a_namespace_package_beside_a_script_in_a_subfolder_of_the_tree_resolves(tmp_path):
+    """A tree converted from its root, the script in ``VAE/`` importing
+    ``from modules.models import VAE`` where ``VAE/modules`` has no
+    ``__init__.py``: the class is found through the folder the package was
+    found from (the package's own import root is ``VAE/modules``)."""
+    pkg = tmp_path / "VAE" / "modules" / "models"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from modules.models.VAE import VAE\n")
+    (pkg / "VAE.py").write_text("from tensorflow import keras\n\n\nclass VAE(keras.Model):\n    pass\n")
+    script = tmp_path / "VAE" / "train.py"
+    script.write_text("from modules.models import VAE\n")
+    index = ProjectIndex([str(tmp_path)], {}, lazy=True)
+    context = index.context_for(str(script), summarize(str(script), script.read_bytes()))
+    assert "keras.Model" in context.classes["modules.models.VAE"].kinds

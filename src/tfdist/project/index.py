@@ -244,14 +244,18 @@ class ProjectIndex:
         for i in range(len(parts) - 1, 0, -1):
             m = self.find(".".join(parts[:i]), roots)
             if m is not None:
-                return self._member(m, parts[i:], depth + 1)
+                return self._member(m, parts[i:], depth + 1, roots)
         return None
 
-    def _member(self, m: ModuleSummary, attrs: List[str], depth: int) -> Optional[ClassFact]:
+    def _member(self, m: ModuleSummary, attrs: List[str], depth: int,
+                found_from: Sequence[str] = ()) -> Optional[ClassFact]:
         name = attrs[0]
         if len(attrs) == 1 and name in m.classes:
             return self.class_fact(m, name, depth)
+        # the roots m was found from too: a package under a folder with no
+        # __init__.py (a namespace package) imports from that folder's parent
         roots = self.search_roots(m.path)
+        roots += [r for r in found_from if r not in roots]
         b = m.bindings.get(name)
         if b is not None:
             return self.fact(".".join([self._absolute(b.target, m), *attrs[1:]]), roots, depth + 1)
