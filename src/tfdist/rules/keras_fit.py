@@ -826,14 +826,9 @@ def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:
     engine's share of a stream), so the ranks' batches are disjoint."""
     a = ctx.a
     runs = f"each runs 1/size of {steps_key}" if steps_key else "each runs 1/size of the steps, the same number"
-    orders = samplers.unseeded_orders(a, x)
-    alike = ""
-    if orders:
-        # every rank must make the same order for its every size-th batch to be a share of it
-        seeded = samplers.seed_alike_before(ctx, a.statement_of(x), orders, "{engine}: every rank makes the same "
-                                            "random order, so the shares each rank keeps of it are disjoint.")
-        alike = (f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
-                 f" and no seed: seeded the same on every rank before line {a.line(seeded)}")
+    # every rank must make the same order for its every size-th batch to be a share of it
+    alike = samplers.seed_generator_order_alike(ctx, x, "rank", "{engine}: every rank makes the same random order, "
+                                                "so the shares each rank keeps of it are disjoint.")
     return step_loops.take_rank_share(ctx, x, f"{what}: {a.code(x)} is a generator of {samplers.generator_home(a, x)}, "
                                               f"read whole on every rank: each rank keeps every size-th of its batches, "
                                               f"in whole rounds; {runs}{alike}")

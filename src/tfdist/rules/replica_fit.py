@@ -395,18 +395,12 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
         ctx.plan.replace(value, lambda upd, bound=bound: ctx.expr(template, inner=bound))
     else:
         ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
-    orders = samplers.unseeded_orders(a, value)
-    seeded = None
-    if orders:
-        # every worker runs the generator and takes the batches at its places: of the same order only
-        seeded = samplers.seed_alike_before(ctx, a.statement_of(value), orders, "{engine}: every worker makes the "
-                                            "same random order, so the batches each takes of it are its own.")
+    # every worker runs the generator and takes the batches at its places: of the same order only
+    alike = samplers.seed_generator_order_alike(ctx, value, "worker", "{engine}: every worker makes the same random "
+                                                "order, so the batches each takes of it are its own.")
     ctx.change(value, data_division.RULE, ctx.say(
         "{what}: {batches} read as a distributed dataset: every step takes {size} of its batches, one per "
-        "replica, each worker its own share{alike}", what=what, batches=a.code(value), alike=(
-            f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
-            f" and no seed: seeded the same on every worker before line {a.line(seeded)}"
-            if orders else "")))
+        "replica, each worker its own share{alike}", what=what, batches=a.code(value), alike=alike))
     if uncounted:
         if samplers.generator_call(a, value) is not None:
             ctx.warn(value, data_division.RULE, ctx.say(

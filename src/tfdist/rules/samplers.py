@@ -370,6 +370,21 @@ def unseeded_orders(a: A.Analysis, expr) -> List[str]:
     return out
 
 
+def seed_generator_order_alike(ctx, expr, who: str, comment: str) -> str:
+    """A generator expr shared out by position (every size-th batch, the
+    batches at a worker's places) that orders its data with an unseeded
+    global generator (:func:`unseeded_orders`): that generator seeded alike
+    before it (:func:`seed_alike_before`). The clause the change message
+    ends with ("; it orders its data with ... before line N"), or ""."""
+    a = ctx.a
+    orders = unseeded_orders(a, expr)
+    if not orders:
+        return ""
+    seeded = seed_alike_before(ctx, a.statement_of(expr), orders, comment)
+    return (f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
+            f" and no seed: seeded the same on every {who} before line {a.line(seeded)}")
+
+
 def seed_alike_before(ctx, stmt, orders: List[str], comment: str):
     """Seed the global generators named in orders ("numpy", "random") with
     the shared seed, the same on every rank, before stmt -- before the
