@@ -227,10 +227,16 @@ class HorovodBackend(Backend):
             # partial round is dropped: every rank the same count). The element
             # kept is copied as it is read: a generator that refills the same
             # arrays for its next element would otherwise hand every rank the
-            # round's last one.
+            # round's last one. A tf.data dataset keeps its share in its own
+            # pipeline (its windows of size elements): the loop then reads
+            # this rank's elements only.
             ctx.define(
                 f"def {name}(stream):\n"
                 f"    import copy\n"
+                f"    if isinstance(stream, {{tf}}.data.Dataset):\n"
+                f"        yield from stream.window({{hvd}}.size(), drop_remainder=True).flat_map(\n"
+                f"            lambda *w: {{tf}}.data.Dataset.zip(w if len(w) > 1 else w[0]).skip({{hvd}}.rank()).take(1))\n"
+                f"        return\n"
                 f"    kept = None\n"
                 f"    for index, element in enumerate(stream):\n"
                 f"        if index % {{hvd}}.size() == {{hvd}}.rank():\n"

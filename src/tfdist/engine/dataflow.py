@@ -217,3 +217,49 @@ def assigned_by(a: Analysis, target: cst.CSTNode) -> Optional[cst.BaseExpression
         if isinstance(anc, (cst.BaseStatement, cst.For, cst.CompFor, cst.WithItem)):
             return None
     return None
+
+
+def traced_functions(a: Analysis, tf_function: str) -> Optional[Set[int]]:
+    """ids of the functions of this module TensorFlow traces into a graph
+    rather than runs step by step: decorated with ``tf_function``, handed
+    to it (``step = tf.function(step)``, ``tf.function(self.step)``), and the
+    functions of this module those call (transitively). None when it wraps
+    something not found as a function here (a lambda, another object's
+    method): then no function can be said to run eagerly."""
+    traced: List[cst.FunctionDef] = []
+    for fdefs in a.functions.values():
+        for f in fdefs:
+            if any(a.is_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, {tf_function})
+                   for d in f.decorators):
+                traced.append(f)
+    for call in a.calls:
+        if not a.is_name(call.func, {tf_function}) or not call.args:
+            continue
+        wrapped = call.args[0].value
+        if isinstance(wrapped, cst.Name):
+            found = a._local_functions(wrapped)
+        elif isinstance(wrapped, cst.Attribute) and isinstance(wrapped.value, cst.Name) and wrapped.value.value == "self":
+            owner = next((c for c in a.ancestors(call) if isinstance(c, cst.ClassDef)), None)
+            found = [f for f in walk(owner.body) if isinstance(f, cst.FunctionDef)
+                     and f.name.value == wrapped.attr.value] if owner is not None else []
+        else:
+            found = []
+        if not found:
+            return None
+        traced.extend(found)
+    seen: Set[int] = set()
+    while traced:
+        f = traced.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        for c in walk(f.body):
+            if isinstance(c, cst.Call):
+                traced.extend(callees(a, c))
+    return seen
+
+
+def runs_eagerly(a: Analysis, node: cst.CSTNode, traced: Set[int]) -> bool:
+    """node is in no function of ``traced`` (traced_functions), nor in one
+    defined inside such a function."""
+    return not any(isinstance(f, cst.FunctionDef) and id(f) in traced for f in a.ancestors(node))

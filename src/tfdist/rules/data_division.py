@@ -1074,6 +1074,12 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
                 and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"]
     if not shuffles or has_star_args(call):
         return False
+    # a shuffle under the helper's own flag that this call turns off
+    # (``if shuffle: ds = ds.shuffle(...)``, called with shuffle=False) does not run here
+    from . import samplers  # samplers reads this module's tables
+    shuffles = [c for c in shuffles if samplers.branch_taken(other, fdef, call, c) is not False]
+    if not shuffles:
+        return True
     params = list(fdef.params.params)
     missing = []
     for shuffle in shuffles:

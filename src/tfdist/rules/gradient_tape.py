@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -370,7 +370,7 @@ def apply(ctx) -> None:
         _broadcast(ctx, calls[0], grad_calls)
         if len(calls) > 1:
             _broadcast_at_every_site(ctx, calls, grad_calls)
-        _scale(ctx, receiver(calls[0]))
+        _scale(ctx, receiver(calls[0]), calls)
     updates = plan[2] if plan is not None else []
     if plan is not None:
         _steps_by_hand(ctx, *plan)
@@ -719,7 +719,7 @@ def _bound_per_iteration(a: A.Analysis, variables, call: cst.Call):
     return None
 
 
-def _scale(ctx, opt_expr) -> None:
+def _scale(ctx, opt_expr, applies: Sequence[cst.Call] = ()) -> None:
     """Scale the rate of the optimizer applying the gradients: every
     construction of it that reaches the apply (followed through names and
     functions, as compile()'s optimizer is; a name rebound cell after cell
@@ -748,8 +748,65 @@ def _scale(ctx, opt_expr) -> None:
             warmup.not_warmed_up(ctx, call)
     if built:
         return
-    if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)):
+    if not any(t.kind == A.KERAS_OPTIMIZER for t in a.types(opt_expr)) and not _scale_unseen(ctx, applies):
         ctx.warn(opt_expr, lr_scaling.RULE, f"where {a.code(opt_expr)} is created is unknown: multiply its learning rate by the number of processes by hand")
+
+
+def _scale_unseen(ctx, applies: Sequence[cst.Call]) -> bool:
+    """An optimizer built where tfdist cannot see (a parameter only another
+    module's call binds): its rate scaled on the object itself, once, when
+    the step first runs -- where that runs eagerly: at each apply_gradients
+    of it outside a tf.function, or where a tf.function's optimizer
+    parameter is handed to it (inside a graph the scaling would be an op run
+    at every step). Not when an optimizer this file builds may be it (scaled
+    where it is built), nor under a warmup (which ramps the rate it finds)."""
+    from .keras_fit import _may_be_built_here
+    a = ctx.a
+    traced = dataflow.traced_functions(a, apis.TF_FUNCTION)
+    if traced is None or ctx.backend.warmup_epochs:
+        return False
+    sites: List[cst.BaseExpression] = []
+    for apply_call in applies:
+        found = _eager_optimizer_sites(a, receiver(apply_call), traced)
+        if found is None:
+            return False
+        sites.extend(s for s in found if all(s is not t for t in sites))
+    if not sites or any(_may_be_built_here(a, s) for s in sites):
+        return False
+    for site in sites:
+        template = lr_scaling.scale_at_run_time(ctx, site, warmup.keras_module(ctx), "when the step first runs")
+        if template is None:
+            return False  # --lr-scaling none
+        ctx.plan.replace(site, lambda upd, template=template: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    return True
+
+
+def _eager_optimizer_sites(a: A.Analysis, expr, traced, depth: int = 0) -> Optional[List[cst.BaseExpression]]:
+    """Where the optimizer ``expr`` is, in code that runs eagerly: expr
+    itself, or -- expr being a parameter of a traced function -- the
+    arguments every call of this module hands to it. None when a call of
+    that function is not found here by name (another module's, a
+    strategy.run(...)), or the optimizer comes from elsewhere in the graph."""
+    if dataflow.runs_eagerly(a, expr, traced):
+        return [expr]
+    fdef = next((f for f in a.ancestors(expr) if isinstance(f, cst.FunctionDef)), None)
+    if depth > 4 or not isinstance(expr, cst.Name) or fdef is None:
+        return None
+    bound = a.assigned_values(expr)
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Param) or bound[0][0] not in fdef.params.params:
+        return None
+    calls = a.argument_values(bound[0][0])
+    named = sum(1 for n in walk(a.module) if isinstance(n, cst.Name) and n.value == fdef.name.value
+                and not (isinstance(a.parent(n), cst.FunctionDef) and a.parent(n).name is n))
+    if not calls or named != len(calls):
+        return None  # handed on (strategy.run(step, ...)) or called in ways not followed here
+    out: List[cst.BaseExpression] = []
+    for _, value in calls:
+        found = _eager_optimizer_sites(a, value, traced, depth + 1)
+        if found is None:
+            return None
+        out.extend(found)
+    return out
 
 
 # ------------------------------------------------------------- data division

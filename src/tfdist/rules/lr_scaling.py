@@ -253,7 +253,7 @@ def _wrap_user_schedule(ctx, t: A.Type) -> bool:
     return True
 
 
-def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str) -> Optional[str]:
+def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str, when: str = "when compile() runs") -> Optional[str]:
     """A call template over ``{inner}`` scaling, when it runs, the learning
     rate of the optimizer object ``value`` is (built where the converter
     cannot see), once per object; the backend's helper is written into the
@@ -265,7 +265,7 @@ def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str) -> Optional[st
     call = _run_time(ctx).get("call")
     if call is not None:
         ctx.change(value, RULE, f"learning rate of {ctx.a.code(value)} (built where tfdist cannot see) "
-                                f"{policy_phrase(ctx)} when compile() runs, once per optimizer: "
+                                f"{policy_phrase(ctx)} {when}, once per optimizer: "
                                 f"{ctx.fill(call, inner=ctx.a.code(value))}")
     return call
 

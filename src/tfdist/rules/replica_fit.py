@@ -335,6 +335,12 @@ def _fit(ctx, call: cst.Call) -> None:
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_step and per_step[key] and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
+            helper = replicas.counted_on_global_batch(ctx, arg.value)
+            if helper is not None:
+                ctx.change(arg.value, data_division.RULE, ctx.say(
+                    "{key}: {helper}() counts it in batches of the global batch it now makes: already the "
+                    "steps of all workers together, not divided again", key=key, helper=helper))
+                continue
             data_division.divide(ctx, arg.value, key)
 
 

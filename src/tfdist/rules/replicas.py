@@ -16,6 +16,8 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
+from ..engine.analysis import _returns
+from ..engine.scopes import walk
 from . import data_division, dataset_flow as flow
 from .keras_fit import unread_construction
 from .common import calls_in, find_arg, has_star_args, is_optimizer_step, method_name, source
@@ -698,10 +700,16 @@ def external_helper_dataset(ctx, site: flow.HelperSite, what: str) -> None:
         arg = find_arg(b, keyword, position)
         param = flow.helper_param(other, fdef, arg.value) if arg is not None else None
         given = find_arg(call, param.name.value, params.index(param)) if param is not None else None
-        if given is not None and not any(x.star for x in call.args):
+        keyed = _batch_in_settings(ctx, other, fdef, call, arg.value) if arg is not None and param is None else None
+        if keyed is not None:  # .batch(config["batch_size"]), the dict handed in written out here
+            keep_batch_per_replica(ctx, keyed[1], what)
+            _global_batch_params(ctx).setdefault(call, set()).add(keyed[0].name.value)
+        elif given is not None and not any(x.star for x in call.args):
             keep_batch_per_replica(ctx, given.value, what)
+            _global_batch_params(ctx).setdefault(call, set()).add(param.name.value)
         elif param is not None and param.default is not None and not any(x.star for x in call.args) \
                 and call not in _batched(ctx):
+            _global_batch_params(ctx).setdefault(call, set()).add(param.name.value)
             _batched(ctx).add(call)
             new = ctx.expr(ctx.backend.per_replica_batch(source(other.module, param.default, False)))
             name = param.name.value
@@ -742,6 +750,86 @@ def external_helper_dataset(ctx, site: flow.HelperSite, what: str) -> None:
                 "{line}): the workers' shares overlap unless every worker shuffles alike: give it seed={seed}",
                 what=what, helper=helper, line=str(other.line(shuffle)), seed=data_division.SHARED_SEED,
                 module=_module_file(other)))
+
+
+def _global_batch_params(ctx) -> dict:
+    """helper call -> names of the helper's parameters whose batch this
+    conversion multiplied at that call (the global batch from then on)."""
+    return ctx.state(__name__ + ".global_batch_params", dict)
+
+
+def _batch_in_settings(ctx, other: A.Analysis, fdef: cst.FunctionDef, call: cst.Call, batch):
+    """(parameter, value) when the helper batches by one key of a dict it
+    is handed (``.batch(config["batch_size"])``) and this call hands it a
+    dict written out in this file (``config = {"batch_size": 32, ...}``)
+    whose key is read nowhere else here: that value is the helper's batch
+    and nothing else's, so it can be made the global batch where it is
+    written. None otherwise."""
+    a = ctx.a
+    if not (isinstance(batch, cst.Subscript) and len(batch.slice) == 1 and isinstance(batch.slice[0].slice, cst.Index)
+            and isinstance(batch.slice[0].slice.value, cst.SimpleString)) or has_star_args(call):
+        return None
+    key = batch.slice[0].slice.value.evaluated_value
+    param = flow.helper_param(other, fdef, batch.value)
+    if param is None:
+        return None
+    given = find_arg(call, param.name.value, list(fdef.params.params).index(param))
+    if given is None or not isinstance(given.value, cst.Name):
+        return None
+    bound = a.assigned_values(given.value)
+    if len(bound) != 1 or not isinstance(bound[0][1], cst.Dict):
+        return None
+    origin, display = bound[0]
+    entries = [e for e in display.elements if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+               and e.key.evaluated_value == key]
+    if len(entries) != 1 or any(isinstance(e, cst.StarredDictElement) for e in display.elements):
+        return None
+    targets = {id(n) for n in walk(origin)} if isinstance(origin, cst.Assign) else {id(origin)}
+    for n in walk(a.module):
+        if not isinstance(n, cst.Name) or n.value != given.value.value or id(n) in targets or n is given.value \
+                or not any(o is origin for o, _ in a.assigned_values(n)):
+            continue
+        parent = a.parent(n)
+        if isinstance(parent, cst.Subscript) and parent.value is n and len(parent.slice) == 1 \
+                and isinstance(parent.slice[0].slice, cst.Index) \
+                and isinstance(parent.slice[0].slice.value, cst.SimpleString) \
+                and parent.slice[0].slice.value.evaluated_value != key \
+                and not isinstance(a.parent(parent), cst.AssignTarget):
+            continue  # another key read
+        return None  # handed on, changed, or its batch read here too
+    return param, entries[0].value
+
+
+def counted_on_global_batch(ctx, value) -> Optional[str]:
+    """The helper's name when ``value`` is a count a helper of another
+    module returned with the dataset (``dataset, steps = get_dataset(...)``)
+    and computed from the batch this conversion made the global batch at
+    that call: a count of global batches, which must not be divided again."""
+    a = ctx.a
+    if not isinstance(value, cst.Name):
+        return None
+    bound = a.assigned_values(value)
+    if len(bound) != 1 or bound[0][1] is not None or not isinstance(bound[0][0], cst.Name):
+        return None
+    unpack = flow.unpacked(a, bound[0][0])
+    if unpack is None or not isinstance(unpack[0].value, cst.Call) or unpack[0].value not in _global_batch_params(ctx):
+        return None
+    call = unpack[0].value
+    found = flow.external_function_of(a, call)
+    if found is None:
+        return None
+    other, fdef = found
+    params = _global_batch_params(ctx)[call]
+    counts = []
+    for ret in _returns(fdef):
+        for i in unpack[1]:
+            if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements):
+                return None
+            ret = ret.elements[i].value
+        counts.append(ret)
+    if counts and all(dataflow.depends_on(other, c, params) for c in counts):
+        return a.code(call.func)
+    return None
 
 
 def _module_file(other: A.Analysis) -> str:

@@ -54,7 +54,7 @@ def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef, call: Optiona
                 other = True
             if not random:
                 continue
-            taken = _branch_taken(a, fdef, call, n)
+            taken = branch_taken(a, fdef, call, n)
             if taken is None:
                 other = True
             elif taken:
@@ -62,7 +62,7 @@ def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef, call: Optiona
     return None if other else False
 
 
-def _branch_taken(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], node) -> Optional[bool]:
+def branch_taken(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], node) -> Optional[bool]:
     """Whether node runs when call runs fdef, as far as the if-statements
     around it test the function's own parameters (``if shuffle:``, ``if not
     shuffle:``): False when the call's literal arguments (or the defaults)
@@ -87,11 +87,19 @@ _NOT_A_PARAMETER = object()
 
 def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], test):
     """The truth of an if-test naming one of fdef's parameters (``flag``,
-    ``not flag``) at call; None: not a literal there; _NOT_A_PARAMETER:
+    ``not flag``, ``flag == True``, ``flag is None``) at call; None: not a literal there; _NOT_A_PARAMETER:
     the test reads something else."""
     negate = False
     while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         negate, test = not negate, test.expression
+    compared = None  # ``flag == True``, ``flag is not None``: the literal name it is compared with
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(operator, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)) \
+                and isinstance(right, cst.Name) and right.value in ("True", "False", "None"):
+            compared = right.value
+            negate ^= isinstance(operator, (cst.NotEqual, cst.IsNot))
+            test = test.left
     params = list(fdef.params.params) + list(fdef.params.kwonly_params)
     if not isinstance(test, cst.Name) or not any(p.name.value == test.value for p in params):
         return _NOT_A_PARAMETER
@@ -108,6 +116,10 @@ def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], 
     arg = find_arg(call, param.name.value, index)
     if arg is not None:
         value = arg.value
+    if compared is not None:
+        if not (isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
+            return None  # ``1 == True`` but not ``1 is True``: not decided here
+        return (value.value == compared) != negate
     truth = _literal_truth(value)
     return None if truth is None else truth != negate
 

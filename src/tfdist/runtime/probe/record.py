@@ -10,6 +10,7 @@ import time
 from .devices import _replica_copies, _strategies_info
 from .files import _drop_unchanged_in_place, _exists
 from .hashing import digest_arrays
+from .keras import _rate_at_start
 from .ranks import _rank_and_size
 from .samples import _samples_record
 from .state import RECORD_VERSION, STATE, _ProbeBusy, _note_error
@@ -65,6 +66,10 @@ def _optimizer_info():
                     entry["iterations"] = snap_iters[str(id(opt))]
             except Exception as exc:  # noqa: BLE001
                 _note_error("optimizer_iterations", exc)
+            try:  # its learning rate when the run ended (a schedule's at step 0)
+                entry["rate"] = _rate_at_start(opt)
+            except Exception:  # noqa: BLE001 -- a rate the probe cannot read (in a graph) is left unrecorded
+                entry["rate"] = None
             keras.append(entry)
     global_steps = [s["global_step"] for s in STATE.graph_snapshots.values() if s.get("global_step") is not None]
     global_step = max(global_steps) if global_steps else None
