@@ -920,6 +920,10 @@ POSITIONAL_DATASET_METHODS = {
     "window", "take", "skip", "enumerate", "scan", "group_by_window",
     "bucket_by_sequence_length", "rejection_resample", "unique",
 }
+# Dataset methods that group consecutive elements into one: a dataset
+# batched twice made its samples of neighbouring rows at the first
+# (``from_tensor_slices(chars).batch(seq_len + 1)`` -> sequences).
+ROW_GROUPING_DATASET_METHODS = {"batch", "padded_batch", "ragged_batch"}
 # Dataset methods whose elements are datasets themselves (a window is a
 # dataset of its steps) until a flat_map/interleave turns them back into
 # tensors: the shard goes after that.

@@ -70,3 +70,77 @@ def test_a_shuffle_under_the_helpers_flag_counts_where_the_call_sets_it(tmp_path
     out, warnings = _convert(tmp_path, backend, shuffle=shuffle)
     shuffle_warnings = [w for w in warnings if "shuffles" in w]
     assert bool(shuffle_warnings) == warned, warnings
+
+
+WINDOWS = '''import tensorflow as tf
+
+
+def windowed_dataset(series, window_size, batch_size, shuffle_buffer):
+    dataset = tf.data.Dataset.from_tensor_slices(series)
+    dataset = dataset.window(window_size + 1, shift=1, drop_remainder=True)
+    dataset = dataset.flat_map(lambda window: window.batch(window_size + 1))
+    dataset = dataset.shuffle(shuffle_buffer).map(lambda window: (window[:-1], window[-1]))
+    return dataset.batch(batch_size).prefetch(1)
+
+
+def sequences(text_as_int, seq_length, batch_size):
+    chunks = tf.data.Dataset.from_tensor_slices(text_as_int).batch(seq_length + 1, drop_remainder=True)
+    return chunks.map(lambda c: (c[:-1], c[1:])).shuffle(1000, seed=3).batch(batch_size, drop_remainder=True)
+
+
+def rows(features, labels, batch_size):
+    return tf.data.Dataset.from_tensor_slices((features, labels)).shuffle(1000, seed=3).batch(batch_size)
+'''
+
+SERIES = '''import numpy as np
+import tensorflow as tf
+from windows import CALL
+
+data = np.load("series.npy")
+SEED
+train_set = CALL_EXPR
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+model.fit(train_set, epochs=2)
+'''
+
+
+def _series(tmp_path, call, expr, seed="tf.random.set_seed(51)", backend="horovod"):
+    (tmp_path / "windows.py").write_text(WINDOWS)
+    script = tmp_path / "train.py"
+    script.write_text(SERIES.replace("CALL_EXPR", expr).replace("CALL", call).replace("SEED", seed))
+    result = convert_file(script, backend=backend)
+    assert result.status == "converted", result.error
+    return result.code, [w.message for w in result.warnings]
+
+
+ROUNDS = ".window(hvd.size(), drop_remainder=True).flat_map(lambda *batches: tf.data.Dataset.zip("
+KNOWN = ".apply(lambda ds: ds.shard(hvd.size(), hvd.rank()).take(ds.cardinality() // hvd.size()))"
+
+
+@pytest.mark.parametrize("call, expr, shard", [
+    # windows of a series: batches of an unknown number, shared out in whole rounds at the call
+    ("windowed_dataset", "windowed_dataset(data, 20, 32, 1000)", ROUNDS),
+    # chunks batched again (drop_remainder: a known number of batches)
+    ("sequences", "sequences(data, 100, 64)", KNOWN),
+])
+def test_rows_are_not_sliced_before_a_helper_makes_samples_of_neighbouring_rows(tmp_path, call, expr, shard):
+    out, warnings = _series(tmp_path, call, expr)
+    assert "data[hvd.rank()" not in out
+    assert expr + shard in out
+    assert not warnings, warnings
+
+
+def test_rows_a_helper_batches_once_are_sliced_where_they_are_handed_over(tmp_path):
+    out, warnings = _series(tmp_path, "rows", "rows(data[:, :-1], data[:, -1], 32)")
+    assert "data[:, :-1][hvd.rank()::hvd.size()]" in out
+    assert not warnings, warnings
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+def test_an_unseeded_helper_shuffle_is_alike_on_every_rank_after_the_global_seed(tmp_path, backend):
+    _, warnings = _series(tmp_path, "windowed_dataset", "windowed_dataset(data, 20, 32, 1000)", backend=backend)
+    assert not [w for w in warnings if "shuffle" in w], warnings
+    _, warnings = _series(tmp_path, "windowed_dataset", "windowed_dataset(data, 20, 32, 1000)", seed="",
+                          backend=backend)
+    assert [w for w in warnings if "shuffle" in w], warnings

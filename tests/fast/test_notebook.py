@@ -308,6 +308,8 @@ def test_notebook_with_tf_distribute_backend(nb_path):
 # replication scope, a rank guard) must close in the cell that opened it.
 from pathlib import Path  # noqa: E402
 
+from tfdist.project import project_context_for_file  # noqa: E402
+
 NB_FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 NB_CASES = [(case, backend, case / name)
             for case in sorted(NB_FIXTURES.glob("*"))
@@ -322,7 +324,9 @@ def _code_cells(data: bytes):
 @pytest.mark.parametrize("case,backend,expected", NB_CASES, ids=lambda v: v.name if isinstance(v, Path) else v)
 def test_notebook_fixture(case, backend, expected):
     source = (case / "input.ipynb").read_bytes()
-    r = convert_notebook(str(case / "input.ipynb"), source, backend=backend)
+    # modules beside the notebook (its helpers) inform the conversion, as on the command line
+    project = project_context_for_file(str(case / "input.ipynb")) if any(case.glob("*.py")) else None
+    r = convert_notebook(str(case / "input.ipynb"), source, backend=backend, project=project)
     assert r.result.status == "converted", (r.result.error, r.result.error_line)
     assert r.result.data == expected.read_bytes(), "\n" + r.diff()
     nbformat.validate(nbformat.reads(r.result.data.decode(), as_version=4))

@@ -279,6 +279,12 @@ class Backend(ABC):
     @abstractmethod
     def shard_dataset(self, dataset: str) -> str: ...
 
+    def shard_batches(self, dataset: str) -> Optional[str]:
+        """Shard a batched dataset of unknown size (a helper's): equal,
+        disjoint shares of its batches per rank whatever their shapes; None
+        where the engine has no such cut."""
+        return None
+
     @abstractmethod
     def shard_dataset_known_size(self, dataset: str) -> str:
         """Shard a dataset whose cardinality is known, equal share per rank."""

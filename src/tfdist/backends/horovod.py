@@ -194,6 +194,15 @@ class HorovodBackend(Backend):
         return (f"{dataset}.batch({{hvd}}.size(), drop_remainder=True).unbatch()"
                 f".shard({{hvd}}.size(), {{hvd}}.rank())")
 
+    def shard_batches(self, dataset: str) -> str:
+        # Rank r keeps batch r of each round of size batches (a last partial
+        # round is dropped: the same count on every rank). Windows, not
+        # .batch(size).unbatch() as shard_dataset does: a last, smaller
+        # batch cannot be batched with the full ones.
+        return (f"{dataset}.window({{hvd}}.size(), drop_remainder=True).flat_map(lambda *batches: "
+                f"{{tf}}.data.Dataset.zip(batches if len(batches) > 1 else batches[0])"
+                f".skip({{hvd}}.rank()).take(1))")
+
     def shard_dataset_known_size(self, dataset: str) -> str:
         # Every rank takes len // size elements: the same number of batches.
         return (f"{dataset}.apply(lambda ds: ds.shard({{hvd}}.size(), {{hvd}}.rank())"

@@ -786,6 +786,8 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         template = ctx.backend.shard_dataset_known_size("{inner}")
     elif not batched:
         template = ctx.backend.shard_dataset("{inner}")
+    elif ctx.backend.shard_batches("{inner}") is not None:
+        template = ctx.backend.shard_batches("{inner}")
     else:
         ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}), which cannot be cut into equal shares after batching: shard it inside {helper}() for the calls that train, where its elements are single samples (after any window() and its flat_map(), take() or skip(); before .shuffle(...) and .batch(...)), e.g. .batch({size}, drop_remainder=True).unbatch().shard({size}, {rank}), so every rank gets the same number of elements", helper=helper, why=why))
         return True
@@ -1066,8 +1068,11 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
     """Every dataset shuffle of a helper of another module (and of the
     functions of that module it calls) has a seed that is the same on every
     rank: a number written there, or a parameter this call sets to one --
-    or leaves at None, when the shared seed is given here. Then every rank
-    shuffles the same stream, and the shards taken at the call are disjoint."""
+    or leaves at None, when the shared seed is given here -- or none, with
+    TensorFlow's global seed set before the call. Then every rank shuffles
+    the same stream, and the shards taken at the call are disjoint. A
+    shuffle under the helper's own flag counts only where the call leaves
+    the flag on."""
     bodies = [fdef] + [f for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
                        for f in other._local_functions(c.func)]
     shuffles = [c for body in bodies for c in walk(body.body) if isinstance(c, cst.Call)
@@ -1082,8 +1087,13 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
         return True
     params = list(fdef.params.params)
     missing = []
+    # TensorFlow's global seed set before this call: an unseeded shuffle takes its seed from it and
+    # from how many random ops ran before, the same on every rank running the same script
+    global_seed = global_seed_set_before(ctx.a, call)
     for shuffle in shuffles:
         seed = find_arg(shuffle, "seed", 1)
+        if seed is None and global_seed:
+            continue
         if seed is None:
             return False
         if flow.same_on_every_rank(other, seed.value):

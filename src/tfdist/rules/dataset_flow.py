@@ -680,10 +680,18 @@ def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Op
     """For a helper of another module whose every dataset source is
     ``from_tensor_slices`` of its own parameters (arrays it is handed, not
     rebound in it): the arrays this call hands it, in source order; None
-    otherwise. Sliced alike, they keep their rows paired."""
+    otherwise. Sliced alike, they keep their rows paired. None too when the
+    helper makes its samples of neighbouring rows (windows of a series, a
+    batch batched again, a take/skip split): rows sliced by rank before
+    that would make every rank's windows of every size-th step."""
     sources = [s for r in _returns(fdef) for s in other.dataset_sources(r)]
     if not sources or not all(other.is_name(s, {"tensorflow.data.Dataset.from_tensor_slices"}) for s in sources):
         return None
+    for r in _returns(fdef):
+        methods = chain_methods(other, r)
+        if set(methods) & apis.POSITIONAL_DATASET_METHODS \
+                or sum(m in apis.ROW_GROUPING_DATASET_METHODS for m in methods) > 1:
+            return None
     params = list(fdef.params.params)
     if isinstance(fdef.params.star_arg, cst.Param) or has_star_args(call):
         return None
