@@ -93,3 +93,17 @@ def test_no_run_time_scaling_under_a_warmup_or_without_scaling():
     for backend in ("horovod+warmup-1", "horovod+lr-none"):
         result = convert_source(EAGER.encode(), "train.py", backend=backend)
         assert result.status == "converted" and "with_scaled_learning_rate" not in result.code, backend
+
+
+def test_an_optimizer_bound_nowhere_is_not_said_to_be_scaled():
+    """A snippet stepping a name it never binds fails as written: warned, not wrapped."""
+    src = HEAD + '''
+model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+with tf.GradientTape() as tape:
+    loss = loss_object(tf.zeros([4], tf.int64), model(tf.ones([4, 3])))
+grads = tape.gradient(loss, model.trainable_variables)
+optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+    out, warnings = _convert(src)
+    assert "with_scaled_learning_rate" not in out
+    assert any(UNKNOWN in w for w in warnings), warnings

@@ -787,6 +787,8 @@ def _eager_optimizer_sites(a: A.Analysis, expr, traced, depth: int = 0) -> Optio
     arguments every call of this module hands to it. None when a call of
     that function is not found here by name (another module's, a
     strategy.run(...)), or the optimizer comes from elsewhere in the graph."""
+    if isinstance(expr, cst.Name) and not a.assigned_values(expr):
+        return None  # bound nowhere: the script fails as written (a snippet of a larger one)
     if dataflow.runs_eagerly(a, expr, traced):
         return [expr]
     fdef = next((f for f in a.ancestors(expr) if isinstance(f, cst.FunctionDef)), None)
