@@ -335,17 +335,27 @@ class ProjectIndex:
                 functions.update(self._functions(target, mod, roots))
         return ProjectContext(name, is_pkg, classes, functions)
 
-    def _functions(self, target: str, mod: Optional[ModuleSummary], roots: Sequence[str]) -> Dict[str, Tuple[str, bytes]]:
+    def _functions(self, target: str, mod: Optional[ModuleSummary], roots: Sequence[str],
+                   depth: int = 0) -> Dict[str, Tuple[str, bytes]]:
         """The project functions and classes an import binds: every top-level
         function and class of an imported module (``import data``), or the
         one imported by name (``from data import make_dataset``), with its
-        module's source (a rule reads a helper, or a class's methods, in it)."""
+        module's source (a rule reads a helper, or a class's methods, in it).
+        A name a package re-exports under its own name (``from pkg import
+        MNIST``, pkg/__init__.py doing ``from pkg.MNIST import MNIST``) is the
+        definition it names."""
         if mod is not None:
             module, keys = target, [f"{target}.{n}" for n in [*mod.functions, *mod.classes]]
         else:
             module, _, member = target.rpartition(".")
             mod = self.find(module, roots)
             keys = [target] if mod is not None and (member in mod.functions or member in mod.classes) else []
+            binding = mod.bindings.get(member) if mod is not None and not keys else None
+            if binding is not None and not binding.is_module and depth < 5:
+                inner = self._absolute(binding.target, mod)
+                if inner.rpartition(".")[2] == member:
+                    found = self._functions(inner, None, self.search_roots(mod.path) + list(roots), depth + 1)
+                    return {target: value for value in found.values()}
         source = self._source(mod.path) if keys else None
         return {} if source is None else {key: (module, source) for key in keys}
 

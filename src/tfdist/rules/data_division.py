@@ -249,6 +249,19 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
     called from a loop, and not in a loop itself (seeded there, every call
     would draw the same order again)."""
     a = ctx.a
+    external = flow.external_callable(a, call) if not isinstance(call.func, cst.Name) or \
+        not a._local_functions(call.func) else None
+    param = seeding_parameter(*external, call, apis.NUMPY_GLOBAL_SEED_SETTERS) if external is not None else None
+    if param is not None:
+        # it seeds NumPy itself, from its parameter: seeding before it would be undone there
+        if call in ctx.state(__name__ + ".split_seeded"):
+            return
+        ctx.state(__name__ + ".split_seeded").add(call)
+        add_kwarg(ctx, call, param, SHARED_SEED)
+        ctx.change(call, RULE, f"{a.code(call.func)}() seeds NumPy by its {param} argument, which this call left "
+                               f"None (a seed from the OS, different in every process): one seed given, the same on "
+                               f"every rank, so the shares taken from its data are disjoint")
+        return
     stmt = a.statement_of(call)
     if stmt is None or dataflow.outermost_loop(a, call) is not None:
         return
@@ -287,12 +300,30 @@ def _seeded_earlier_in(a, stmt) -> bool:
                for c in walk(s) if isinstance(c, cst.Call))
 
 
-def draws_unseeded(other, fdef: cst.FunctionDef) -> bool:
+def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None) -> bool:
     """``fdef`` (a function of the module ``other`` analyses) reorders rows
     with NumPy's global generator, or splits them at random without a seed,
     and never seeds NumPy itself -- directly or in a function of its module
-    it calls."""
-    return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, _numpy_order_draw)
+    it calls. With ``call``: a seeding by a parameter the call leaves None
+    (``np.random.seed(seed)``, seed=None: from the OS, per process) is none."""
+    return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, _numpy_order_draw, call=call)
+
+
+def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters) -> Optional[str]:
+    """The parameter of ``fdef`` its seeding call is handed
+    (``np.random.seed(seed)``) when ``call`` leaves it None -- the helper
+    then seeds from the OS, differently in every process; None otherwise."""
+    from . import samplers  # samplers reads this module's tables
+    for c in walk(fdef.body):
+        if not (isinstance(c, cst.Call) and other.names(c) & seed_setters and c.args):
+            continue
+        param = flow.helper_param(other, fdef, c.args[0].value)
+        if param is None or samplers.branch_taken(other, fdef, call, c) is False:
+            continue
+        value = flow.argument_at(fdef, call, param)
+        if isinstance(value, cst.Name) and value.value == "None":
+            return param.name.value
+    return None
 
 
 def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
@@ -314,11 +345,14 @@ def _numpy_order_draw(other, c: cst.Call) -> bool:
     return False
 
 
-def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: int = 0) -> bool:
+def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: int = 0,
+                    call: Optional[cst.Call] = None) -> bool:
     """fdef, or a function of its module it calls (two levels deep), makes
-    a draw is_draw recognises, and fdef seeds none of seed_setters."""
+    a draw is_draw recognises, and fdef seeds none of seed_setters (with
+    ``call``: none with a seed that call sets)."""
     calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-    if any(other.names(c) & seed_setters for c in calls):
+    if any(other.names(c) & seed_setters for c in calls) and (
+            call is None or seeding_parameter(other, fdef, call, seed_setters) is None):
         return False
     for c in calls:
         if is_draw(other, c):
@@ -338,8 +372,8 @@ def helper_draws(ctx, call: cst.Call) -> bool:
         local = a._local_functions(call.func)
         if local:
             return any(draws_unseeded(a, f) for f in local)
-    external = flow.external_function(ctx, call)
-    return external is not None and draws_unseeded(*external)
+    external = flow.external_callable(a, call)
+    return external is not None and draws_unseeded(*external, call=call)
 
 
 def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None, ctx=None) -> List[cst.Call]:

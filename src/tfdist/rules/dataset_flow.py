@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -151,26 +151,27 @@ def keeps_rows(call: cst.Call, name: str) -> bool:
     return isinstance(value, cst.Integer) and int(value.value, 0) >= 1
 
 
-def numpy_array(a, expr, depth: int = 0) -> bool:
+def numpy_array(a, expr, depth: int = 0, seen: Optional[Set[int]] = None) -> bool:
     """Is expr certainly a NumPy array -- made by a numpy function, a Keras
     data set's load_data(), a function of apis.ARRAY_RETURNING_FUNCTIONS, or
     slicing, arithmetic and row-keeping methods of such -- followed through
     every binding of a name?"""
     if depth > 8:
         return False
+    seen = set() if seen is None else seen  # bindings being followed: x = x.astype(...) reads its own
     if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
         # several inputs of one model ([images, conditions]): every one an array
-        return all(not isinstance(e, cst.StarredElement) and numpy_array(a, e.value, depth + 1)
+        return all(not isinstance(e, cst.StarredElement) and numpy_array(a, e.value, depth + 1, seen)
                    for e in expr.elements)
     if isinstance(expr, cst.Dict) and expr.elements:
-        return all(isinstance(e, cst.DictElement) and numpy_array(a, e.value, depth + 1) for e in expr.elements)
+        return all(isinstance(e, cst.DictElement) and numpy_array(a, e.value, depth + 1, seen) for e in expr.elements)
     if isinstance(expr, cst.Call):
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS \
                 and not any(n.startswith("numpy.") for n in a.names(expr)):  # np.reshape(x, ...) is a function
-            return numpy_array(a, f.value, depth + 1)  # x.astype(...), x.reshape(...)
+            return numpy_array(a, f.value, depth + 1, seen)  # x.astype(...), x.reshape(...)
         if isinstance(f, cst.Attribute) and f.attr.value in apis.ARRAY_RESULT_METHODS - apis.ROW_PRESERVING_METHODS \
-                and numpy_array(a, f.value, depth + 1):
+                and numpy_array(a, f.value, depth + 1, seen):
             return True  # x.transpose([0, 2, 1]): still an array (fit() reads its first axis as the samples)
         if isinstance(f, cst.Attribute) and f.attr.value in apis.TENSOR_TO_ARRAY_METHODS and not expr.args \
                 and isinstance(f.value, cst.Call) and any(n.startswith("tensorflow.") for n in a.names(f.value)):
@@ -185,18 +186,22 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
                 and _keras_layer(a, f):
             # norm = layers.Normalization(); norm(data): a layer called eagerly on an array is a
             # tensor of its rows (fit() and a loop over its rows read it like the array)
-            return numpy_array(a, expr.args[0].value, depth + 1)
+            return numpy_array(a, expr.args[0].value, depth + 1, seen)
         if isinstance(f, cst.Name):
             functions = dataflow.callees(a, expr)
             if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
                 returns = [r for fdef in functions for r in _returns(fdef)]
                 generator = any(isinstance(n, cst.Yield) for fdef in functions for n in walk(fdef.body))
                 return bool(returns) and not generator and all(
-                    numpy_array(a, r, depth + 1) for r in returns)
+                    numpy_array(a, r, depth + 1, seen) for r in returns)
+        external = _external_returns(a, expr, [])
+        if external is not None:  # a function (or class method) of another module of the project
+            other, returns = external
+            return all(numpy_array(other, r, depth + 1, seen) for r in returns)
         names = a.names(expr)
         if names & apis.TENSOR_ROW_FUNCTIONS and expr.args and not expr.args[0].keyword and not expr.args[0].star \
                 and not ("tensorflow.one_hot" in names and find_arg(expr, "axis", 4) is not None):
-            return numpy_array(a, expr.args[0].value, depth + 1)  # tf.one_hot(labels, 10): a row per row
+            return numpy_array(a, expr.args[0].value, depth + 1, seen)  # tf.one_hot(labels, 10): a row per row
         if names & apis.SKLEARN_ROW_TRANSFORM_FUNCTIONS:
             return True  # minmax_scale(y): an array of its argument's rows
         if any(n.startswith("numpy.") for n in names):
@@ -204,31 +209,93 @@ def numpy_array(a, expr, depth: int = 0) -> bool:
                                                                       n.rsplit(".", 1)[1][:1].isupper() for n in names)
         return bool(names & apis.ARRAY_RETURNING_FUNCTIONS)
     if isinstance(expr, cst.BinaryOperation):
-        sides = [numpy_array(a, side, depth + 1) for side in (expr.left, expr.right)]
+        sides = [numpy_array(a, side, depth + 1, seen) for side in (expr.left, expr.right)]
         numbers = [isinstance(side, (cst.Integer, cst.Float)) for side in (expr.left, expr.right)]
         return any(sides) and all(s or n for s, n in zip(sides, numbers))
     if isinstance(expr, cst.Subscript):
         if isinstance(expr.value, cst.Call) and a.names(expr.value) & apis.ARRAY_TUPLE_FUNCTIONS:
             return True  # make_moons(1000)[0]
-        return numpy_array(a, expr.value, depth + 1)
+        return numpy_array(a, expr.value, depth + 1, seen)
     if isinstance(expr, cst.Name):
         bound = a.assigned_values(expr)
         if not bound:
             return False
         for origin, value in bound:
+            if id(origin) in seen:
+                continue  # a binding reading its own name (x = x[p]): what the others make
+            seen.add(id(origin))
             if value is not None:
-                if not numpy_array(a, value, depth + 1):
+                if not numpy_array(a, value, depth + 1, seen):
                     return False
             elif isinstance(origin, cst.Param):
                 # a parameter: what every call of its function in this file passes
                 # (vae.train(x_train, x_test) of x_train = x_train.astype(...))
                 values = a.parameter_values(origin)
-                if not values or not all(numpy_array(a, v, depth + 1) for v in values):
+                if not values or not all(numpy_array(a, v, depth + 1, seen) for v in values):
                     return False
-            elif not _unpacked_from_arrays(a, origin):
+            elif isinstance(origin, cst.Name) and dataflow.element_value(a, origin) is not None:
+                # x, y = x[p], y[p]: the element of the tuple it is given
+                if not numpy_array(a, dataflow.element_value(a, origin), depth + 1, seen):
+                    return False
+            elif not _unpacked_from_arrays(a, origin, depth, seen):
                 return False
         return True
     return False
+
+
+def external_callable(a, call: cst.Call):
+    """(analysis of its module, FunctionDef) of a function of another module
+    of the project, or of a class or static method of a class there
+    (``MNIST.get_data(...)``), that call runs; None otherwise."""
+    found = external_function_of(a, call)
+    if found is None and isinstance(call.func, cst.Attribute):
+        owner = _external_definition(a, call.func.value, cst.ClassDef)
+        if owner is not None:
+            other, klass = owner
+            found = next(((other, m) for m in klass.body.body if isinstance(m, cst.FunctionDef)
+                          and m.name.value == call.func.attr.value and class_level_method(m)), None)
+    return found
+
+
+def class_level_method(fdef: cst.FunctionDef) -> Optional[str]:
+    """"classmethod" or "staticmethod" when fdef is decorated so."""
+    return next((d.decorator.value for d in fdef.decorators if isinstance(d.decorator, cst.Name)
+                 and d.decorator.value in ("classmethod", "staticmethod")), None)
+
+
+def argument_at(fdef: cst.FunctionDef, call: cst.Call, param: cst.Param):
+    """The value ``param`` of ``fdef`` has at ``call``: the argument given,
+    else its default (None when neither is known, or with ``*args``)."""
+    if has_star_args(call):
+        return None
+    params = list(fdef.params.params)
+    index = None
+    if param in params:
+        index = params.index(param) - (1 if class_level_method(fdef) == "classmethod" else 0)
+    given = find_arg(call, param.name.value, index)
+    return given.value if given is not None else param.default
+
+
+def _external_returns(a, call, path: List[int]):
+    """(analysis of its module, the values at ``path`` of every tuple it
+    returns) when call runs a function of another module of the project, or
+    a class or static method of a class there (``MNIST.get_data()``), that
+    is no generator; None otherwise."""
+    found = external_callable(a, call) if isinstance(call, cst.Call) else None
+    if found is None:
+        return None
+    other, fdef = found
+    if any(isinstance(n, (cst.Yield, cst.Await)) for n in walk(fdef.body)):
+        return None
+    out = []
+    for ret in _returns(fdef):
+        for i in path:
+            if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements) \
+                    or not isinstance(ret.elements[i], cst.Element):
+                return None
+            ret = ret.elements[i].value
+        out.append(ret)
+    return (other, out) if out else None
 
 
 def _sklearn_row_transformer(a, receiver) -> bool:
@@ -256,9 +323,16 @@ def _numpy_generator(a, expr) -> bool:
     return bool(values) and all(isinstance(v, cst.Call) and a.names(v) & apis.NUMPY_OWN_GENERATORS for v in values)
 
 
-def _unpacked_from_arrays(a, origin) -> bool:
+def _unpacked_from_arrays(a, origin, depth: int = 0, seen: Optional[Set[int]] = None) -> bool:
     """``(x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()``,
-    ``X, y = make_moons(1000)``."""
+    ``X, y = make_moons(1000)``, ``x, y, _, _ = MNIST.get_data()`` of another
+    module of the project whose returns hold arrays there."""
+    unpack = unpacked(a, origin) if isinstance(origin, cst.Name) else None
+    if unpack is not None and isinstance(unpack[0].value, cst.Call) and depth < 8:
+        external = _external_returns(a, unpack[0].value, unpack[1])
+        if external is not None:
+            other, values = external
+            return all(numpy_array(other, v, depth + 1, seen) for v in values)
     node = origin
     for _ in range(6):
         node = a.parent(node)
