@@ -144,3 +144,54 @@ def test_an_unseeded_helper_shuffle_is_alike_on_every_rank_after_the_global_seed
     _, warnings = _series(tmp_path, "windowed_dataset", "windowed_dataset(data, 20, 32, 1000)", seed="",
                           backend=backend)
     assert [w for w in warnings if "shuffle" in w], warnings
+
+
+DIGITS = '''import numpy as np
+
+
+class Digits:
+    @classmethod
+    def get_data(cls, scale=1.0, shuffle=True, seed=None):
+        if seed is not False:
+            np.random.seed(seed)
+        x_data = np.load("digits.npy")
+        if shuffle:
+            p = np.random.permutation(len(x_data))
+            x_data = x_data[p]
+        n = int(scale * len(x_data))
+        x_data = x_data[:n]
+        x_data = x_data.astype("float32") / 255.0
+        return x_data, x_data[:10]
+'''
+
+VAE = '''import tensorflow as tf
+from datasets import Digits
+
+x_data, _ = Digits.get_data(CALL)
+vae = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+vae.compile(optimizer=tf.keras.optimizers.Adam(1e-3))
+vae.fit(x_data, epochs=2, batch_size=64)
+'''
+
+
+@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+@pytest.mark.parametrize("call, seeded", [("scale=0.1", True), ("seed=None", True), ("seed=False", True),
+                                          ("seed=42", False), ("0.1, True, 42", False)])
+def test_arrays_of_a_class_method_of_a_package_module_are_followed_and_seeded_alike(tmp_path, backend, call, seeded):
+    """fit(x) alone: x must be known to be an array (a generator or dataset is divided otherwise); the class
+    comes through a package that re-exports it; its seed parameter, left None, seeds from the OS."""
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "__init__.py").write_text("from datasets.Digits import Digits\n")
+    (tmp_path / "datasets" / "Digits.py").write_text(DIGITS)
+    script = tmp_path / "vae.py"
+    script.write_text(VAE.replace("CALL", call))
+    result = convert_file(script, backend=backend)
+    assert result.status == "converted", result.error
+    assert not result.warnings, [w.message for w in result.warnings]
+    # left None (or handed None): the shared seed given there; False (no seeding at all): NumPy seeded before
+    expected = {"scale=0.1": "Digits.get_data(scale=0.1, seed=1234)", "seed=None": "Digits.get_data(seed=1234)",
+                "seed=False": "np.random.seed(1234)\nx_data, _ = Digits.get_data(seed=False)"}
+    if seeded:
+        assert expected[call] in result.code
+    else:
+        assert "1234" not in result.code

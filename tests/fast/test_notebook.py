@@ -325,7 +325,7 @@ def _code_cells(data: bytes):
 def test_notebook_fixture(case, backend, expected):
     source = (case / "input.ipynb").read_bytes()
     # modules beside the notebook (its helpers) inform the conversion, as on the command line
-    project = project_context_for_file(str(case / "input.ipynb")) if any(case.glob("*.py")) else None
+    project = project_context_for_file(str(case / "input.ipynb")) if any(case.rglob("*.py")) else None
     r = convert_notebook(str(case / "input.ipynb"), source, backend=backend, project=project)
     assert r.result.status == "converted", (r.result.error, r.result.error_line)
     assert r.result.data == expected.read_bytes(), "\n" + r.diff()

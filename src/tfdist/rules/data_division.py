@@ -257,7 +257,14 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
         if call in ctx.state(__name__ + ".split_seeded"):
             return
         ctx.state(__name__ + ".split_seeded").add(call)
-        add_kwarg(ctx, call, param, SHARED_SEED)
+        other, fdef = external
+        given = next((p for p in fdef.params.params if p.name.value == param), None)
+        value = flow.argument_at(fdef, call, given) if given is not None else None
+        if value is not None and value is not given.default:  # handed None: that argument becomes the seed
+            new = ctx.expr(SHARED_SEED)
+            ctx.plan.replace(value, lambda old, new=new: new)
+        else:
+            add_kwarg(ctx, call, param, SHARED_SEED)
         ctx.change(call, RULE, f"{a.code(call.func)}() seeds NumPy by its {param} argument, which this call left "
                                f"None (a seed from the OS, different in every process): one seed given, the same on "
                                f"every rank, so the shares taken from its data are disjoint")
@@ -326,6 +333,18 @@ def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters
     return None
 
 
+def _seeds_at(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Call) -> bool:
+    """The seeding call ``setter`` in ``fdef`` seeds alike when ``call``
+    runs it: not skipped by the function's own flag there (``if seed is not
+    False:``, seed=False), nor handed a parameter the call leaves None."""
+    from . import samplers  # samplers reads this module's tables
+    if samplers.branch_taken(other, fdef, call, setter) is False:
+        return False
+    param = flow.helper_param(other, fdef, setter.args[0].value) if setter.args else None
+    value = flow.argument_at(fdef, call, param) if param is not None else None
+    return not (isinstance(value, cst.Name) and value.value == "None")
+
+
 def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
     """The same for Python's global ``random`` (``random.shuffle(paths)``)."""
     return _draws_unseeded(other, fdef, apis.PYTHON_GLOBAL_SEED_SETTERS,
@@ -351,8 +370,7 @@ def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: 
     a draw is_draw recognises, and fdef seeds none of seed_setters (with
     ``call``: none with a seed that call sets)."""
     calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-    if any(other.names(c) & seed_setters for c in calls) and (
-            call is None or seeding_parameter(other, fdef, call, seed_setters) is None):
+    if any(other.names(c) & seed_setters and (call is None or _seeds_at(other, fdef, call, c)) for c in calls):
         return False
     for c in calls:
         if is_draw(other, c):
