@@ -216,17 +216,19 @@ gan.fit(tf.data.Dataset.from_tensor_slices(tf.random.normal([64, 4])).batch(8), 
     assert result.status == "converted", result.error
 
 
-def test_a_keras_loss_object_in_a_tf_keras_step_is_kept_and_warned_for_multi_worker():
+def test_a_keras_loss_object_in_a_tf_keras_step_is_reduced_by_the_step_for_multi_worker():
     # Keras 3 divides its value by the replicas (the gradient is kept); on
-    # TF_CONFIG workers the conversion runs tf-keras, which raises on it: warned
+    # TF_CONFIG workers the conversion runs tf-keras, which raises on it: the
+    # object (built in __init__, called only in the step) is built with
+    # reduction="none" and the call averaged and divided as Keras 3 does
+    # (test_train_step_loss_objects.py has the cases that stay warned)
     src, result = _tfd("loss = self.loss_fn(y, pred)")
     assert result.status == "converted", result.error
     text = result.data.decode()
-    assert "/ strategy.num_replicas_in_sync" not in text
     assert "tape.gradient(scaled_loss, self.trainable_variables)" in text
-    (warning,) = [w for w in result.warnings if w.level == "WARNING"]
-    assert "tf-keras (keras-team/keras#20585), which raises ValueError on it" in warning.message
-    assert warning.line == _line(src, "self.loss_fn(y, pred)")
+    assert 'self.loss_fn = tf.keras.losses.MeanSquaredError(reduction="none")' in text
+    assert "loss = replica_mean_loss(self.loss_fn(y, pred))" in text
+    assert not [w for w in result.warnings if w.level == "WARNING"]
 
 
 def test_steps_in_methods_train_step_calls_are_converted_with_it():

@@ -212,6 +212,14 @@ def _binding_before(a: A.Analysis, aug: cst.AugAssign):
 
 
 def is_keras_loss_object(a: A.Analysis, func) -> bool:
+    return bool(keras_loss_constructions(a, func))
+
+
+def keras_loss_constructions(a: A.Analysis, func) -> list:
+    """The constructions of the Keras Loss object with a mean reduction
+    ``func`` calls (followed through names, the ``self`` attributes of its
+    class and the parameters the module's calls fill); [] when func is not
+    certainly one."""
     constructions = []
     if isinstance(func, cst.Call):
         constructions = [func]
@@ -224,13 +232,13 @@ def is_keras_loss_object(a: A.Analysis, func) -> bool:
             constructions = a.attribute_values(owner, func.attr.value)
     constructions = _through_parameters(a, constructions)
     if not constructions:
-        return False
+        return []
     for c in constructions:
         if not isinstance(c, cst.Call):
-            return False
+            return []
         names = [n for n in a.names(c) if n.startswith(apis.KERAS_LOSS_MODULES)]
         if not names or not names[0].rsplit(".", 1)[1][:1].isupper():
-            return False  # a loss function (no reduction) or not a Keras loss
+            return []  # a loss function (no reduction) or not a Keras loss
         reduction = find_arg(c, "reduction", None)
         if reduction is not None:
             value = reduction.value
@@ -238,8 +246,8 @@ def is_keras_loss_object(a: A.Analysis, func) -> bool:
             if text is None and isinstance(value, cst.Attribute):
                 text = value.attr.value.lower()
             if text is None or text.lower() not in apis.KERAS_MEAN_REDUCTIONS:
-                return False
-    return True
+                return []
+    return constructions
 
 
 def _through_parameters(a: A.Analysis, values, depth: int = 0) -> list:

@@ -51,7 +51,7 @@ from ..engine.analysis import _returns
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import gradient_tape, replica_loss, replicas
-from .common import method_name, receiver, find_arg, source
+from .common import append_arg, find_arg, kwarg, method_name, receiver, source
 
 RULE = "gradient-tape"
 #: the Model methods returning the compiled loss, divided by the replicas under a strategy
@@ -441,22 +441,104 @@ def _legacy_loss_objects(ctx, step) -> None:
     step is converted for that), but on TF_CONFIG workers the conversion
     runs tf-keras (keras-team/keras#20585), whose Loss refuses that
     reduction under a strategy outside compile() (``Loss._get_reduction``
-    raises ValueError: every worker stops, nothing trains wrong). Warned
-    once per file, with the edit."""
+    raises ValueError: every worker stops). When the object is built in
+    this file and used nowhere but in calls of this step, it is built with
+    reduction="none" and each call averaged as Keras 3's mean reduction does
+    under a strategy (over all its values, divided by the number of
+    replicas): the same value on both Keras versions. Otherwise warned once
+    per file, with the edit."""
     a = ctx.a
     if _flavor(a) == "keras":
         return
-    done = ctx.state(__name__ + ".legacy_loss_objects")
-    for c in a.calls:
-        if _in(a, c, step) and not done and replica_loss.is_keras_loss_object(a, c.func):
+    calls = [c for c in a.calls if _in(a, c, step) and replica_loss.is_keras_loss_object(a, c.func)]
+    if not calls:
+        return
+    constructions = _only_called_in(a, calls)
+    if constructions is None:
+        done = ctx.state(__name__ + ".legacy_loss_objects")
+        if not done:
             done.add(True)
-            ctx.warn(c, RULE, ctx.say(
+            ctx.warn(calls[0], RULE, ctx.say(
                 "a Keras Loss object with a mean reduction called in {step}: under MultiWorkerMirroredStrategy "
                 "(TF_CONFIG) fit() runs on tf-keras (keras-team/keras#20585), which raises ValueError on it outside "
                 "compile() (Keras 3, on one host, divides it by {size} as the step needs): give it "
                 "reduction=\"none\" and average it with tf.nn.compute_average_loss(..., global_batch_size=<per-replica "
                 "batch> * {size}), or use self.compute_loss", step=step.name.value))
-    return None
+        return
+    state = ctx.state(__name__ + ".loss_objects", dict)
+    if "mean" not in state:
+        state["mean"] = ctx.imports.free_name("replica_mean_loss")
+        ctx.define(
+            f"def {state['mean']}(values):\n"
+            f"    \"\"\"The mean of a Keras loss object's values (built with reduction=\"none\"), divided by the number of\n"
+            f"    replicas as its mean reduction is under a strategy: each replica's gradient is its share of the sum.\"\"\"\n"
+            f"    values = {{tf}}.convert_to_tensor(values)\n"
+            f"    return {{tf}}.reduce_sum(values) / {{tf}}.cast({{tf}}.size(values), values.dtype) / "
+            f"{{tf}}.distribute.get_strategy().num_replicas_in_sync",
+            ctx.say("{engine}: a Keras loss object's mean as a strategy takes it, on Keras 3 and tf-keras alike."))
+    for k in constructions:
+        if k in state:
+            continue
+        state[k] = True
+        reduction = find_arg(k, "reduction", None)
+        new = ctx.expr(ctx.quoted("none"))
+        if reduction is not None:
+            ctx.plan.replace(reduction.value, lambda old, new=new: new)
+        else:
+            ctx.plan.replace(k, lambda old, new=new: append_arg(old, kwarg("reduction", new)))
+        ctx.change(k, RULE, ctx.say(
+            "{loss} built with reduction=\"none\": tf-keras, which runs fit() on TF_CONFIG workers "
+            "(keras-team/keras#20585), refuses a mean reduction outside compile(); {step} averages it instead",
+            loss=a.code(k.func), step=step.name.value))
+    for c in calls:
+        if c in state:
+            continue
+        state[c] = True
+        template = f"{state['mean']}({{inner}})"
+        ctx.plan.replace(c, lambda upd, template=template: ctx.expr(ctx.fill(template, inner=ctx.module.code_for_node(upd))))
+        ctx.change(c, RULE, ctx.say("{call}: its values averaged and divided by {size}, as a mean reduction is under "
+                                    "{engine}", call=a.code(c)))
+
+
+def _only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Call]]:
+    """The constructions of the loss objects ``calls`` call, when each is
+    built here with its arguments named (a positional one may be the
+    reduction) and reaches nothing but these calls: handed to a method or
+    stored on ``self``, the attribute it is stored in (``self.loss_fn``) read
+    only by them. None otherwise."""
+    found: List[cst.Call] = []
+    called = {id(c.func) for c in calls}
+    attributes = set()
+    for c in calls:
+        if not (isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"):
+            return None
+        attributes.add(c.func.attr.value)
+        for k in replica_loss.keras_loss_constructions(a, c.func):
+            if any(arg.keyword is None for arg in k.args):
+                return None
+            holder = a.parent(k)
+            if isinstance(holder, cst.Arg):
+                pass  # handed to the class's own compile(loss_fn=...): stored on self there
+            elif isinstance(holder, cst.Assign) and len(holder.targets) == 1 \
+                    and isinstance(holder.targets[0].target, cst.Attribute) \
+                    and holder.targets[0].target.attr.value in attributes:
+                pass  # self.loss_fn = keras.losses.BinaryCrossentropy()
+            else:
+                return None
+            if all(k is not f for f in found):
+                found.append(k)
+    for n in walk(a.module):
+        if isinstance(n, cst.Attribute) and n.attr.value in attributes and id(n) not in called:
+            parent = a.parent(n)
+            if not (isinstance(parent, cst.AssignTarget) and parent.target is n):
+                return None  # read elsewhere: its values would change there too
+            value = a.parent(parent).value if isinstance(a.parent(parent), cst.Assign) else None
+            fdef = a.enclosing_function(n)
+            if isinstance(value, cst.Name) and fdef is not None and sum(
+                    1 for m in walk(fdef.body) if isinstance(m, cst.Name) and m.value == value.value
+                    and not (isinstance(a.parent(m), cst.Attribute) and a.parent(m).attr is m)) != 1:
+                return None  # the parameter it is stored from is used there too (super().compile(loss=loss_fn))
+    return found or None
 
 
 def _flavor(a: A.Analysis) -> str:
