@@ -252,7 +252,17 @@ class Context:
         key = (text, self.module.default_newline)
         node = _PARSED.get(key)
         if node is None:  # parsed nodes are immutable: safe to share
-            node = _PARSED[key] = cst.parse_expression(text, config=self.module.config_for_parsing)
+            try:
+                node = cst.parse_expression(text, config=self.module.config_for_parsing)
+            except cst.ParserSyntaxError:
+                if not any("\n" in v for v in values.values()):
+                    raise
+                # a value spanning lines whose parentheses belong to an outer expression
+                # (``(tf.data.Dataset\n    .from_tensor_slices(x)\n    .map(f))``): its own now
+                node = cst.parse_expression(self.fill(template, **{k: f"({v})" if "\n" in v else v
+                                                                   for k, v in values.items()}),
+                                            config=self.module.config_for_parsing)
+            _PARSED[key] = node
             if len(_PARSED) > 4096:
                 _PARSED.clear()
         return node
