@@ -297,7 +297,8 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the full report as JSON on stdout")
     p.add_argument("--keep", action="store_true", help="keep the temporary run directories and logs")
     p.add_argument("-v", "--verbose", action="store_true", help="stream the runs' output to stderr")
-    p.add_argument("script", metavar="SCRIPT", help="the single-process training script")
+    p.add_argument("script", metavar="SCRIPT", help="the single-process training script, or a notebook (.ipynb: run as the "
+                   "script its code cells make, from its folder, original and conversion alike)")
     if script_args:
         _optional_remainder(p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                                            help="arguments for the script: anything after SCRIPT that is not "

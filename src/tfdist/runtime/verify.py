@@ -152,7 +152,10 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD,
         what = f"--backend {backend}" + (f" with {', '.join(options)}" if options else "")
         raise VerifyInputError(f"{script}: cannot convert with {what} ({exc}); "
                                "pass --converted to verify a script that is already distributed") from exc
-    result = convert_file(script, backend=key)
+    if script.suffix == ".ipynb":
+        result = _convert_notebook(script, key)
+    else:
+        result = convert_file(script, backend=key)
     status = result.status
     if status in ("unsupported", "error"):
         raise VerifyInputError(f"{script}: cannot convert ({status}): {result.error or 'see tfdist convert'}")
@@ -160,14 +163,40 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD,
         raise VerifyInputError(f"{script}: nothing to convert (no training loop found); "
                                "pass --converted to verify a script that is already distributed")
     if status == "already-distributed":
-        return script, status, False, False
+        return (notebook_as_script(script, dest_dir) if script.suffix == ".ipynb" else script), status, False, False
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / script.name
     data = getattr(result, "data", None)
     if data is None:
         data = (result.code or "").encode("utf-8")
     dest.write_bytes(data)
+    if script.suffix == ".ipynb":
+        dest = notebook_as_script(dest, dest_dir)
     return dest, status, bool(getattr(result, "full_batch", False)), bool(getattr(result, "tf_keras_on_workers", False))
+
+
+def _convert_notebook(notebook: Path, key: str):
+    """A notebook converted as ``tfdist convert`` converts it (the modules
+    beside it inform the conversion)."""
+    from tfdist.project import project_context_for_file
+    from tfdist.project.notebook import convert_notebook
+    return convert_notebook(str(notebook), notebook.read_bytes(), backend=key,
+                            project=project_context_for_file(str(notebook))).result
+
+
+def notebook_as_script(notebook: Path, dest_dir: Path) -> Path:
+    """The script a notebook's code cells make, top to bottom (what a kernel
+    runs; line magics and shell escapes, which only IPython runs, commented
+    out), written into dest_dir: how verify runs a notebook as processes. It
+    runs as the notebook's own file (its folder first on sys.path)."""
+    from tfdist.project.notebook import notebook_script
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / (notebook.stem + ".py")
+    try:
+        dest.write_text(notebook_script(notebook.read_bytes()), encoding="utf-8")
+    except (ValueError, KeyError, TypeError) as exc:   # not notebook JSON
+        raise VerifyInputError(f"{notebook}: not a notebook tfdist can read ({exc})") from exc
+    return dest
 
 
 def converter_accepts(backend: str, options: Sequence[str]) -> bool:
@@ -219,7 +248,8 @@ def _has_tf_keras(python: str | None) -> bool:
     return found.returncode == 0
 
 
-def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False) -> Observation:
+def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False,
+                  as_file: Path | None = None) -> Observation:
     """The original as one process; on the Keras its converted workers run
     (tf-keras where they switch to it: Keras 3 and tf-keras train some
     scripts differently -- a GAN's ``trainable = False`` after compile stops
@@ -230,7 +260,7 @@ def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers
         env.setdefault("TF_USE_LEGACY_KERAS", "1")
         if setup.sink is not None:
             setup.sink("original run with tf-keras (TF_USE_LEGACY_KERAS=1), the Keras the converted workers run")
-    return run_and_observe(original, 1, base / "original", setup.timeout, setup.args, single=True,
+    return run_and_observe(original, 1, base / "original", setup.timeout, setup.args, single=True, as_file=as_file,
                            steps_cap=setup.steps or None, probe_dir=base / "probe-original",
                            log_path=base / "original.log", sink=setup.sink, horovodrun=setup.horovodrun,
                            label="original, 1 process", env=env, pythonpath=setup.pythonpath,
@@ -322,9 +352,14 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     try:
         if converted:
             dist_script, status, full_batch, tf_keras = script, "given", False, False
+            if script.suffix == ".ipynb":
+                dist_script = notebook_as_script(script, base / "given")
         else:   # a conversion that fails is bad input: said before anything runs
             dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", backend, options)
-        reference = _run_original(setup, reference_script, base, tf_keras)
+        as_file = None
+        if reference_script.suffix == ".ipynb":  # run as the script its cells make, from the notebook's folder
+            as_file, reference_script = reference_script, notebook_as_script(reference_script, base / "original-notebook")
+        reference = _run_original(setup, reference_script, base, tf_keras, as_file)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                                 rate_factor=None if converted else expected_rate_factor(options, np * local_devices),
@@ -366,7 +401,10 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                     raise
                 skipped.append((policy, str(exc)))
                 chosen.remove((policy, options))
-        reference = _run_original(setup, script, base, any(c[3] for c in conversions))
+        original, as_file = script, None
+        if script.suffix == ".ipynb":  # run as the script its cells make, from the notebook's folder
+            original, as_file = notebook_as_script(script, base / "original-notebook"), script
+        reference = _run_original(setup, original, base, any(c[3] for c in conversions), as_file)
         reports = []
         for i, ((policy, options), (dist_script, status, full_batch, _)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,

@@ -102,6 +102,8 @@ _CATALOG = {
     "mnist": ((28, 28, 1), 10, {"train": 60000, "test": 10000}),
     "fashion_mnist": ((28, 28, 1), 10, {"train": 60000, "test": 10000}),
     "cifar10": ((32, 32, 3), 10, {"train": 50000, "test": 10000}),
+    # the real one has one train split of 3670 images of varied sizes: small and few here (CPU runs)
+    "tf_flowers": ((32, 32, 3), 5, {"train": 640}),
 }
 
 
