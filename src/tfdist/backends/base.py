@@ -279,10 +279,10 @@ class Backend(ABC):
     @abstractmethod
     def shard_dataset(self, dataset: str) -> str: ...
 
-    def shard_batches(self, dataset: str) -> Optional[str]:
-        """Shard a batched dataset of unknown size (a helper's): equal,
-        disjoint shares of its batches per rank whatever their shapes; None
-        where the engine has no such cut."""
+    def shard_in_rounds(self, dataset: str) -> Optional[str]:
+        """Shard a dataset of unknown size element by element in whole
+        rounds (a helper's batches): equal, disjoint shares per rank whatever
+        the elements' shapes; None where the engine has no such cut."""
         return None
 
     @abstractmethod

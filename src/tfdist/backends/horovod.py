@@ -194,11 +194,11 @@ class HorovodBackend(Backend):
         return (f"{dataset}.batch({{hvd}}.size(), drop_remainder=True).unbatch()"
                 f".shard({{hvd}}.size(), {{hvd}}.rank())")
 
-    def shard_batches(self, dataset: str) -> str:
-        # Rank r keeps batch r of each round of size batches (a last partial
-        # round is dropped: the same count on every rank). Windows, not
-        # .batch(size).unbatch() as shard_dataset does: a last, smaller
-        # batch cannot be batched with the full ones.
+    def shard_in_rounds(self, dataset: str) -> str:
+        # Rank r keeps element r of each round of size elements (a last
+        # partial round is dropped: the same count on every rank). Windows,
+        # not .batch(size).unbatch() as shard_dataset does: elements of
+        # different shapes (a last, smaller batch) cannot be batched together.
         return (f"{dataset}.window({{hvd}}.size(), drop_remainder=True).flat_map(lambda *batches: "
                 f"{{tf}}.data.Dataset.zip(batches if len(batches) > 1 else batches[0])"
                 f".skip({{hvd}}.rank()).take(1))")
@@ -237,14 +237,13 @@ class HorovodBackend(Backend):
             # kept is copied as it is read: a generator that refills the same
             # arrays for its next element would otherwise hand every rank the
             # round's last one. A tf.data dataset keeps its share in its own
-            # pipeline (its windows of size elements): the loop then reads
-            # this rank's elements only.
+            # pipeline (shard_in_rounds): the loop then reads this rank's
+            # elements only.
             ctx.define(
                 f"def {name}(stream):\n"
                 f"    import copy\n"
                 f"    if isinstance(stream, {{tf}}.data.Dataset):\n"
-                f"        yield from stream.window({{hvd}}.size(), drop_remainder=True).flat_map(\n"
-                f"            lambda *w: {{tf}}.data.Dataset.zip(w if len(w) > 1 else w[0]).skip({{hvd}}.rank()).take(1))\n"
+                f"        yield from {self.shard_in_rounds('stream')}\n"
                 f"        return\n"
                 f"    kept = None\n"
                 f"    for index, element in enumerate(stream):\n"

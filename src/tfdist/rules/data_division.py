@@ -257,15 +257,13 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
         if call in ctx.state(__name__ + ".split_seeded"):
             return
         ctx.state(__name__ + ".split_seeded").add(call)
-        other, fdef = external
-        given = next((p for p in fdef.params.params if p.name.value == param), None)
-        value = flow.argument_at(fdef, call, given) if given is not None else None
-        if value is not None and value is not given.default:  # handed None: that argument becomes the seed
+        value = flow.argument_at(*external, call, param)
+        if value is not param.default:  # handed None: that argument becomes the seed
             new = ctx.expr(SHARED_SEED)
             ctx.plan.replace(value, lambda old, new=new: new)
         else:
-            add_kwarg(ctx, call, param, SHARED_SEED)
-        ctx.change(call, RULE, f"{a.code(call.func)}() seeds NumPy by its {param} argument, which this call left "
+            add_kwarg(ctx, call, param.name.value, SHARED_SEED)
+        ctx.change(call, RULE, f"{a.code(call.func)}() seeds NumPy by its {param.name.value} argument, which this call left "
                                f"None (a seed from the OS, different in every process): one seed given, the same on "
                                f"every rank, so the shares taken from its data are disjoint")
         return
@@ -316,20 +314,15 @@ def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None
     return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, _numpy_order_draw, call=call)
 
 
-def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters) -> Optional[str]:
+def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters) -> Optional[cst.Param]:
     """The parameter of ``fdef`` its seeding call is handed
     (``np.random.seed(seed)``) when ``call`` leaves it None -- the helper
     then seeds from the OS, differently in every process; None otherwise."""
-    from . import samplers  # samplers reads this module's tables
     for c in walk(fdef.body):
-        if not (isinstance(c, cst.Call) and other.names(c) & seed_setters and c.args):
-            continue
-        param = flow.helper_param(other, fdef, c.args[0].value)
-        if param is None or samplers.branch_taken(other, fdef, call, c) is False:
-            continue
-        value = flow.argument_at(fdef, call, param)
-        if isinstance(value, cst.Name) and value.value == "None":
-            return param.name.value
+        if isinstance(c, cst.Call) and other.names(c) & seed_setters:
+            param = _seed_left_none(other, fdef, call, c)
+            if param is not None:
+                return param
     return None
 
 
@@ -338,11 +331,19 @@ def _seeds_at(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Call) ->
     runs it: not skipped by the function's own flag there (``if seed is not
     False:``, seed=False), nor handed a parameter the call leaves None."""
     from . import samplers  # samplers reads this module's tables
-    if samplers.branch_taken(other, fdef, call, setter) is False:
-        return False
+    return samplers.branch_taken(other, fdef, call, setter) is not False \
+        and _seed_left_none(other, fdef, call, setter) is None
+
+
+def _seed_left_none(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Call) -> Optional[cst.Param]:
+    """The parameter of ``fdef`` the seeding call ``setter`` is handed, when
+    ``call`` runs that setter with the parameter None."""
+    from . import samplers  # samplers reads this module's tables
     param = flow.helper_param(other, fdef, setter.args[0].value) if setter.args else None
-    value = flow.argument_at(fdef, call, param) if param is not None else None
-    return not (isinstance(value, cst.Name) and value.value == "None")
+    if param is None or samplers.branch_taken(other, fdef, call, setter) is False:
+        return None
+    value = flow.argument_at(other, fdef, call, param)
+    return param if isinstance(value, cst.Name) and value.value == "None" else None
 
 
 def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
@@ -838,9 +839,9 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         template = ctx.backend.shard_dataset_known_size("{inner}")
     elif not batched:
         template = ctx.backend.shard_dataset("{inner}")
-    elif ctx.backend.shard_batches("{inner}") is not None:
-        template = ctx.backend.shard_batches("{inner}")
-    else:
+    else:  # batches of any shapes, in whole rounds, where the engine can
+        template = ctx.backend.shard_in_rounds("{inner}")
+    if template is None:
         ctx.warn(call, RULE, ctx.say("{helper}() returns batches of a dataset of unknown size ({why}), which cannot be cut into equal shares after batching: shard it inside {helper}() for the calls that train, where its elements are single samples (after any window() and its flat_map(), take() or skip(); before .shuffle(...) and .batch(...)), e.g. .batch({size}, drop_remainder=True).unbatch().shard({size}, {rank}), so every rank gets the same number of elements", helper=helper, why=why))
         return True
     if unpacked is not None:

@@ -263,15 +263,18 @@ def class_level_method(fdef: cst.FunctionDef) -> Optional[str]:
                  and d.decorator.value in ("classmethod", "staticmethod")), None)
 
 
-def argument_at(fdef: cst.FunctionDef, call: cst.Call, param: cst.Param):
-    """The value ``param`` of ``fdef`` has at ``call``: the argument given,
-    else its default (None when neither is known, or with ``*args``)."""
+def argument_at(a, fdef: cst.FunctionDef, call: cst.Call, param: cst.Param):
+    """The value ``param`` of ``fdef`` (in the module ``a`` analyses) has at
+    ``call``: the argument given, else its default (None when neither is
+    known, or with ``*args``). A method's ``self``/``cls`` is not among the
+    call's positional arguments."""
     if has_star_args(call):
         return None
     params = list(fdef.params.params)
     index = None
     if param in params:
-        index = params.index(param) - (1 if class_level_method(fdef) == "classmethod" else 0)
+        bound_first = a.method_owner(fdef) is not None and class_level_method(fdef) != "staticmethod"
+        index = params.index(param) - (1 if bound_first else 0)
     given = find_arg(call, param.name.value, index)
     return given.value if given is not None else param.default
 

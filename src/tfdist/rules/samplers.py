@@ -21,7 +21,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division
+from . import data_division, dataset_flow as flow
 from .common import find_arg, method_name, receiver
 
 GLOBAL_STREAM = "global"  # draws from NumPy's global generator
@@ -106,16 +106,7 @@ def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], 
     param = next(p for p in params if p.name.value == test.value)
     if call is None:
         return None
-    value = param.default
-    if param in fdef.params.params:
-        index = list(fdef.params.params).index(param) - (1 if a.method_owner(fdef) is not None else 0)
-    else:
-        index = None
-    if any(arg.star for arg in call.args):
-        return None
-    arg = find_arg(call, param.name.value, index)
-    if arg is not None:
-        value = arg.value
+    value = flow.argument_at(a, fdef, call, param)
     if compared is not None:
         if not (isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
             return None  # ``1 == True`` but not ``1 is True``: not decided here

@@ -248,12 +248,15 @@ def _has_tf_keras(python: str | None) -> bool:
     return found.returncode == 0
 
 
-def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False,
-                  as_file: Path | None = None) -> Observation:
+def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False) -> Observation:
     """The original as one process; on the Keras its converted workers run
     (tf-keras where they switch to it: Keras 3 and tf-keras train some
     scripts differently -- a GAN's ``trainable = False`` after compile stops
-    the compiled model's own training under Keras 3 only)."""
+    the compiled model's own training under Keras 3 only). A notebook runs
+    as the script its cells make, from the notebook's folder."""
+    as_file = None
+    if original.suffix == ".ipynb":
+        original, as_file = notebook_as_script(original, base / "original-notebook"), original
     env = setup.env
     if tf_keras_on_workers and setup.np > 1 and setup.local_devices == 1 and _has_tf_keras(setup.python):
         env = dict(os.environ if env is None else env)
@@ -356,10 +359,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
                 dist_script = notebook_as_script(script, base / "given")
         else:   # a conversion that fails is bad input: said before anything runs
             dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", backend, options)
-        as_file = None
-        if reference_script.suffix == ".ipynb":  # run as the script its cells make, from the notebook's folder
-            as_file, reference_script = reference_script, notebook_as_script(reference_script, base / "original-notebook")
-        reference = _run_original(setup, reference_script, base, tf_keras, as_file)
+        reference = _run_original(setup, reference_script, base, tf_keras)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                                 rate_factor=None if converted else expected_rate_factor(options, np * local_devices),
@@ -401,10 +401,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                     raise
                 skipped.append((policy, str(exc)))
                 chosen.remove((policy, options))
-        original, as_file = script, None
-        if script.suffix == ".ipynb":  # run as the script its cells make, from the notebook's folder
-            original, as_file = notebook_as_script(script, base / "original-notebook"), script
-        reference = _run_original(setup, original, base, any(c[3] for c in conversions), as_file)
+        reference = _run_original(setup, script, base, any(c[3] for c in conversions))
         reports = []
         for i, ((policy, options), (dist_script, status, full_batch, _)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,
