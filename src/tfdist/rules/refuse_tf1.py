@@ -9,9 +9,9 @@ from . import monitored_session, session
 class RefusedPattern:
     """A pattern detected as usual, then refused with the backend's reason."""
 
-    def __init__(self, rule):
-        self.PATTERN = rule.PATTERN
-        self.detect = rule.detect
+    def __init__(self, pattern, detect):
+        self.PATTERN = pattern
+        self.detect = detect
 
     def apply(self, ctx) -> None:
         evidence = [e for e in self.detect(ctx.a)]
@@ -24,5 +24,5 @@ def _at(line: int, message: str):
     return Unsupported(line, message)
 
 
-SESSION = RefusedPattern(session)
-MONITORED_SESSION = RefusedPattern(monitored_session)
+SESSION = RefusedPattern(session.PATTERN, session.detect)
+MONITORED_SESSION = RefusedPattern(monitored_session.PATTERN, monitored_session.detect)

@@ -19,7 +19,7 @@ import libcst as cst
 from .. import apis
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division
+from . import data_division, dataset_flow
 from .common import source
 
 DIVIDED = "divided"
@@ -466,7 +466,7 @@ def _unseen_helper(ctx, call: cst.Call) -> bool:
         return False  # a function, class or object of this file: not unseen
     if any(n.startswith(apis.KNOWN_LIBRARY_PREFIXES) for n in names):
         return False
-    if data_division.flow.external_function(ctx, call) is not None:
+    if dataset_flow.external_function(ctx, call) is not None:
         return False  # read, and found not to draw (helper_draws)
     return any(m == "numpy" or m.startswith("numpy.") for m in ctx.imports.import_stmt)
 
