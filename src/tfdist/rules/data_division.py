@@ -8,6 +8,8 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import List, Optional, Set
 
 import libcst as cst
@@ -21,7 +23,7 @@ from . import dataset_flow as flow
 from . import rank0_io
 from .common import append_arg, find_arg, fit_arg, has_star_args, kwarg, method_name, source
 
-RULE = "data-division"
+RULE = kinds.DATA_DIVISION
 
 
 # State kept per conversion (ctx.state): what this module already edited,

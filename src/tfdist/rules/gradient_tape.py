@@ -9,6 +9,8 @@ datasets that feed the training loop are sharded.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import weakref
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -17,6 +19,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.analysis import _returns
 from ..engine.findings import Evidence
@@ -24,8 +27,8 @@ from . import data_division, dataset_flow, iterator_classes, lr_scaling, sampler
 from ..engine.scopes import iter_children, walk
 from .common import find_arg, is_optimizer_step, method_name, mentions, receiver
 
-PATTERN = "GradientTape"
-RULE = "gradient-tape"
+PATTERN = P.TAPE
+RULE = kinds.GRADIENT_TAPE
 
 
 # ------------------------------------------------------------------ analysis
@@ -266,7 +269,7 @@ def training_tapes(a: A.Analysis, keras_train_step: bool = False):
 
 
 def detect(a: A.Analysis) -> List[Evidence]:
-    return [Evidence(PATTERN, f"with {a.code(item.item)} as {name}: gradients applied "
+    return [Evidence(P.TAPE, f"with {a.code(item.item)} as {name}: gradients applied "
                               + ("by hand" if manual_updates(a, calls) and not optimizer_applied(a, calls)
                                  else "by an optimizer"), a.line(w))
             for w, item, name, calls in training_tapes(a)]
@@ -407,7 +410,7 @@ def _plan_by_hand(ctx, tapes) -> Optional[tuple]:
     message = (f"this step updates variables by hand ({a.code(updates[0].func)}, no optimizer) and {why}: use an "
                "optimizer's apply_gradients, or broadcast the variables from rank 0 once before training, average "
                "the gradients and scale the rate by hand")
-    if any(p != PATTERN for p in ctx.patterns) or len(tapes) < len(training_tapes(a)):
+    if any(p != P.TAPE for p in ctx.patterns) or len(tapes) < len(training_tapes(a)):
         ctx.warn(where, data_division.RULE, message)
         return None
     raise ctx.unsupported(where, message)

@@ -7,6 +7,8 @@ output on rank 0 only, its steps divided and its data sharded.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import ast
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -15,6 +17,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, endless_inputs, keras_inputs, lr_scaling, samplers, step_loops, warmup
 from ..engine.scopes import walk
@@ -22,8 +25,8 @@ from . import common
 from .common import (append_arg, find_arg, find_passed, keyword_free, kwarg, method_name, prepend_elements,
                      receiver, source)
 
-PATTERN = "Keras"
-RULE = "keras"
+PATTERN = P.KERAS
+RULE = kinds.KERAS
 
 # Positions of fit()'s arguments (Keras 2 signature), for positional calls.
 FIT_POS = apis.KERAS_FIT_POSITIONS
@@ -195,7 +198,7 @@ def detect(a: A.Analysis) -> List[Evidence]:
     for call in model_calls(a, apis.KERAS_FIT_METHODS | {"train_on_batch"}):
         recv = receiver(call)
         kinds = sorted({t.name for t in a.types(recv) if t.kind == A.MODEL}) or ["compiled like a Keras model"]
-        out.append(Evidence(PATTERN, f"{a.code(call.func)}(...) on a Keras model ({', '.join(kinds)})", a.line(call)))
+        out.append(Evidence(P.KERAS, f"{a.code(call.func)}(...) on a Keras model ({', '.join(kinds)})", a.line(call)))
     return out
 
 

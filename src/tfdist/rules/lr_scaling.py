@@ -13,6 +13,8 @@ steps, and the schedule must decay at the same share of the data.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import Optional
 
 import libcst as cst
@@ -22,7 +24,7 @@ from ..engine import analysis as A
 from . import warmup
 from .common import append_arg, find_arg, keyword_free, kwarg, source
 
-RULE = "lr-scaling"
+RULE = kinds.LR_SCALING
 
 
 def _scaled(ctx) -> set:

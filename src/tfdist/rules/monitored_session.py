@@ -7,18 +7,21 @@ elsewhere, chief-only hooks and file-writing hooks on rank 0 only),
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import List, Set
 
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine.findings import Evidence
 from . import data_division, session, tf1_common
 from .common import find_arg, kwarg, method_name, prepend_elements, source
 
-PATTERN = "MonitoredSession"
-RULE = "monitored-session"
+PATTERN = P.MONITORED
+RULE = kinds.MONITORED_SESSION
 
 MTS = "tensorflow.train.MonitoredTrainingSession"
 MONITORED = "tensorflow.train.MonitoredSession"
@@ -40,7 +43,7 @@ def monitored(a: A.Analysis) -> List[cst.Call]:
 def detect(a: A.Analysis) -> List[Evidence]:
     if not tf1_common.optimizer_calls(a):
         return []  # evaluation only: nothing to distribute
-    return [Evidence(PATTERN, f"{a.code(c.func)}(...)", a.line(c)) for c in monitored(a)]
+    return [Evidence(P.MONITORED, f"{a.code(c.func)}(...)", a.line(c)) for c in monitored(a)]
 
 
 def apply(ctx) -> None:

@@ -20,6 +20,8 @@ the edit to make by hand.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import weakref
 
 import libcst as cst
@@ -30,7 +32,7 @@ from ..engine import dataflow
 from ..engine.scopes import walk
 from .common import calls_in, find_arg, method_name, receiver, source
 
-RULE = "rank0-io"
+RULE = kinds.RANK0_IO
 
 
 # Calls that run an optimizer step, directly or through a session.

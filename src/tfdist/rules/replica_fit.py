@@ -6,18 +6,21 @@ from the chief only.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import (data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, lr_scaling, replica_train_step,
                replicas, samplers, warmup)
 from .common import append_arg, calls_in, find_arg, find_passed, keyword_free, kwarg, receiver, source
 
-PATTERN = keras_fit.PATTERN
-RULE = "keras"
+PATTERN = P.KERAS
+RULE = kinds.KERAS
 detect = keras_fit.detect
 prepare = keras_fit.prepare
 

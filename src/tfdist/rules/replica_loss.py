@@ -10,6 +10,8 @@ adds both kinds is warned about, not guessed.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import libcst as cst
 
 from .. import apis
@@ -18,7 +20,7 @@ from ..engine import dataflow
 from . import replicas
 from .common import find_arg, source
 
-RULE = "gradient-tape"
+RULE = kinds.GRADIENT_TAPE
 
 
 def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:

@@ -6,6 +6,8 @@ the user's batch kept per replica, and counted step loops divided.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from dataclasses import dataclass
 from typing import List, Optional, Set
 
@@ -13,13 +15,14 @@ import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import data_division, dataset_flow, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
 from .common import calls_in, find_arg, names_a_field, receiver, source
 
-PATTERN = gradient_tape.PATTERN
-RULE = "gradient-tape"
+PATTERN = P.TAPE
+RULE = kinds.GRADIENT_TAPE
 detect = gradient_tape.detect
 
 
@@ -34,7 +37,7 @@ def apply(ctx) -> None:
             "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
             "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
             update=a.code(updates[0].func))
-        if any(p != PATTERN for p in ctx.patterns) or len(by_hand) < len(found):
+        if any(p != P.TAPE for p in ctx.patterns) or len(by_hand) < len(found):
             ctx.warn(updates[0], data_division.RULE, message)  # the file's other training is converted
         else:
             raise ctx.unsupported(updates[0], message)

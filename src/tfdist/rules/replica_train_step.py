@@ -42,6 +42,8 @@ line: a wrong division trains wrong silently.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import List, Optional, Set, Tuple
 
 import libcst as cst
@@ -53,7 +55,7 @@ from ..engine.scopes import walk
 from . import gradient_tape, replica_loss, replicas
 from .common import append_arg, find_arg, kwarg, method_name, receiver, source
 
-RULE = "gradient-tape"
+RULE = kinds.GRADIENT_TAPE
 #: the Model methods returning the compiled loss, divided by the replicas under a strategy
 SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
 #: a mean over this replica's batch: not divided by Keras

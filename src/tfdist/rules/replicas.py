@@ -7,6 +7,8 @@ These are intents; the backend says how (``replica_scope``,
 """
 from __future__ import annotations
 
+from . import kinds
+
 
 import re
 from typing import Dict, List, Optional
@@ -22,8 +24,8 @@ from . import data_division, dataset_flow as flow
 from .keras_fit import unread_construction
 from .common import calls_in, find_arg, has_star_args, is_optimizer_step, method_name, source
 
-RULE = "replica-scope"
-BATCH_RULE = "per-replica-batch"
+RULE = kinds.REPLICA_SCOPE
+BATCH_RULE = kinds.PER_REPLICA_BATCH
 
 
 # ------------------------------------------------------------ replica scope
@@ -602,7 +604,7 @@ def _batch_reader_default(ctx, call: cst.Call, keyword: str, default: int, what:
 
 
 # ------------------------------------------------------------ data split
-SPLIT_RULE = "data-division"
+SPLIT_RULE = kinds.DATA_DIVISION
 
 
 def split_by_engine(ctx, dataset, what: str) -> None:

@@ -8,18 +8,21 @@ loop is divided and the input pipeline sharded.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import List, Optional, Set
 
 import libcst as cst
 
 from .. import apis
 from ..engine import analysis as A
+from ..engine import patterns as P
 from ..engine.findings import Evidence
 from . import tf1_common
 from .common import calls_in, mentions, method_name, receiver
 
-PATTERN = "Session"
-RULE = "session"
+PATTERN = P.SESSION
+RULE = kinds.SESSION
 
 
 def sessions(a: A.Analysis) -> List[cst.Call]:
@@ -34,7 +37,7 @@ def detect(a: A.Analysis) -> List[Evidence]:
         # Next to a MonitoredSession, a tf.Session that only evaluates or
         # exports is no second training pattern.
         found = [s for s in found if _trains(a, s)]
-    return [Evidence(PATTERN, f"{a.code(c.func)}(...) running a TF1 optimizer", a.line(c)) for c in found]
+    return [Evidence(P.SESSION, f"{a.code(c.func)}(...) running a TF1 optimizer", a.line(c)) for c in found]
 
 
 def _session_of(a: A.Analysis, run: cst.Call) -> Optional[cst.BaseExpression]:

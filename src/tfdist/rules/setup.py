@@ -7,9 +7,11 @@ needs) and places the code right after the file's imports.
 """
 from __future__ import annotations
 
+from . import kinds
+
 import libcst as cst
 
-RULE = "setup"
+RULE = kinds.SETUP
 
 
 def apply(ctx) -> None:

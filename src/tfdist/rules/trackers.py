@@ -16,6 +16,8 @@ different settings: it is warned (``apis.TRACKER_SWEEP_AGENTS``).
 """
 from __future__ import annotations
 
+from . import kinds
+
 import libcst as cst
 
 from .. import apis
@@ -24,7 +26,7 @@ from ..engine.scopes import walk
 from .common import append_arg, find_arg, keyword_free, kwarg, source
 from .rank0_io import guard_call
 
-RULE = "rank0-io"
+RULE = kinds.RANK0_IO
 
 
 def apply(ctx) -> None:

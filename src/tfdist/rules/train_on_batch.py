@@ -25,6 +25,8 @@ train_on_batch fails under MultiWorkerMirroredStrategy (measured on Keras
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import Dict, List, Set
 
 import libcst as cst
@@ -36,7 +38,7 @@ from . import data_division, keras_fit, replicas, samplers, step_loops
 from .dataset_flow import call_sites
 from .common import calls_in, find_arg, method_name, receiver
 
-RULE = "keras"
+RULE = kinds.KERAS
 #: NumPy generator objects: seeded, they hand every rank the same draws.
 NUMPY_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}
 

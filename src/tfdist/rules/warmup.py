@@ -24,6 +24,8 @@ over a guessed number of steps would be wrong silently.
 """
 from __future__ import annotations
 
+from . import kinds
+
 from typing import Optional
 
 import libcst as cst
@@ -33,7 +35,7 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from .common import find_arg, method_name, receiver, source
 
-RULE = "lr-warmup"
+RULE = kinds.LR_WARMUP
 #: What to do where the converter cannot see an epoch.
 GIVE_STEPS = ("convert with --steps-per-epoch S as well, S being the original script's optimizer steps per epoch "
               "(samples / batch size)")
