@@ -168,7 +168,7 @@ def callees(a: Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     or a method of a user class (``self.step()``, ``trainer.step()``)."""
     func = call.func
     if isinstance(func, cst.Name):
-        return a._local_functions(func)
+        return a.local_functions(func)
     methods = getattr(a, "methods_called", None)
     return methods(call) if methods is not None else []
 
@@ -237,7 +237,7 @@ def traced_functions(a: Analysis, tf_function: str) -> Optional[Set[int]]:
             continue
         wrapped = call.args[0].value
         if isinstance(wrapped, cst.Name):
-            found = a._local_functions(wrapped)
+            found = a.local_functions(wrapped)
         elif isinstance(wrapped, cst.Attribute) and isinstance(wrapped.value, cst.Name) and wrapped.value.value == "self":
             owner = next((c for c in a.ancestors(call) if isinstance(c, cst.ClassDef)), None)
             found = [f for f in walk(owner.body) if isinstance(f, cst.FunctionDef)

@@ -143,7 +143,7 @@ class Pipeline:
                     ctx.warn(call, "data-division", said)
             for call in tuners:
                 ctx.warn(call, "data-division", self.backend.tuner_warning(a.code(call.func)))
-            new_module = ctx.plan.apply(src.module, a._parents)
+            new_module = ctx.plan.apply(src.module, a.scopes.parents)
         except Unsupported as e:
             return _refuse(result, e.line, e.message)
         code = new_module.code

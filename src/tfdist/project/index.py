@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..engine.analysis import _ROOT_KINDS, ClassFact, ProjectContext
+from ..engine.analysis import ClassFact, ProjectContext
+from ..engine.objects import ROOT_KINDS
 from ..engine.names import canonical
 
 # Cheap test, on bytes, for "may use TensorFlow or Keras" (no syntax tree).
@@ -236,8 +237,8 @@ class ProjectIndex:
     def fact(self, qualified: str, roots: Sequence[str], depth: int = 0) -> Optional[ClassFact]:
         """The class an absolute qualified name refers to, if it has kinds."""
         c = canonical(qualified)
-        if c in _ROOT_KINDS:
-            return ClassFact(c, {_ROOT_KINDS[c]}, [qualified])
+        if c in ROOT_KINDS:
+            return ClassFact(c, {ROOT_KINDS[c]}, [qualified])
         if depth > 20:
             return None
         parts = qualified.split(".")

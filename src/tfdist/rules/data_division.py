@@ -17,7 +17,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from ..engine.scopes import walk
 from . import dataset_flow as flow
 from . import rank0_io
@@ -252,7 +252,7 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
     would draw the same order again)."""
     a = ctx.a
     external = flow.external_callable(a, call) if not isinstance(call.func, cst.Name) or \
-        not a._local_functions(call.func) else None
+        not a.local_functions(call.func) else None
     param = seeding_parameter(*external, call, apis.NUMPY_GLOBAL_SEED_SETTERS) if external is not None else None
     if param is not None:
         # it seeds NumPy itself, from its parameter: seeding before it would be undone there
@@ -380,7 +380,7 @@ def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: 
             return True
         if depth < 2 and isinstance(c.func, cst.Name) and any(
                 f is not fdef and _draws_unseeded(other, f, seed_setters, is_draw, depth + 1)
-                for f in other._local_functions(c.func)):
+                for f in other.local_functions(c.func)):
             return True
     return False
 
@@ -390,7 +390,7 @@ def helper_draws(ctx, call: cst.Call) -> bool:
     project that draws unseeded (see draws_unseeded)."""
     a = ctx.a
     if isinstance(call.func, cst.Name):
-        local = a._local_functions(call.func)
+        local = a.local_functions(call.func)
         if local:
             return any(draws_unseeded(a, f) for f in local)
     external = flow.external_callable(a, call)
@@ -930,12 +930,12 @@ def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
     it is divided inside, once, where its own dataset is built, and so every
     call gets its share. False (nothing edited) otherwise."""
     a = ctx.a
-    fdefs = a._local_functions(call.func)
+    fdefs = a.local_functions(call.func)
     if len(fdefs) != 1:
         return False
     fdef = fdefs[0]
     sites = flow.call_sites(a, fdef)
-    rets = _returns(fdef)
+    rets = returned_values(fdef)
     if not sites or not rets or not all(flow.dataset_sources(a, r, through_params=False) for r in rets):
         return False
     if all(_feeds_fit_only(a, site) for site in sites):
@@ -1103,7 +1103,7 @@ def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> boo
         if found is None:
             return False
         other, fdef = found
-        rets = _returns(fdef)
+        rets = returned_values(fdef)
         if not any(other.dataset_sources(r) for r in rets):
             return False
     arrays = flow.external_array_arguments(other, fdef, call) if unpacked is None else None
@@ -1129,7 +1129,7 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
     shuffle under the helper's own flag counts only where the call leaves
     the flag on."""
     bodies = [fdef] + [f for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
-                       for f in other._local_functions(c.func)]
+                       for f in other.local_functions(c.func)]
     shuffles = [c for body in bodies for c in walk(body.body) if isinstance(c, cst.Call)
                 and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"]
     if not shuffles or has_star_args(call):

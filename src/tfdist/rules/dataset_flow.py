@@ -18,7 +18,7 @@ import libcst as cst
 
 from .. import apis
 from ..engine import dataflow
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from ..engine.scopes import walk
 from .common import find_arg, has_star_args, method_name
 
@@ -190,7 +190,7 @@ def numpy_array(a, expr, depth: int = 0, seen: Optional[Set[int]] = None) -> boo
         if isinstance(f, cst.Name):
             functions = dataflow.callees(a, expr)
             if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
-                returns = [r for fdef in functions for r in _returns(fdef)]
+                returns = [r for fdef in functions for r in returned_values(fdef)]
                 generator = any(isinstance(n, cst.Yield) for fdef in functions for n in walk(fdef.body))
                 return bool(returns) and not generator and all(
                     numpy_array(a, r, depth + 1, seen) for r in returns)
@@ -291,7 +291,7 @@ def _external_returns(a, call, path: List[int]):
     if any(isinstance(n, (cst.Yield, cst.Await)) for n in walk(fdef.body)):
         return None
     out = []
-    for ret in _returns(fdef):
+    for ret in returned_values(fdef):
         for i in path:
             if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements) \
                     or not isinstance(ret.elements[i], cst.Element):
@@ -547,13 +547,13 @@ def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst
     if isinstance(expr, cst.Call):
         if a.is_name(expr, apis.DATASET_SOURCES):
             return [expr]
-        combined = a._combined_datasets(expr)
+        combined = a.combined_datasets(expr)
         if combined is not None:
             return [s for d in combined for s in dataset_sources(a, d, seen, through_params)]
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return dataset_sources(a, f.value, seen, through_params)
-        return [s for fdef in dataflow.callees(a, expr) for r in _returns(fdef)
+        return [s for fdef in dataflow.callees(a, expr) for r in returned_values(fdef)
                 for s in dataset_sources(a, r, seen, through_params)]
     if isinstance(expr, cst.Subscript):
         src = split_source(a, expr)
@@ -593,7 +593,7 @@ def size_known(a, expr, seen=None) -> bool:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return f.attr.value in apis.SIZE_KEEPING_DATASET_METHODS and size_known(a, f.value, seen)
-        rets = [r for fdef in dataflow.callees(a, expr) for r in _returns(fdef)]
+        rets = [r for fdef in dataflow.callees(a, expr) for r in returned_values(fdef)]
         return bool(rets) and all(size_known(a, r, seen) for r in rets)
     if isinstance(expr, cst.Name):
         # a value bound by unpacking: the source it is unpacked from
@@ -618,7 +618,7 @@ def chain_methods(a, expr, seen=None) -> List[str]:
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return [f.attr.value] + chain_methods(a, f.value, seen)
         for fdef in dataflow.callees(a, expr):
-            for r in _returns(fdef):
+            for r in returned_values(fdef):
                 out += chain_methods(a, r, seen)
     elif isinstance(expr, cst.Name):
         for _, v in a.assigned_values(expr):
@@ -642,7 +642,7 @@ def helper_calls(a, expr, seen=None) -> List[cst.Call]:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return helper_calls(a, f.value, seen)
-        if any(dataset_sources(a, r) for fdef in dataflow.callees(a, expr) for r in _returns(fdef)):
+        if any(dataset_sources(a, r) for fdef in dataflow.callees(a, expr) for r in returned_values(fdef)):
             return [expr]
         return []
     if isinstance(expr, cst.Name):
@@ -736,12 +736,12 @@ def passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     own -- every source its returned dataset is made of is handed to it by
     its callers (``prepare(tfds.load("mnist", split="train"))``) -- which
     carry datasets; None when the helper has sources of its own."""
-    fdefs = a._local_functions(call.func) if isinstance(call.func, cst.Name) else []
+    fdefs = a.local_functions(call.func) if isinstance(call.func, cst.Name) else []
     if len(fdefs) != 1:
         return None
     fdef = fdefs[0]
     params = list(fdef.params.params)
-    rets = _returns(fdef)
+    rets = returned_values(fdef)
     if not rets or any(dataset_sources(a, r, through_params=False) for r in rets) or not any(
             dataset_sources(a, r) for r in rets):
         return None
@@ -761,10 +761,10 @@ def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Op
     helper makes its samples of neighbouring rows (windows of a series, a
     batch batched again, a take/skip split): rows sliced by rank before
     that would make every rank's windows of every size-th step."""
-    sources = [s for r in _returns(fdef) for s in other.dataset_sources(r)]
+    sources = [s for r in returned_values(fdef) for s in other.dataset_sources(r)]
     if not sources or not all(other.is_name(s, {"tensorflow.data.Dataset.from_tensor_slices"}) for s in sources):
         return None
-    for r in _returns(fdef):
+    for r in returned_values(fdef):
         methods = chain_methods(other, r)
         if set(methods) & apis.POSITIONAL_DATASET_METHODS \
                 or sum(m in apis.ROW_GROUPING_DATASET_METHODS for m in methods) > 1:
@@ -869,7 +869,7 @@ def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):
         return None
     other, fdef = found
     out = []
-    for ret in _returns(fdef):
+    for ret in returned_values(fdef):
         for i in path or ():
             if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements) \
                     or not isinstance(ret.elements[i], cst.Element):
@@ -951,7 +951,7 @@ def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:
         if inner is None or param not in inner.params.params:
             return None
         calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
-                 and inner in other._local_functions(c.func)]
+                 and inner in other.local_functions(c.func)]
         if len(calls) != 1 or has_star_args(calls[0]):
             return None
         arg = find_arg(calls[0], param.name.value, list(inner.params.params).index(param))
@@ -986,8 +986,8 @@ def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
             rest = path_to(a, f.value, target, seen)
             return None if rest is None else [expr] + rest
         if isinstance(f, cst.Name):
-            for fdef in a._local_functions(f):
-                for r in _returns(fdef):
+            for fdef in a.local_functions(f):
+                for r in returned_values(fdef):
                     rest = path_to(a, r, target, seen)
                     if rest is not None:
                         return rest
@@ -1048,7 +1048,7 @@ def reaching_value(a, name: cst.Name):
         return None
     last = max(a.line(o) for o, _ in bound)
     uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdef.name.value, ())
-            if fdef in a._local_functions(use)]
+            if fdef in a.local_functions(use)]
     if not uses or any(not (isinstance(a.parent(u), cst.Call) and a.parent(u).func is u) or a.line(u) <= last for u in uses):
         return None
     return bound[-1][1]

@@ -14,7 +14,7 @@ from typing import List
 import libcst as cst
 
 from .. import apis
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from . import dataset_flow as flow
 from .common import find_arg
 from .data_division import RULE, _prepare_source, _sharded, _wrap_node
@@ -89,8 +89,8 @@ def endless_repeats(a, expr, seen) -> List[cst.Call]:
                 out += [r for r in sub if r not in out]
             return out
         if isinstance(f, cst.Name):
-            fdefs = a._local_functions(f)
-            rets = [r for fdef in fdefs for r in _returns(fdef)]
+            fdefs = a.local_functions(f)
+            rets = [r for fdef in fdefs for r in returned_values(fdef)]
             if len(fdefs) != 1 or not rets:
                 return []
             out = []
@@ -132,7 +132,7 @@ def upstream_random(a, expr, seen) -> bool:
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return f.attr.value in apis.RANDOM_DATASET_METHODS or upstream_random(a, f.value, seen)
         if isinstance(f, cst.Name):
-            return any(upstream_random(a, r, seen) for fdef in a._local_functions(f) for r in _returns(fdef))
+            return any(upstream_random(a, r, seen) for fdef in a.local_functions(f) for r in returned_values(fdef))
         return False
     if isinstance(expr, cst.Name):
         value = flow.reaching_value(a, expr)

@@ -21,7 +21,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine import dataflow
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from ..engine.findings import Evidence
 from . import data_division, dataset_flow, iterator_classes, lr_scaling, samplers, step_loops, tf1_common, warmup
 from ..engine.scopes import iter_children, walk
@@ -223,7 +223,7 @@ def _run_by_the_script_alone(a: A.Analysis, step: cst.FunctionDef, owner: cst.Cl
         if method_name(c) in KERAS_STEP_RUNNERS:
             recv = receiver(c)
             classes = a.instance_classes(recv) if recv is not None else []
-            if not classes or any(a._is_subclass_or_same(cd, owner) for cd in classes):
+            if not classes or any(a.is_subclass_or_same(cd, owner) for cd in classes):
                 return False  # fit() on this class, or on a model tfdist cannot place: Keras may run the step
     return True
 
@@ -322,7 +322,7 @@ def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[int]:
             if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
                 return True
             if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
-                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in _returns(f)):
+                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in returned_values(f)):
                 return True  # loss, grads = helper_returning_gradients(...)
         return False
 

@@ -77,7 +77,7 @@ def holders(a: A.Analysis, expr, depth: int = 0) -> set:
             out |= holders(a, value, depth + 1)
         elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             for fdef in _functions_called(a, value.func):
-                out |= {h for r in A._returns(fdef) for h in holders(a, r, depth + 1)}
+                out |= {h for r in A.returned_values(fdef) for h in holders(a, r, depth + 1)}
     return out
 
 
@@ -96,7 +96,7 @@ def _functions_called(a: A.Analysis, func, depth: int = 0) -> list:
         return found
     if not isinstance(func, cst.Name):
         return found
-    found += a._local_functions(func)
+    found += a.local_functions(func)
     for origin, value in a.assigned_values(func):
         values = []
         if isinstance(origin, cst.Param):
@@ -435,7 +435,7 @@ def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
         if id(node) in fields:
             continue
         if isinstance(node, cst.Attribute) and not isinstance(a.parent(node), cst.Call) \
-                and not a._is_import_binding(node) and not _object_attribute(a, node):
+                and not a.is_import_binding(node) and not _object_attribute(a, node):
             fields.update(id(n) for n in walk(node))
             continue
         if isinstance(node, cst.Attribute) and _object_attribute(a, node) and not (
@@ -448,8 +448,8 @@ def _may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
             if _from_unseen_config(a, node):
                 return True  # a configuration saved from an optimizer of this file carries its scaled rate
             if isinstance(node.func, cst.Name):
-                for fdef in a._local_functions(node.func):
-                    if any(_may_be_built_here(a, r, depth + 1, seen) for r in A._returns(fdef)):
+                for fdef in a.local_functions(node.func):
+                    if any(_may_be_built_here(a, r, depth + 1, seen) for r in A.returned_values(fdef)):
                         return True
         elif isinstance(node, cst.Name) and _read(a, node):
             for origin, bound in a.assigned_values(node):
@@ -473,7 +473,7 @@ def _object_attribute(a: A.Analysis, attr: cst.Attribute) -> bool:
     name of a module or class (``tf.keras.optimizers``) nor a field of
     plain data (``args.optimizer`` of ``parser.parse_args()``,
     ``config.optimizer`` of a tracker's config: :func:`_plain_data`)."""
-    if a._is_import_binding(attr):
+    if a.is_import_binding(attr):
         return False
     root = attr
     while isinstance(root, cst.Attribute):
@@ -591,10 +591,10 @@ def _constructions(a: A.Analysis, value, depth: int):
             return _constructions(a, inner.value, depth + 1) if inner is not None else None
         if not isinstance(value.func, cst.Name):
             return None
-        fdefs = a._local_functions(value.func)
+        fdefs = a.local_functions(value.func)
         if len(fdefs) != 1:
             return None
-        returns = A._returns(fdefs[0])
+        returns = A.returned_values(fdefs[0])
         return _all_constructions(a, returns, depth) if returns else None
     if isinstance(value, cst.Name):
         values = []
@@ -706,7 +706,7 @@ def _param_values(a: A.Analysis, param: cst.Param):
     index = list(fdef.params.params).index(param)
     name = param.name.value
     uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdef.name.value, ())
-            if fdef in a._local_functions(use)]
+            if fdef in a.local_functions(use)]
     out = []
     for use in uses:
         call = a.parent(use)
@@ -971,14 +971,14 @@ def _helper_callback_lists(a: A.Analysis, value) -> List[cst.List]:
     function of this module used only to build fit() callbacks."""
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
         return []
-    fdefs = a._local_functions(value.func)
+    fdefs = a.local_functions(value.func)
     if len(fdefs) != 1:
         return []
-    returns = A._returns(fdefs[0])
+    returns = A.returned_values(fdefs[0])
     if not returns or not all(isinstance(r, cst.List) for r in returns):
         return []
     uses = [use for scope in a.scopes._all_scopes for use in scope.accesses.get(fdefs[0].name.value, ())
-            if fdefs[0] in a._local_functions(use)]
+            if fdefs[0] in a.local_functions(use)]
     for use in uses:  # every use: callbacks=helper(...) of a fit call
         call = a.parent(use)
         arg = a.parent(call)
@@ -1017,11 +1017,11 @@ def _returned_callback_lists(a: A.Analysis, value) -> List[Tuple[Optional[cst.Na
     written. Empty unless every return is such a list."""
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
         return []
-    fdefs = a._local_functions(value.func)
+    fdefs = a.local_functions(value.func)
     if len(fdefs) != 1:
         return []
     out = []
-    for r in A._returns(fdefs[0]):
+    for r in A.returned_values(fdefs[0]):
         if isinstance(r, cst.List):
             out.append((None, None, r))
             continue

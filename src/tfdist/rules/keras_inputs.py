@@ -262,8 +262,8 @@ def external_sequence(a, expr) -> bool:
     if found is None:
         return False
     other, fdef = found
-    from ..engine.analysis import SEQUENCE, _returns
-    returns = list(_returns(fdef))
+    from ..engine.analysis import SEQUENCE, returned_values
+    returns = list(returned_values(fdef))
     if not returns:
         return False
     for ret in returns:

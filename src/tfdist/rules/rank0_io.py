@@ -92,7 +92,7 @@ def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
     if m in TRAINING_METHODS:
         return False
     if isinstance(c.func, cst.Name):
-        functions = a._local_functions(c.func)
+        functions = a.local_functions(c.func)
         if not functions:
             return False
         for f in functions:
@@ -700,7 +700,7 @@ def _never_runs(a: A.Analysis, node: cst.CSTNode) -> bool:
     for fdef in a.ancestors(node):
         if isinstance(fdef, cst.FunctionDef) and a.method_owner(fdef) is None:
             name = fdef.name.value
-            if not any(fdef in a._local_functions(use) for scope in a.scopes._all_scopes
+            if not any(fdef in a.local_functions(use) for scope in a.scopes._all_scopes
                        for use in scope.accesses.get(name, ())):
                 return True
     return False

@@ -99,7 +99,7 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
     if ctx.facts.get("keras_flavor") != "keras" or cls is None:
         return
     classes = [cls]
-    lineage = a._lineage(cls)
+    lineage = a.lineage(cls)
     for klass in lineage:
         for base in klass.bases:
             if base.keyword is not None:

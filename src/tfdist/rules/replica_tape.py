@@ -108,7 +108,7 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
 def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
     """Does the class (or a base class of this module) create tf.Variables?"""
     return any(isinstance(n, cst.Call) and a.is_name(n, {apis.TF_VARIABLE})
-               for klass in a._lineage(cd) for n in walk(klass))
+               for klass in a.lineage(cd) for n in walk(klass))
 
 
 # ------------------------------------------------------------ steps
@@ -787,7 +787,7 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
         it = it.args[0].value
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
         return None
-    functions = a._local_functions(it.func)
+    functions = a.local_functions(it.func)
     if not functions or not all(any(isinstance(n, (cst.Yield)) for n in walk(f.body)) for f in functions):
         return None
     name = it.func.value

@@ -49,7 +49,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from ..engine import analysis as A
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import gradient_tape, replica_loss, replicas
@@ -421,7 +421,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool
     if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and isinstance(func.value, cst.Name):
         owner = a.self_class(func.value)
         if owner is not None:
-            if any(f.name.value == func.attr.value for klass in a._lineage(owner) for f in klass.body.body
+            if any(f.name.value == func.attr.value for klass in a.lineage(owner) for f in klass.body.body
                    if isinstance(f, cst.FunctionDef)):
                 raise Refusal(call, "self." + func.attr.value + " is overridden in this module: tfdist cannot tell "
                               "whether its loss is divided by the number of replicas under {engine}; "
@@ -429,7 +429,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool
             return SCALED
     if follow and not (isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS):
         # a method of the model or a function of the module (self.log_loss(data)): what it returns
-        returns = [r for fdef in dataflow.callees(a, call) for r in _returns(fdef)]
+        returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
         if returns:
             return _same([_kind(a, r, step, depth + 1) for r in returns], call, step)
     if replica_loss.is_keras_loss_object(a, func):

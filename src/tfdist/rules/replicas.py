@@ -18,7 +18,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
-from ..engine.analysis import _returns
+from ..engine.analysis import returned_values
 from ..engine.scopes import walk
 from . import data_division, dataset_flow as flow
 from .keras_fit import unread_construction
@@ -100,7 +100,7 @@ def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseS
             fdef = a.enclosing_function(parent)
             if fdef is not None and a.method_owner(fdef) is None:
                 for call in a.calls:
-                    if isinstance(call.func, cst.Name) and fdef in a._local_functions(call.func):
+                    if isinstance(call.func, cst.Name) and fdef in a.local_functions(call.func):
                         uses(call, depth + 1)
 
     def bound(target, depth: int) -> None:
@@ -456,7 +456,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
         if a.is_name(expr, apis.DATASET_SOURCES):
             # a reader that batches its elements itself is a batch call
             return [expr] if "batch" in methods and reader_batches(a, expr) else []
-        combined = a._combined_datasets(expr)
+        combined = a.combined_datasets(expr)
         if combined is not None:  # sample_from_datasets([a, b]): the batches of a and b
             out: List[cst.Call] = [expr] if COMBINERS in methods else []
             for d in combined:
@@ -480,7 +480,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
                 return None
             out: List[cst.Call] = []
             for fdef in fdefs:
-                for r in A._returns(fdef):
+                for r in A.returned_values(fdef):
                     inner = batch_calls(a, r, seen, methods)
                     if inner is None:
                         return None
@@ -823,7 +823,7 @@ def counted_on_global_batch(ctx, value) -> Optional[str]:
     other, fdef = found
     params = _global_batch_params(ctx)[call]
     counts = []
-    for ret in _returns(fdef):
+    for ret in returned_values(fdef):
         for i in unpack[1]:
             if not isinstance(ret, (cst.Tuple, cst.List)) or i >= len(ret.elements):
                 return None

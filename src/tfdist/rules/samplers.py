@@ -201,7 +201,7 @@ def classify(a: A.Analysis, call: cst.Call, loop=None) -> Optional[Sampler]:
             and a.is_kind(recv.value, A.TUTORIAL_DATASETS) and method_name(call) in apis.SAMPLER_METHODS:
         return Sampler(call, GLOBAL_STREAM)
     if isinstance(call.func, cst.Name):
-        functions = a._local_functions(call.func)
+        functions = a.local_functions(call.func)
         if not functions:
             if any(n.startswith("builtins.") for n in names):
                 return None
@@ -351,7 +351,7 @@ def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     """The functions of this module a call runs: by name, or the methods of
     its classes an instance's ``obj.method(...)`` runs."""
     if isinstance(call.func, cst.Name):
-        return list(a._local_functions(call.func))
+        return list(a.local_functions(call.func))
     return a.methods_called(call)
 
 
@@ -582,7 +582,7 @@ def _transforms_rows(a: A.Analysis, call: cst.Call) -> bool:
         return True
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in NUMPY_ARRAY_METHODS:
         return True
-    return isinstance(call.func, cst.Name) and bool(a._local_functions(call.func))
+    return isinstance(call.func, cst.Name) and bool(a.local_functions(call.func))
 
 
 def is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:

@@ -462,7 +462,7 @@ def _unseen_helper(ctx, call: cst.Call) -> bool:
     nothing when it does not, and makes the shares disjoint when it does."""
     a = ctx.a
     names = a.qualified(call.func)
-    if not names or not a._is_import_binding(call.func):
+    if not names or not a.is_import_binding(call.func):
         return False  # a function, class or object of this file: not unseen
     if any(n.startswith(apis.KNOWN_LIBRARY_PREFIXES) for n in names):
         return False

@@ -937,8 +937,8 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
         names = a.names(expr)
         if isinstance(expr.func, cst.Name) and not names & {"builtins." + expr.func.value}:
             # a local function returning noise (def sample_z(n): return np.random.uniform(...))
-            functions = a._local_functions(expr.func)
-            returns = [r for f in functions for r in A._returns(f)]
+            functions = a.local_functions(expr.func)
+            returns = [r for f in functions for r in A.returned_values(f)]
             return bool(returns) and all(isinstance(r, cst.Call) and _is_noise(a, r, loop) for r in returns)
         return samplers.is_noise_draw(a, expr)
     return False

@@ -77,8 +77,8 @@ def _compiled_as(a: A.Analysis, model) -> Set[str]:
     origin, value = bound[0]
     returns = []
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-        fdefs = a._local_functions(value.func)
-        returns = A._returns(fdefs[0]) if len(fdefs) == 1 else []
+        fdefs = a.local_functions(value.func)
+        returns = A.returned_values(fdefs[0]) if len(fdefs) == 1 else []
     elif value is None:  # generator, discriminator, combined = build_models(): its element
         returns = a.tuple_element_values(origin)
     if returns and all(isinstance(r, cst.Name) for r in returns):
