@@ -344,7 +344,7 @@ def _between(a: A.Analysis, node, outer):
 
 def _run_on_replicas(ctx, call: cst.Call) -> None:
     a = ctx.a
-    cut = ctx.state(__name__ + ".args", dict)  # arguments each replica cut for itself (_split_array_feed)
+    cut = _cut_arguments(ctx)  # arguments each replica cut for itself (_split_array_feed)
     value = lambda arg: cut.get(id(arg.value)) or source(ctx.module, arg.value, False)  # noqa: E731
     if any(arg.star for arg in call.args):
         args = ", ".join(value(arg) if not arg.star else arg.star + value(arg) for arg in call.args)
@@ -636,6 +636,11 @@ def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
     return True
 
 
+def _cut_arguments(ctx) -> dict:
+    """id(argument) -> the name a replica's own share of it is bound to (per conversion)."""
+    return ctx.state(__name__ + ".args", dict)
+
+
 def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     a = ctx.a
     size = ctx.backend.size()
@@ -684,7 +689,7 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
             name = replicas.free_local_name(ctx, f"{base.value}_batch" if isinstance(base, cst.Name) else "batch_value")
             moved.append((name, arg.value))
             # the call is rewritten as a whole (run on every replica): it reads the name instead
-            ctx.state(__name__ + ".args", dict)[id(arg.value)] = name
+            _cut_arguments(ctx)[id(arg.value)] = name
     in_moved = {id(n) for _, v in moved for n in walk(v)}
     used_after = {n.value for s in list(loop.body.body)[len(feed.statements):] for n in walk(s)
                   if isinstance(n, cst.Name) and id(n) not in in_moved}
