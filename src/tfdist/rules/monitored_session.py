@@ -7,20 +7,20 @@ elsewhere, chief-only hooks and file-writing hooks on rank 0 only),
 """
 from __future__ import annotations
 
-from . import kinds
-
-from typing import List, Set
-
+from typing import Set
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
-from ..engine import patterns as P
-from ..engine.findings import Evidence
-from . import data_division, session, tf1_common
-from .common import find_arg, kwarg, method_name, prepend_elements, source
+from ..facts.monitored_sessions import PATTERN, detect, monitored
+from ..facts.syntax import find_arg, kwarg, method_name, prepend_elements, source
+from ..actions import sharding
+from ..actions import tf1_edits
+from ..facts import kinds
+from ..facts import sessions
+from ..facts import tf1_graphs
+from ..engine.rule import Rule, register
 
-PATTERN = P.MONITORED
+
 RULE = kinds.MONITORED_SESSION
 
 MTS = "tensorflow.train.MonitoredTrainingSession"
@@ -33,23 +33,13 @@ CONFIG_POS = {MTS: 9, SINGULAR: 3}
 
 def _wrapped(ctx) -> set:
     """Hook lists already given the broadcast hook (per conversion)."""
-    return ctx.state(__name__ + ".wrapped")
-
-
-def monitored(a: A.Analysis) -> List[cst.Call]:
-    return [c for c in a.calls if a.is_name(c, apis.TF1_MONITORED_SESSIONS)]
-
-
-def detect(a: A.Analysis) -> List[Evidence]:
-    if not tf1_common.optimizer_calls(a):
-        return []  # evaluation only: nothing to distribute
-    return [Evidence(P.MONITORED, f"{a.code(c.func)}(...)", a.line(c)) for c in monitored(a)]
+    return ctx.state("monitored_session.wrapped")
 
 
 def apply(ctx) -> None:
     a = ctx.a
-    tf1_common.check_convertible(ctx)
-    tf1_common.wrap_optimizers(ctx)
+    tf1_edits.check_convertible(ctx)
+    tf1_edits.wrap_optimizers(ctx)
     chief = ctx.backend.is_chief()
     chief_only: Set[cst.CSTNode] = set()
     for call in monitored(a):
@@ -67,12 +57,12 @@ def apply(ctx) -> None:
                 what = "chief-only hooks run" if key == "chief_only_hooks" else f"{key} only"
                 ctx.change(arg.value, "rank0-io", f"{what} on rank 0 (other ranks write no checkpoints or summaries)")
         if kind in CONFIG_POS:
-            tf1_common.pin_config(ctx, call, CONFIG_POS[kind])
+            tf1_edits.pin_config(ctx, call, CONFIG_POS[kind])
         else:
             _pin_creator(ctx, call)
     # A plain tf.Session next to it (evaluation, export) takes one GPU too.
-    for s in session.sessions(a):
-        tf1_common.pin_config(ctx, s, 2)
+    for s in sessions.sessions(a):
+        tf1_edits.pin_config(ctx, s, 2)
         ctx.warn(s, RULE, "this tf.Session runs on every rank, but only rank 0 writes checkpoints: "
                           "if it restores one, run it on rank 0 only")
     for c in a.calls:
@@ -80,10 +70,10 @@ def apply(ctx) -> None:
             arg = find_arg(c, "last_step", 1) or find_arg(c, "num_steps", 0)
             if arg is not None:
                 what = arg.keyword.value if arg.keyword else ("last_step" if arg is find_arg(c, (), 1) else "num_steps")
-                data_division.divide(ctx, arg.value, f"StopAtStepHook {what}")
+                sharding.divide(ctx, arg.value, f"StopAtStepHook {what}")
     _file_writing_hooks(ctx, chief_only)
-    sharded = tf1_common.shard_input(ctx)
-    tf1_common.divide_fed_data(ctx, sharded, monitored(a)[0])
+    sharded = tf1_edits.shard_input(ctx)
+    tf1_edits.divide_fed_data(ctx, sharded, monitored(a)[0])
 
 
 def _list_of(a: A.Analysis, value) -> Set[cst.CSTNode]:
@@ -102,7 +92,7 @@ def _hooks(ctx, call: cst.Call, position: int) -> None:
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         new = ctx.expr(f"[{hook}]")
         if arg is None:
-            ctx.plan.replace(call, lambda c: tf1_common.add_kwarg(c, kwarg("hooks", new)))
+            ctx.plan.replace(call, lambda c: tf1_graphs.add_kwarg(c, kwarg("hooks", new)))
         else:
             ctx.plan.replace(arg.value, lambda old: new)
         ctx.change(call, "broadcast", ctx.say("{broadcast_hook} added: initial variables broadcast from rank 0"))
@@ -127,9 +117,9 @@ def _pin_creator(ctx, call: cst.Call) -> None:
     a = ctx.a
     arg = find_arg(call, "session_creator", 0)
     if arg is None:
-        tf1 = tf1_common.tf1_prefix(ctx, call)
+        tf1 = tf1_graphs.tf1_prefix(ctx, call)
         new = ctx.expr(f"{tf1}.train.ChiefSessionCreator(config={ctx.backend.tf1_device_config(tf1)})")
-        ctx.plan.replace(call, lambda c: tf1_common.add_kwarg(c, kwarg("session_creator", new)))
+        ctx.plan.replace(call, lambda c: tf1_graphs.add_kwarg(c, kwarg("session_creator", new)))
         ctx.change(call, "gpu-pinning", "session creator's config pins one GPU per process (by local rank)")
         return
     creator = arg.value
@@ -137,8 +127,8 @@ def _pin_creator(ctx, call: cst.Call) -> None:
         bound = a.assigned_values(creator)
         if len(bound) == 1 and isinstance(bound[0][1], cst.Call):
             creator = bound[0][1]
-    if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_common.CHIEF_SESSION_CREATOR}):
-        tf1_common.pin_config(ctx, creator, 2)
+    if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_graphs.CHIEF_SESSION_CREATOR}):
+        tf1_edits.pin_config(ctx, creator, 2)
         return
     ctx.warn(arg.value, "gpu-pinning", ctx.say("pin one GPU per process in the session creator's config (visible_device_list = str({local_rank}))"))
 
@@ -147,7 +137,7 @@ def _file_writing_hooks(ctx, chief_only: Set[cst.CSTNode]) -> None:
     """CheckpointSaverHook, SummarySaverHook...: on rank 0 only."""
     a = ctx.a
     for c in a.calls:
-        if not a.is_name(c, tf1_common.FILE_WRITING_HOOKS):
+        if not a.is_name(c, tf1_graphs.FILE_WRITING_HOOKS):
             continue
         what = f"{a.code(c.func)} runs on rank 0 only"
         par = a.parent(c)
@@ -211,3 +201,21 @@ def _element_uses(a: A.Analysis, hook: cst.Call):
                 return None
             out.append(elem)
     return out or None
+
+
+@register
+class Tf1MonitoredSession(Rule):
+    id = "tf1-monitored-session"
+    description = "TF1 MonitoredTrainingSession under Horovod: the broadcast hook, checkpoints and summaries on rank 0 only, one GPU per process, StopAtStepHook steps divided."
+    engines = ('horovod',)
+    kinds = ('broadcast', 'data-division', 'distributed-optimizer', 'gpu-pinning', 'lr-scaling', 'lr-warmup', 'rank0-io')
+    refuses = "scripts already distributed with parameter servers; gradients applied that the optimizer did not compute"
+    example = "monitored_session/no_hooks"
+    order = 40
+    PATTERN = PATTERN
+
+    def detect(self, a):
+        return detect(a)
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

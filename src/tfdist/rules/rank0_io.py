@@ -20,172 +20,31 @@ the edit to make by hand.
 """
 from __future__ import annotations
 
-from . import kinds
-
-import weakref
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from .common import calls_in, find_arg, method_name, receiver, source
-
-RULE = kinds.RANK0_IO
-
-
-# Calls that run an optimizer step, directly or through a session.
-TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "train_on_batch", "gradient", "run"}
-
-
-# Per conversion (keyed by its analysis): does the engine run collective
-# operations in Keras evaluate/predict? Set by apply() from the backend.
-_INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _is_model(a: A.Analysis, expr) -> bool:
-    from .keras_fit import is_model  # a model by its type, or compiled like one
-    return is_model(a, expr)
+from ..actions.guards import guard_call
+from ..facts.collectives import call_collective_free, collective_free
+from ..facts.keras_models import layer_of_a_model
+from ..facts.syntax import calls_in, find_arg, method_name, receiver, source
+from ..facts.tf1_graphs import tf1_namespace
+from ..facts.writes import INFERENCE_RUNS_COLLECTIVES, RULE, is_model_value, object_kind, open_mode
+from ..actions import replicas
+from ..engine.rule import Rule, register
 
 
 def _saves_a_model(a: A.Analysis, expr) -> bool:
     """The receiver of save()/save_weights() is a Keras model: by its type,
     compiled like one, or called on a Keras input as a sub-model (a GAN's
     generator built by a helper module: a layer has no save())."""
-    from .keras_fit import layer_of_a_model
-    return _is_model(a, expr) or layer_of_a_model(a, expr)
+    return is_model_value(a, expr) or layer_of_a_model(a, expr)
 
 
 def pure_arguments(a: A.Analysis, call: cst.Call) -> bool:
     """True if the call's arguments can never run a collective operation."""
-    return all(_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
-
-
-def _collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
-    if isinstance(c.func, cst.Name) and c.func.value in apis.PURE_CALLS:
-        return True
-    m = method_name(c)
-    if m in apis.PURE_METHODS:
-        return True
-    # Methods of plotting/image/table/file objects (fig.savefig, img.save,
-    # writer.writerow, f.write) only touch that object and its file.
-    if m in apis.COLLECTIVE_FREE_METHODS or (m is not None and object_kind(a, receiver(c)) is not None):
-        return True
-    if _is_io_call(a, c):
-        return True
-    if m in apis.STATE_READING_METHODS and not a.instance_classes(receiver(c)):
-        return True
-    # Keras evaluate/predict and forward passes run no collective under
-    # engines whose optimizer alone communicates (Horovod); under
-    # tf.distribute, evaluate/predict on a distributed model gather across
-    # workers, so they must run on every worker.
-    if m in apis.KERAS_PRINT_METHODS and _is_model(a, receiver(c)):
-        return True  # model.summary() prints what it knows
-    if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
-        return not _INFERENCE_RUNS_COLLECTIVES.get(a, False)
-    if a.is_kind(c.func, A.MODEL):
-        return True
-    if m == "run" and a.is_kind(receiver(c), A.SESSION) and c.args and not c.args[0].keyword \
-            and not _fetches_training(a, c.args[0].value, set()):
-        return True  # a session run fetching values no training step makes (a test loss, predictions)
-    if m in TRAINING_METHODS:
-        return False
-    if isinstance(c.func, cst.Name):
-        functions = a.local_functions(c.func)
-        if not functions:
-            return False
-        for f in functions:
-            if id(f) in seen:
-                continue
-            seen.add(id(f))
-            if not all(_collective_free(a, inner, seen) for inner in calls_in(f.body)
-                       if not _is_harmless_library_call(a, inner)):
-                return False
-        return True
-    return _is_harmless_library_call(a, c)
-
-
-# TF1 calls building the training step (or its gradients, which Horovod
-# averages): a session run fetching what they make runs a collective.
-_TF1_STEP_BUILDERS = {"minimize", "compute_gradients", "apply_gradients", "gradients"}
-
-
-def _fetches_training(a: A.Analysis, fetches, seen: set, depth: int = 0) -> bool:
-    """The fetches of a session run may hold a training step or gradients:
-    made (directly, or through the values of the names read, or attributes
-    and calls tfdist cannot follow) by one of _TF1_STEP_BUILDERS."""
-    if depth > 8:
-        return True
-    from .tf1_common import names_train_op
-    for node in walk(fetches):
-        if names_train_op(a, node):
-            return True  # sess.run("train"): the train op by its graph name
-        if isinstance(node, cst.Call) and (method_name(node) in _TF1_STEP_BUILDERS or not isinstance(
-                node.func, (cst.Name, cst.Attribute)) or a.names(node) & {"tensorflow.gradients"}):
-            return True
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-            return True  # an attribute set elsewhere (self.train_op): not followed here
-        if isinstance(node, cst.Name) and id(node) not in seen:
-            seen.add(id(node))
-            bound = [(o, v) for o, v in a.assigned_values(node)
-                     if o is not None and not isinstance(o, (cst.ImportAlias, cst.Import, cst.ImportFrom))]  # tf, None
-            if any(value is None and not isinstance(origin, cst.Param) for origin, value in bound):
-                return True
-            if any(value is not None and _fetches_training(a, value, seen, depth + 1) for _, value in bound):
-                return True
-    return False
-
-
-def _is_io_call(a: A.Analysis, c: cst.Call) -> bool:
-    """Built-ins, file writes and plotting/image/table libraries: never a collective."""
-    names = a.names(c)
-    return bool(names) and all(
-        n in apis.COLLECTIVE_FREE_BUILTINS or n in apis.FILE_WRITE_FUNCTIONS or n in apis.FILE_OPEN_FUNCTIONS
-        or n.startswith(apis.COLLECTIVE_FREE_MODULES) for n in names)
-
-
-def _is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
-    """Numerical library calls (numpy, tf.math, ...) that are not training."""
-    if method_name(c) in TRAINING_METHODS:
-        return False
-    names = a.names(c)
-    return any(n.startswith(("numpy.", "tensorflow.", "math.", "builtins.")) for n in names) and not any(
-        n.startswith("tensorflow.distribute") for n in names)
-
-
-def guard_call(ctx, call: cst.Call, what: str) -> None:
-    """Run a call on the chief only: its statement under ``if <chief>:``
-    when the call is all it does, ``call if <chief> else None`` when it is
-    bound or sits in a one-line block; else a warning naming the edit. The
-    caller has checked that the call runs no collective operation."""
-    a = ctx.a
-    stmt = a.statement_of(call)
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    chief = ctx.backend.is_chief()
-    if isinstance(small, cst.Expr) and small.value is call:
-        if ctx.plan.guard(stmt, ctx.expr(chief)):
-            ctx.change(call, RULE, f"{what} on rank 0 only")
-    elif isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is call:
-        new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
-        ctx.plan.replace(call, lambda old: new)
-        ctx.change(call, RULE, f"{what} on rank 0 only (None elsewhere)")
-    elif isinstance(small, cst.Expr) and all(_collective_free(a, c, set()) for c in calls_in(small.value)):
-        # the output inside an expression statement that does nothing else
-        # (``print(model.summary())``, ``print(...),``): the statement is guarded
-        if ctx.plan.guard(stmt, ctx.expr(chief)) or stmt in ctx.state(__name__ + ".whole"):
-            ctx.state(__name__ + ".whole").add(stmt)
-            ctx.change(call, RULE, f"{what} on rank 0 only")
-    elif isinstance(a.parent(call), cst.Expr) and isinstance(a.parent(a.parent(call)), cst.SimpleStatementSuite) \
-            or isinstance(a.parent(call), cst.Lambda) and a.parent(call).body is call:
-        # ``if cond: print(...)`` on one line, or a lambda's body
-        # (``LambdaCallback(on_epoch_end=lambda e, logs: print(e))``): no room
-        # for an if block, so the call itself becomes conditional
-        new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
-        ctx.plan.replace(call, lambda old: new)
-        ctx.change(call, RULE, f"{what} on rank 0 only")
-    else:
-        ctx.warn(call, RULE, ctx.say("{what}: run it on rank 0 only ({chief}) by hand", what=what))
+    return all(call_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
 
 
 def apply(ctx) -> None:
@@ -194,7 +53,7 @@ def apply(ctx) -> None:
     # Engines whose saves may run collective operations (tf.distribute) have
     # every worker save, to a path of its own; the others save on rank 0.
     every_worker = ctx.backend.worker_write_path("path") is not None
-    _INFERENCE_RUNS_COLLECTIVES[a] = ctx.backend.inference_runs_collectives
+    INFERENCE_RUNS_COLLECTIVES[a] = ctx.backend.inference_runs_collectives
     _with_open_statements(ctx)
     _open_close_runs(ctx)
     for call in a.calls:
@@ -207,7 +66,7 @@ def apply(ctx) -> None:
             if pure_arguments(a, call):
                 guard_call(ctx, call, "console output")
             continue
-        if m in apis.KERAS_PRINT_METHODS and recv is not None and _is_model(a, recv):
+        if m in apis.KERAS_PRINT_METHODS and recv is not None and is_model_value(a, recv):
             guard_call(ctx, call, f"{a.code(call.func)}()")
         elif every_worker and _every_worker_saves(ctx, call, m, recv, names):
             continue
@@ -243,8 +102,8 @@ def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
         managers = [t.call for t in a.types(recv) if t.name == apis.TF2_CHECKPOINT_MANAGER and t.call is not None]
         if managers:
             for built in managers:
-                if built not in ctx.state(__name__ + ".redirected"):
-                    ctx.state(__name__ + ".redirected").add(built)
+                if built not in ctx.state("rank0_io.redirected"):
+                    ctx.state("rank0_io.redirected").add(built)
                     _redirect(ctx, built, "directory", 1, f"checkpoint manager {a.code(recv)}")
             return True
         return _redirect(ctx, call, "file_prefix", 0, f"checkpoint {a.code(call.func)}()")
@@ -254,7 +113,6 @@ def _every_worker_saves(ctx, call: cst.Call, m, recv, names) -> bool:
 
 
 def _redirect(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
-    from . import replicas
     if not replicas.write_path(ctx, call, keyword, position, what):
         ctx.warn(call, RULE, ctx.say("{what}: every worker must run it, each writing to a path of its own "
                                      "(the chief to the real one): cannot find its path", what=what))
@@ -303,75 +161,7 @@ def _in_guarded_statement(ctx, node: cst.CSTNode) -> bool:
 
 def _guarded_spans(ctx) -> set:
     """Statements put under one rank-0 guard together (an open ... close run)."""
-    return ctx.state(__name__ + ".spans")
-
-
-def object_kind(a: A.Analysis, expr, depth: int = 0):
-    """The kind (apis.PIL_IMAGE, MPL_FIGURE, ...) of a file-writing object, or
-    None when what built it is not known. A name has a kind only when every
-    value assigned to it has that same kind."""
-    if expr is None or depth > 8:
-        return None
-    if isinstance(expr, cst.Call):
-        name = a.is_name(expr, apis.WRITER_OBJECT_CONSTRUCTORS)
-        if name is not None:
-            return apis.WRITER_OBJECT_CONSTRUCTORS[name]
-        if _open_mode(a, expr) is True:
-            return apis.OPEN_FILE
-        m = method_name(expr)
-        if m is not None:
-            kind = object_kind(a, receiver(expr), depth + 1)
-            if kind is not None and m in apis.WRITER_OBJECT_CHAINS.get(kind, ()):
-                return kind
-        return None
-    if isinstance(expr, cst.Name):
-        bindings = a.assigned_values(expr)
-        kinds = set()
-        for origin, value in bindings:
-            kind = object_kind(a, value, depth + 1) if value is not None else _tuple_kind(a, origin)
-            if kind is None:
-                return None
-            kinds.add(kind)
-        return kinds.pop() if len(kinds) == 1 else None
-    return None
-
-
-def _tuple_kind(a: A.Analysis, target):
-    """``fig`` in ``fig, ax = plt.subplots()``: its kind from the table of tuple factories."""
-    if not isinstance(target, cst.Name):
-        return None
-    element = a.parent(target)
-    seq = a.parent(element)
-    assign_target = a.parent(seq)
-    assign = a.parent(assign_target)
-    if not (isinstance(element, cst.Element) and isinstance(seq, (cst.Tuple, cst.List))
-            and isinstance(assign_target, cst.AssignTarget) and isinstance(assign, cst.Assign)
-            and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)):
-        return None
-    name = a.is_name(assign.value, apis.WRITER_OBJECT_TUPLES)
-    if name is None or any(isinstance(e, cst.StarredElement) for e in seq.elements):
-        return None
-    return apis.WRITER_OBJECT_TUPLES[name].get(list(seq.elements).index(element))
-
-
-def _open_mode(a: A.Analysis, call: cst.Call):
-    """True: a call opening a file for writing; False: for reading or not an
-    open call; None: an open call whose mode is not a literal."""
-    name = a.is_name(call, apis.FILE_OPEN_FUNCTIONS)
-    if name is None:
-        return False
-    index, keyword, default = apis.FILE_OPEN_FUNCTIONS[name]
-    if any(arg.star for arg in call.args):
-        return None
-    arg = find_arg(call, keyword, index)
-    if arg is None:
-        return None if default is None else bool(set(default) & apis.FILE_WRITE_MODE_LETTERS)
-    if not isinstance(arg.value, cst.SimpleString):
-        return None
-    mode = arg.value.evaluated_value
-    if not isinstance(mode, str):
-        return None
-    return bool(set(mode) & apis.FILE_WRITE_MODE_LETTERS)
+    return ctx.state("rank0_io.spans")
 
 
 def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
@@ -409,11 +199,6 @@ def _in_memory(a: A.Analysis, arg) -> bool:
 _WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
 
 
-def collective_free(a: A.Analysis, c: cst.Call) -> bool:
-    """Can this call never run a collective operation (nor step an optimizer)?"""
-    return _collective_free(a, c, set())
-
-
 def _first_collective(a: A.Analysis, node: cst.CSTNode):
     """The first call in node that may run a collective operation, or None."""
     for c in calls_in(node):
@@ -430,8 +215,8 @@ def _file_write(ctx, call: cst.Call, names) -> None:
         return
     if not names & apis.FILE_OPEN_FUNCTIONS.keys():
         return
-    mode = _open_mode(a, call)
-    if mode is False or isinstance(a.parent(call), cst.WithItem) or call in ctx.state(__name__ + ".opened_on_chief"):
+    mode = open_mode(a, call)
+    if mode is False or isinstance(a.parent(call), cst.WithItem) or call in ctx.state("rank0_io.opened_on_chief"):
         return  # not a write; a ``with open(...)`` is handled with its body; opened on rank 0 only already
     stmt = a.statement_of(call)
     if stmt is not None and any(_write_what(a, c, a.names(c)) for c in calls_in(stmt)):
@@ -442,7 +227,7 @@ def _file_write(ctx, call: cst.Call, names) -> None:
         return
     kept = (f"file {_file_name(a, call)} opened for writing outside a with-statement: open, write and close it on "
             f"rank 0 only: wrap that code in `if {_chief_text(ctx)}:` (or write it in a `with` block tfdist can guard)")
-    unguarded = ctx.state(__name__ + ".unguarded_runs", dict).get(call)
+    unguarded = ctx.state("rank0_io.unguarded_runs", dict).get(call)
     if unguarded is not None:
         run, reason = unguarded
         kept = (f"file {_file_name(a, call)} opened for writing outside a with-statement; the statements that "
@@ -484,7 +269,7 @@ def _with_open_statements(ctx) -> None:
     """``with open(path, "w") as f: ...``: the whole statement on rank 0 only."""
     a = ctx.a
     for w in a.withs:
-        modes = [_open_mode(a, item.item) if isinstance(item.item, cst.Call) else False for item in w.items]
+        modes = [open_mode(a, item.item) if isinstance(item.item, cst.Call) else False for item in w.items]
         if True not in modes:
             if None in modes:
                 call = w.items[modes.index(None)].item
@@ -520,7 +305,7 @@ def _open_close_runs(ctx) -> None:
         reason = _unguardable_run(a, run)
         if reason is not None:
             if not _guard_each_use(ctx, call):
-                ctx.state(__name__ + ".unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
+                ctx.state("rank0_io.unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
             continue
 
         def build(inner, leading, chief=chief):
@@ -567,7 +352,7 @@ def _guard_each_use(ctx, call: cst.Call) -> bool:
     chief = ctx.backend.is_chief()
     new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
     ctx.plan.replace(call, lambda old: new)
-    ctx.state(__name__ + ".opened_on_chief").add(call)
+    ctx.state("rank0_io.opened_on_chief").add(call)
     ctx.change(call, RULE, f"file {_file_name(a, call)} opened on rank 0 only (None elsewhere): the code between its "
                            f"writes runs on every rank, each write on rank 0 only")
     for stmt, written in statements:
@@ -582,7 +367,7 @@ def _open_run(ctx, call: cst.Call):
     block using a file opened for writing there; None when the open is not
     such an assignment, or a file is used outside that block."""
     a = ctx.a
-    if not a.names(call) & apis.FILE_OPEN_FUNCTIONS.keys() or _open_mode(a, call) is not True:
+    if not a.names(call) & apis.FILE_OPEN_FUNCTIONS.keys() or open_mode(a, call) is not True:
         return None
     stmt = a.statement_of(call)
     if stmt is None or stmt in _guarded_spans(ctx) or _in_guarded_statement(ctx, stmt):
@@ -611,7 +396,7 @@ def _open_run(ctx, call: cst.Call):
             if at > end:
                 end = at
                 opened += [c for s in body[start:end + 1] for c in calls_in(s)
-                           if a.names(c) & apis.FILE_OPEN_FUNCTIONS.keys() and _open_mode(a, c) is True]
+                           if a.names(c) & apis.FILE_OPEN_FUNCTIONS.keys() and open_mode(a, c) is True]
     run = body[start:end + 1]
     return run if len(run) > 1 else None
 
@@ -729,10 +514,9 @@ def _wait_for_chief(ctx, last: cst.CSTNode, path, reader: cst.Call) -> bool:
             or written is read or not isinstance(a.parent(read), cst.Module) or not dataflow.after(a, read, written) \
             or _in_guarded_statement(ctx, read) or read in _guarded_spans(ctx):
         return False
-    done = ctx.state(__name__ + ".barriers")
+    done = ctx.state("rank0_io.barriers")
     if id(read) not in done:
         done.add(id(read))
-        from .tf1_common import tf1_namespace  # (tf1_common reaches this module through data_division)
         ctx.plan.insert_before(read, ctx.stmts(ctx.backend.barrier(tf1_namespace(ctx) if graph else None), comment=ctx.say(
             "{engine}: the other processes wait here until the chief has written {file}.", file=a.code(path))))
     ctx.change(reader, RULE, ctx.say("{file}, written by the chief only (line {line}), is read here by every "
@@ -788,3 +572,17 @@ def _rebound_around(a: A.Analysis, use: cst.Name, w: cst.With) -> bool:
             if isinstance(p.target, cst.Name) and p.target.value == use.value and _within(a, use, p.body):
                 return True
     return False
+
+
+@register
+class Rank0Io(Rule):
+    id = "rank0-io"
+    description = "Checkpoints, saves, logs, summaries, images and console output from one process only, never with a collective under the rank guard."
+    engines = ('horovod', 'tf-distribute')
+    kinds = ('rank0-io', 'worker-writes')
+    refuses = ""
+    example = "keras/optimizer_built_in_other_module"
+    order = 50
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

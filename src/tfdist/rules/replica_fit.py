@@ -6,23 +6,37 @@ from the chief only.
 """
 from __future__ import annotations
 
-from . import kinds
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
-from ..engine import dataflow
 from ..engine.scopes import walk
-from . import (data_division, dataset_flow, gradient_tape, keras_fit, keras_inputs, lr_scaling, replica_train_step,
-               replicas, samplers, warmup)
-from .common import append_arg, calls_in, find_arg, find_passed, keyword_free, kwarg, receiver, source
+from ..actions.keywords import keyword_free
+from ..facts.syntax import append_arg, calls_in, find_arg, find_passed, kwarg, prepend_elements, receiver, source
+from ..actions import keras_optimizers
+from ..actions import learning_rate
+from ..actions import per_rank_draws
+from ..actions import replica_train_step
+from ..actions import replicas
+from ..actions import sharding
+from ..actions import train_on_batch
+from ..actions import warmup_edits
+from ..facts import batch_steps
+from ..facts import dataset_flow
+from ..facts import gradient_tapes
+from ..facts import keras_inputs
+from ..facts import keras_models
+from ..facts import kinds
+from ..facts import replica_state
+from ..facts import samplers
+from ..facts import shard_points
+from ..engine.rule import Rule, register
+
 
 PATTERN = P.KERAS
 RULE = kinds.KERAS
-detect = keras_fit.detect
-prepare = keras_fit.prepare
+detect = keras_models.detect
+prepare = keras_models.prepare
 
 KERAS_DEFAULT_BATCH = "32"  # fit()'s batch_size when absent
 # Keras 3's callbacks, unlike tf.keras's, do not give the non-chief workers
@@ -44,11 +58,10 @@ KERAS3_WRITER_CALLBACKS = {
 
 def apply(ctx) -> None:
     a = ctx.a
-    from . import train_on_batch
-    stepped = train_on_batch.calls(a)
+    stepped = batch_steps.calls(a)
     # custom train_step / test_step: each replica's loss its share of the mean
     replica_train_step.apply(ctx)
-    compiles = keras_fit.model_calls(a, {"compile"})
+    compiles = keras_models.model_calls(a, {"compile"})
     if stepped:
         # the batch train_on_batch is given stays the global batch: its models' learning rates are kept
         train_on_batch.apply_replicated(ctx, stepped, _scope_model)
@@ -56,12 +69,12 @@ def apply(ctx) -> None:
     for call in compiles:
         if id(call) in kept:
             continue
-        if find_passed(a, call, "optimizer", 0) is None and keras_fit.override_without_optimizer(a, call):
+        if find_passed(a, call, "optimizer", 0) is None and keras_models.override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
-        keras_fit._optimizer(ctx, call)
-    fits = keras_fit.model_calls(a, apis.KERAS_FIT_METHODS)
+        keras_optimizers.scale_compile_optimizer(ctx, call)
+    fits = keras_models.model_calls(a, apis.KERAS_FIT_METHODS)
     for call in fits:
-        if keras_fit.sklearn_wrapper(a, receiver(call)):
+        if keras_models.sklearn_wrapper(a, receiver(call)):
             # a scikit-learn wrapper's fit() builds its model and hands its keyword arguments to the
             # model's fit(), over the settings its constructor holds (batch_size=50): nothing is added
             # there; what to do by hand is warned with the wrapper (backend.sklearn_wrapper_warning)
@@ -70,17 +83,17 @@ def apply(ctx) -> None:
         _fit(ctx, call)
         _mark_built_without_call(ctx, call)
         _build_step_optimizers(ctx, call)
-    lr_scaling.scale_epoch_schedulers(ctx)
+    learning_rate.scale_epoch_schedulers(ctx)
     # a model only evaluated is mirrored too: built outside the scope, every
     # worker would hold its own random weights and their metrics be averaged
-    for call in keras_fit.model_calls(a, {"evaluate"}):
-        built = replicas.construction_statements(a, receiver(call), {A.MODEL})
+    for call in keras_models.model_calls(a, {"evaluate"}):
+        built = replica_state.construction_statements(a, receiver(call), {A.MODEL})
         if built and not any(isinstance(n, cst.Call) and a.is_name(n, apis.KERAS_MODEL_LOADERS)
                              for s in built for n in walk(s)):
             _scope_model(ctx, call, compiles)
-    for method, pos in keras_fit.EVAL_VERBOSE_POS.items():
-        for call in keras_fit.model_calls(a, {method}):
-            keras_fit._rank0_verbose(ctx, call, pos, default="1")
+    for method, pos in keras_models.EVAL_VERBOSE_POS.items():
+        for call in keras_models.model_calls(a, {method}):
+            keras_optimizers.rank0_verbose(ctx, call, pos, default="1")
     _csv_loggers(ctx)
     if ctx.facts.get("keras_flavor") == "keras":
         _keras3_writer_callbacks(ctx)
@@ -119,7 +132,7 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
                 any(arg.keyword is None or arg.keyword.value in ("inputs", "outputs") for arg in c.args)):
             return
     key = ("built", model.value, id(a.statement_of(call)))
-    done = ctx.state(__name__ + ".built")
+    done = ctx.state("replica_fit.built")
     if key in done:
         return
     done.add(key)
@@ -128,7 +141,7 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
         comment=ctx.say("{engine}: Keras 3's fit() builds a model by calling it on a batch when a strategy runs it; "
                         "{cls} has no call() (its train_step trains its sub-models, which hold the variables): "
                         "it is marked built.", cls=classes[0].name.value)))
-    ctx.change(call, replicas.RULE, ctx.say(
+    ctx.change(call, replica_state.RULE, ctx.say(
         "{model} marked built before fit(): {cls} has no call() for Keras 3 to build it with under {engine}",
         model=model.value, cls=classes[0].name.value))
 
@@ -148,10 +161,10 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
     classes = [cls]
     steps = a.class_methods(cls, "train_step")
     lines = []
-    for p in gradient_tape.apply_calls(a):
-        if gradient_tape.keras_step_of(a, a.enclosing_function(p)) not in steps:
+    for p in gradient_tapes.apply_calls(a):
+        if gradient_tapes.keras_step_of(a, a.enclosing_function(p)) not in steps:
             continue  # applied outside the step and the methods only it runs
-        opt, variables = receiver(p), gradient_tape.applied_variables(a, p)
+        opt, variables = receiver(p), gradient_tapes.applied_variables(a, p)
         if not (isinstance(opt, cst.Attribute) and isinstance(opt.value, cst.Name) and opt.value.value == "self"
                 and opt.attr.value != "optimizer") or variables is None:
             continue
@@ -162,7 +175,7 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
         line = f"{_with_model(opt, model.value)}.build({_with_model(variables, model.value)})"
         if line not in lines:
             lines.append(line)
-    done = ctx.state(__name__ + ".optimizers")
+    done = ctx.state("replica_fit.optimizers")
     key = (model.value, id(a.statement_of(call)))
     if not lines or key in done:
         return
@@ -173,7 +186,7 @@ def _build_step_optimizers(ctx, call: cst.Call) -> None:
         comment=ctx.say("{engine}: the optimizers {cls}'s train_step applies are built before fit() (Keras builds "
                         "only compile()'s; built inside the traced step they cannot create their slots on several "
                         "local replicas).", cls=classes[0].name.value)))
-    ctx.change(call, replicas.RULE, ctx.say(
+    ctx.change(call, replica_state.RULE, ctx.say(
         "{optimizers} built in {engine}'s scope before fit(), on the variables {cls}'s train_step applies them to",
         optimizers=", ".join(line.split(".build(")[0] for line in lines), cls=classes[0].name.value))
 
@@ -208,26 +221,26 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
     scope around several models)."""
     a = ctx.a
     model = receiver(fit_call)
-    stmts = replicas.construction_statements(a, model, {A.MODEL}) or keras_fit.unread_construction(a, model)
+    stmts = replica_state.construction_statements(a, model, {A.MODEL}) or keras_models.unread_construction(a, model)
     for call in compiles:
         if _same_model(a, receiver(call), model) or any(
-                s in replicas.construction_statements(a, receiver(call), {A.MODEL})
-                + keras_fit.unread_construction(a, receiver(call)) for s in stmts):
+                s in replica_state.construction_statements(a, receiver(call), {A.MODEL})
+                + keras_models.unread_construction(a, receiver(call)) for s in stmts):
             stmt = a.statement_of(call)
             if stmt not in stmts:
                 stmts.append(stmt)
             arg = find_passed(a, call, "optimizer", 0)
             if arg is not None:
                 # followed through names, parameters and factories (make_optimizer())
-                built = keras_fit._constructions(a, arg.value, 0)
-                for s in [a.statement_of(c) for c, _ in built or []] + replicas.construction_statements(
+                built = keras_models.optimizer_constructions(a, arg.value, 0)
+                for s in [a.statement_of(c) for c, _ in built or []] + replica_state.construction_statements(
                         a, arg.value, {A.KERAS_OPTIMIZER}) + (
                         _unseen_optimizer_bindings(a, arg.value, call) if built is None else []):
                     if s is not None and s not in stmts:
                         stmts.append(s)
             for other in call.args:  # optimizers an overridden compile() takes (d_optimizer=...)
                 if other is not arg and a.is_kind(other.value, A.KERAS_OPTIMIZER):
-                    for s in replicas.construction_statements(a, other.value, {A.KERAS_OPTIMIZER}):
+                    for s in replica_state.construction_statements(a, other.value, {A.KERAS_OPTIMIZER}):
                         if s not in stmts:
                             stmts.append(s)
             for keyword in COMPILE_METRIC_KEYWORDS:
@@ -236,7 +249,7 @@ def _scope_model(ctx, fit_call: cst.Call, compiles, gather=None) -> None:
                     if s not in stmts:
                         stmts.append(s)
     if not stmts:
-        ctx.warn(model, replicas.RULE, ctx.say(
+        ctx.warn(model, replica_state.RULE, ctx.say(
             "cannot find where {model} is built: build it and compile it inside `with {scope}:`",
             model=a.code(model), scope=ctx.fill(ctx.backend.replica_scope())))
         return
@@ -275,7 +288,6 @@ def _metric_statements(a: A.Analysis, expr, depth: int):
     out = []
     if depth > 6:
         return out
-    from ..engine.scopes import walk
     for node in walk(expr):
         if isinstance(node, cst.Call) and any(n.startswith(METRIC_MODULES) for n in a.names(node)):
             stmt = a.statement_of(node)
@@ -295,34 +307,34 @@ def _metric_statements(a: A.Analysis, expr, depth: int):
 
 def _fit(ctx, call: cst.Call) -> None:
     a = ctx.a
-    keras_fit._rank0_verbose(ctx, call, keras_fit.fit_position(call, "verbose"), default="1")
+    keras_optimizers.rank0_verbose(ctx, call, keras_models.fit_position(call, "verbose"), default="1")
     backup = ctx.backend.fit_backup_callback(ctx) if hasattr(ctx.backend, "fit_backup_callback") else None
     if backup is not None and ctx.facts.get("keras_flavor") == "keras":
         raise ctx.unsupported(call, KERAS3_BACKUP_REFUSAL)
     # the backup first (it restores the state the others start from), then the warmup
-    first = ([backup] if backup is not None else []) + warmup.fit_callbacks(ctx, call)
+    first = ([backup] if backup is not None else []) + warmup_edits.fit_callbacks(ctx, call)
     if first:
         _add_callback_first(ctx, call, first, backup is not None)
-    x = keras_fit.fit_arg(call, "x")
-    y = keras_fit.fit_arg(call, "y")
-    val = keras_fit.fit_arg(call, "validation_data")
+    x = keras_models.fit_arg(call, "x")
+    y = keras_models.fit_arg(call, "y")
+    val = keras_models.fit_arg(call, "validation_data")
     per_step = {}  # step-count keyword -> names of datasets batched per replica
     if x is None:
-        ctx.warn(call, data_division.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
+        ctx.warn(call, shard_points.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
     elif a.is_kind(x.value, A.DATASET) or y is None and dataset_flow.dataset_sources(a, x.value):
         _dataset(ctx, x.value, "training data")
-        data_division.divide_steps_taken(ctx, x.value)
+        sharding.divide_steps_taken(ctx, x.value)
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-    elif y is None and replicas.external_helper_site(ctx, x.value) is not None:
-        replicas.external_helper_dataset(ctx, replicas.external_helper_site(ctx, x.value), "training data")
+    elif y is None and replica_state.external_helper_site(ctx, x.value) is not None:
+        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, x.value), "training data")
     elif y is not None or dataset_flow.numpy_array(a, x.value):
-        data_division.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
+        sharding.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
         _arrays(ctx, call)
     elif _is_sequence(a, x.value):
         _sequence(ctx, call, x.value, "steps_per_epoch", "training data")
         per_step["steps_per_epoch"] = set()  # the stream is endless: the user's count, divided, bounds it
     else:
-        ctx.warn(x.value, data_division.RULE, ctx.say(
+        ctx.warn(x.value, shard_points.RULE, ctx.say(
             "{engine} splits only tf.data datasets and arrays between workers{note}: turn {what} into a tf.data "
             "dataset (batched by the per-replica batch x {size})", what=a.code(x.value),
             note=keras_inputs.unbound_parameter_note(a, x.value)))
@@ -331,26 +343,26 @@ def _fit(ctx, call: cst.Call) -> None:
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
     elif val is not None and _is_sequence(a, val.value):
         _sequence(ctx, call, val.value, "validation_steps", "validation data")
-    elif val is not None and replicas.external_helper_site(ctx, val.value) is not None:
-        replicas.external_helper_dataset(ctx, replicas.external_helper_site(ctx, val.value), "validation data")
+    elif val is not None and replica_state.external_helper_site(ctx, val.value) is not None:
+        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
-        arg = keras_fit.fit_arg(call, key)
+        arg = keras_models.fit_arg(call, key)
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_step and per_step[key] and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
-            helper = replicas.counted_on_global_batch(ctx, arg.value)
+            helper = replica_state.counted_on_global_batch(ctx, arg.value)
             if helper is not None:
-                ctx.change(arg.value, data_division.RULE, ctx.say(
+                ctx.change(arg.value, shard_points.RULE, ctx.say(
                     "{key}: {helper}() counts it in batches of the global batch it now makes: already the "
                     "steps of all workers together, not divided again", key=key, helper=helper))
                 continue
-            data_division.divide(ctx, arg.value, key)
+            sharding.divide(ctx, arg.value, key)
 
 
 def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> None:
     """Put callbacks first in fit()'s callbacks, whatever form they take."""
     new = ", ".join(ctx.fill(t) for t in templates)
-    arg = keras_fit.fit_arg(call, "callbacks")
+    arg = keras_models.fit_arg(call, "callbacks")
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         value = ctx.expr(f"[{new}]")
         if arg is None:
@@ -361,7 +373,6 @@ def _add_callback_first(ctx, call: cst.Call, templates: list, backup: bool) -> N
             ctx.plan.replace(arg.value, lambda old: value)
     elif isinstance(arg.value, cst.List):
         elements = [ctx.expr(ctx.fill(t)) for t in templates]
-        from .common import prepend_elements
         ctx.plan.replace(arg.value, lambda upd: prepend_elements(upd, elements, layout=arg.value))
     else:
         ctx.plan.replace(arg.value, lambda upd: ctx.expr(f"[{new}, *{{inner}}]", inner=ctx.module.code_for_node(upd)))
@@ -389,13 +400,13 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
     step) and the step count, which fit() cannot tell from an endless
     stream, is given: the user's divided, else len(sequence) divided."""
     a = ctx.a
-    shuffle = keras_fit.fit_arg(call, "shuffle")
+    shuffle = keras_models.fit_arg(call, "shuffle")
     # fit() shuffles the training batches' order (unless shuffle=False), never the validation's
     keep_order = steps_key == "validation_steps" or (
         shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False")
     # filled now, so that the setup writes the helper the template names
     template = ctx.fill(ctx.backend.sequence_dataset("{inner}", shuffle=not keep_order), inner="{inner}")
-    steps = keras_fit.fit_arg(call, steps_key)
+    steps = keras_models.fit_arg(call, steps_key)
     uncounted = steps is None or isinstance(steps.value, cst.Name) and steps.value.value == "None"
     bound = _bind_before(ctx, call, value, steps_key) if uncounted and samplers.generator_call(a, value) is None else None
     if bound is not None:
@@ -405,14 +416,14 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
     else:
         ctx.plan.replace(value, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
     # every worker runs the generator and takes the batches at its places: of the same order only
-    alike = samplers.seed_generator_order_alike(ctx, value, "worker", "{engine}: every worker makes the same random "
+    alike = per_rank_draws.seed_generator_order_alike(ctx, value, "worker", "{engine}: every worker makes the same random "
                                                 "order, so the batches each takes of it are its own.")
-    ctx.change(value, data_division.RULE, ctx.say(
+    ctx.change(value, shard_points.RULE, ctx.say(
         "{what}: {batches} read as a distributed dataset: every step takes {size} of its batches, one per "
         "replica, each worker its own share{alike}", what=what, batches=a.code(value), alike=alike))
     if uncounted:
         if samplers.generator_call(a, value) is not None:
-            ctx.warn(value, data_division.RULE, ctx.say(
+            ctx.warn(value, shard_points.RULE, ctx.say(
                 "a generator has no length to count: give fit() {key}=<its batches per epoch> // {size} (the "
                 "distributed stream has no epochs of its own)", key=steps_key))
         elif isinstance(value, (cst.Name, cst.Attribute)) or bound is not None:
@@ -420,16 +431,16 @@ def _sequence(ctx, call: cst.Call, value, steps_key: str, what: str) -> None:
             text = ctx.fill(ctx.backend.divide_count(f"len({counted})"))
             count = ctx.expr(text)
             if steps is None:
-                if not keyword_free(ctx, call, steps_key, text, data_division.RULE):
+                if not keyword_free(ctx, call, steps_key, text, shard_points.RULE):
                     return
                 ctx.plan.replace(call, lambda c, count=count: append_arg(c, kwarg(steps_key, count)))
             else:
                 ctx.plan.replace(steps.value, lambda old, count=count: count)
-            ctx.change(call, data_division.RULE, ctx.say(
+            ctx.change(call, shard_points.RULE, ctx.say(
                 "{key}: len({sequence}) divided by {size} (the distributed stream does not end by itself)",
                 key=steps_key, sequence=counted))
         else:
-            ctx.warn(value, data_division.RULE, ctx.say(
+            ctx.warn(value, shard_points.RULE, ctx.say(
                 "bind this Sequence to a name and give fit() {key}=len(name) // {size}: the distributed stream "
                 "does not end by itself", key=steps_key))
     _warn_own_shuffle(ctx, value)
@@ -463,7 +474,7 @@ def _warn_own_shuffle(ctx, value) -> None:
                 names = a.names(draw)
                 if isinstance(draw.func, cst.Attribute) and draw.func.attr.value in apis.RANDOM_DRAWS and not any(
                         n.startswith("numpy.random.") and n not in apis.NUMPY_OWN_GENERATORS for n in names):
-                    ctx.warn(draw, data_division.RULE, ctx.say(
+                    ctx.warn(draw, shard_points.RULE, ctx.say(
                         "{cls}.on_epoch_end reorders with a generator of its own: the workers' shares are disjoint "
                         "only if it orders the batches alike on every worker: draw from numpy.random (seeded alike "
                         "around on_epoch_end by {engine}) or seed it with the same value on every worker",
@@ -480,13 +491,13 @@ def _arrays(ctx, call: cst.Call) -> None:
         return
     new = ctx.expr(ctx.backend.per_replica_batch(KERAS_DEFAULT_BATCH))
     if arg is None and not keyword_free(ctx, call, "batch_size", ctx.fill(ctx.backend.per_replica_batch(KERAS_DEFAULT_BATCH)),
-                                       replicas.BATCH_RULE):
+                                       replica_state.BATCH_RULE):
         return
     if arg is not None:
         ctx.plan.replace(arg.value, lambda old: new)
     else:
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("batch_size", new)))
-    ctx.change(call, replicas.BATCH_RULE, ctx.say("training data: fit()'s default batch (32) kept per replica"))
+    ctx.change(call, replica_state.BATCH_RULE, ctx.say("training data: fit()'s default batch (32) kept per replica"))
 
 
 def _csv_loggers(ctx) -> None:
@@ -527,3 +538,24 @@ def _keras3_writer_callbacks(ctx) -> None:
             "{what}: Keras 3 runs it on every worker and does not keep their files apart: the chief writes to "
             "{path}{default}, the other workers to a temporary directory",
             what=what, path=path, default="" if arg is not None else " (the default)"))
+
+
+@register
+class ReplicaFit(Rule):
+    id = "replica-fit"
+    description = "Keras compile/fit and custom train_step under a tf.distribute strategy: model, optimizer and compile in the strategy scope, a scaled learning rate, the batch per replica, the input distributed."
+    engines = ('tf-distribute',)
+    kinds = ('data-division', 'distributed-optimizer', 'gradient-tape', 'lr-scaling', 'lr-warmup', 'per-replica-batch', 'rank0-output', 'replica-scope', 'worker-writes')
+    refuses = "BackupAndRestore under Keras 3; a loss whose reduction it cannot follow"
+    example = "keras/standalone_keras"
+    order = 10
+    PATTERN = PATTERN
+
+    def detect(self, a):
+        return detect(a)
+
+    def prepare(self, ctx) -> None:
+        prepare(ctx)
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

@@ -6,52 +6,64 @@ the user's batch kept per replica, and counted step loops divided.
 """
 from __future__ import annotations
 
-from . import kinds
-
 from dataclasses import dataclass
 from typing import List, Optional, Set
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, dataset_flow, gradient_tape, replica_loss, replicas, samplers, step_loops, tf1_common
-from .common import calls_in, find_arg, names_a_field, receiver, source
+from ..facts.syntax import calls_in, find_arg, names_a_field, receiver, source
+from ..facts.tf1_graphs import reorders_itself
+from ..actions import loss_shares
+from ..actions import per_rank_draws
+from ..actions import replicas
+from ..actions import sharding
+from ..actions import step_division
+from ..actions import tape_loops
+from ..facts import dataset_flow
+from ..facts import gradient_tapes
+from ..facts import kinds
+from ..facts import replica_state
+from ..facts import samplers
+from ..facts import shard_points
+from ..facts import step_counts
+from ..facts import tf1_graphs
+from ..engine.rule import Rule, register
+
 
 PATTERN = P.TAPE
 RULE = kinds.GRADIENT_TAPE
-detect = gradient_tape.detect
+detect = gradient_tapes.detect
 
 
 def apply(ctx) -> None:
     a = ctx.a
-    found = gradient_tape.training_tapes(a)
-    by_hand = [t for t in found if not gradient_tape.optimizer_applied(a, t[3])]
+    found = gradient_tapes.training_tapes(a)
+    by_hand = [t for t in found if not gradient_tapes.optimizer_applied(a, t[3])]
     for w, _item, _name, calls in by_hand:
-        updates = gradient_tape.manual_updates(a, calls)
+        updates = gradient_tapes.manual_updates(a, calls)
         message = ctx.say(
             "this step updates variables by hand ({update}, no optimizer): under {engine} an optimizer "
             "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
             "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
             update=a.code(updates[0].func))
         if any(p != P.TAPE for p in ctx.patterns) or len(by_hand) < len(found):
-            ctx.warn(updates[0], data_division.RULE, message)  # the file's other training is converted
+            ctx.warn(updates[0], shard_points.RULE, message)  # the file's other training is converted
         else:
             raise ctx.unsupported(updates[0], message)
     found = [t for t in found if t not in by_hand]
-    applies = [p for p in gradient_tape.apply_calls(a) if not gradient_tape.in_keras_train_step(a, p)]
+    applies = [p for p in gradient_tapes.apply_calls(a) if not gradient_tapes.in_keras_train_step(a, p)]
     if by_hand and not found and not applies:
         return  # only steps written by hand, warned above: the file's other training is converted
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)
     for p in applies:
-        gradient_tape._scale(ctx, receiver(p))
+        tape_loops.scale(ctx, receiver(p))
     for w, _item, _name, calls in found:
         for call in calls:
-            replica_loss.loss_share(ctx, w, call)
+            loss_shares.loss_share(ctx, w, call)
     _run_steps(ctx, {id(p) for p in applies})
 
 
@@ -61,7 +73,7 @@ def _scope_state(ctx, applies, grad_calls) -> None:
     a = ctx.a
     stmts: List[cst.BaseStatement] = []
     for p in applies:
-        for s in replicas.construction_statements(a, receiver(p), {A.KERAS_OPTIMIZER}):
+        for s in replica_state.construction_statements(a, receiver(p), {A.KERAS_OPTIMIZER}):
             if s not in stmts:
                 stmts.append(s)
     for g in grad_calls:
@@ -87,7 +99,7 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
             if s is not None and s not in out:
                 out.append(s)
         if isinstance(node, (cst.Name, cst.Attribute)):
-            for s in replicas.construction_statements(a, node, {A.MODEL}):
+            for s in replica_state.construction_statements(a, node, {A.MODEL}):
                 if s not in out:
                     out.append(s)
             if isinstance(node, cst.Name):
@@ -114,10 +126,10 @@ def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
 # ------------------------------------------------------------ steps
 def _run_steps(ctx, applies: Set[int]) -> None:
     a = ctx.a
-    trains = lambda node: gradient_tape._trains(a, node, applies)  # noqa: E731
+    trains = lambda node: gradient_tapes.runs_optimizer_step(a, node, applies)  # noqa: E731
     # a loop over a tuple written out applies each of a fixed set within a step
     loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)
-             and not gradient_tape.over_a_display(l)]
+             and not gradient_tapes.over_a_display(l)]
     innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
                  and not any(o is not l and _inside_called(a, o, l) for o in loops)]
     if not innermost:
@@ -135,13 +147,13 @@ def _run_steps(ctx, applies: Set[int]) -> None:
             # (distributed) batch around the step calls: that code runs on
             # every replica too, as one step function.
             _step_from_inline_code(ctx, loop, trains, cut)
-            ctx.state(__name__ + ".extracted").add(loop)
+            ctx.state("replica_tape.extracted").add(loop)
             _distribute_loop_data(ctx, loop, feed)
             continue
         for c in calls:
             steps += [f for f in dataflow.callees(a, c) if f not in steps]
         _distribute_loop_data(ctx, loop, feed, calls)
-    extracted = ctx.state(__name__ + ".extracted")
+    extracted = ctx.state("replica_tape.extracted")
     for call in a.calls:
         fdefs = dataflow.callees(a, call)
         if fdefs and any(f in steps for f in fdefs) and not any(dataflow.is_inside(a, call, f) for f in steps) \
@@ -158,7 +170,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     replica gets its own batch from them, see _array_feed)."""
     a = ctx.a
     body = list(loop.body.body)
-    tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
+    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
     if feed is not None:
         batch, cut = feed.names, {id(s) for s in feed.statements}
     else:
@@ -207,7 +219,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
         if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not names_a_field(a, n):
             outside.add(n.value)
     results = [n for n in sorted(assigned) if n in outside]
-    name = replicas.free_local_name(ctx, "train_step")
+    name = replica_state.free_local_name(ctx, "train_step")
     run = ctx.fill(ctx.backend.run_on_replicas(name, ", ".join(params)))
     call_text = (", ".join(results) + " = " if results else "") + run
     define = ctx.stmts(f"def {name}({', '.join(params)}):\n    pass",
@@ -268,7 +280,7 @@ def _distributed_batch(a: A.Analysis, loop):
     of a dataset's iterator (with those statements: they run outside the
     replicas). A ``range`` loop's counter is no batch."""
     names: Set[str] = set()
-    if isinstance(loop, cst.For) and gradient_tape._loop_dataset(a, loop.iter)[0] is not None:
+    if isinstance(loop, cst.For) and gradient_tapes.loop_dataset(a, loop.iter)[0] is not None:
         names |= _batch_names(loop)
     reads = []
     iterators = {id(call) for call, _ in _iterators_read(a, loop)}
@@ -361,15 +373,15 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
         _split_generator(ctx, feed)
         # enumerate(...) numbers the groups of batches (one step each): a
         # cap on that number is 1/size of the original's steps
-        step_loops.divide_enumerated_cap(ctx, loop)
+        step_division.divide_enumerated_cap(ctx, loop)
         return
     if feed is not None:
         _split_array_feed(ctx, loop, feed, calls)
         return
     if isinstance(loop, cst.For):
-        ds, take = gradient_tape._loop_dataset(a, loop.iter)
+        ds, take = gradient_tapes.loop_dataset(a, loop.iter)
         if ds is not None:
-            site = replicas.external_helper_site(ctx, ds)
+            site = replica_state.external_helper_site(ctx, ds)
             if site is not None:  # made by a helper of another module (not edited)
                 replicas.external_helper_dataset(ctx, site, "training data")
             else:
@@ -377,9 +389,9 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
                 replicas.split_by_engine(ctx, ds, "training data")
             target = take if take is not None else ds
             _distribute(ctx, target)
-            ctx.change(target, data_division.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
-            data_division.divide_steps_taken(ctx, ds)
-            step_loops.divide_enumerated_cap(ctx, loop)
+            ctx.change(target, shard_points.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
+            sharding.divide_steps_taken(ctx, ds)
+            step_division.divide_enumerated_cap(ctx, loop)
             return
     iterators = _iterators_read(a, loop)
     if iterators:
@@ -387,9 +399,9 @@ def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
             replicas.dataset_batches_per_replica(ctx, ds, "training data")
             replicas.split_by_engine(ctx, ds, "training data")
             _distribute(ctx, ds)
-            ctx.change(it_call, data_division.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
-        if step_loops.divide(ctx, loop, "training steps") == step_loops.UNKNOWN:
-            ctx.warn(loop, data_division.RULE, ctx.say("cannot see how many steps this loop runs: each global batch covers {size} batches of the original, so run 1/{size} of the steps"))
+            ctx.change(it_call, shard_points.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
+        if step_division.divide(ctx, loop, "training steps") == step_counts.UNKNOWN:
+            ctx.warn(loop, shard_points.RULE, ctx.say("cannot see how many steps this loop runs: each global batch covers {size} batches of the original, so run 1/{size} of the steps"))
         return
     raise ctx.unsupported(loop, ctx.say(
         "this training loop does not read a tf.data dataset: {engine} can divide the work only of a dataset it "
@@ -454,7 +466,7 @@ def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[
     if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and (
             not qualified or dataset_flow.numpy_array(a, call.func.value)):
         return "pure"  # xb.astype("float32") of NumPy rows
-    if depth < 3 and tf1_common.batch_helper_arrays(a, call, draws=True) is not None:
+    if depth < 3 and tf1_graphs.batch_helper_arrays(a, call, draws=True) is not None:
         fdef = dataflow.callees(a, call)[0]
         kinds = [_batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
         if any(k is None for k in kinds) or any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in walk(fdef.body)):
@@ -492,7 +504,7 @@ def _inside_called(a: A.Analysis, node, loop, depth: int = 3) -> bool:
 
 
 def _reads_dataset(a: A.Analysis, loop) -> bool:
-    if isinstance(loop, cst.For) and gradient_tape._loop_dataset(a, loop.iter)[0] is not None:
+    if isinstance(loop, cst.For) and gradient_tapes.loop_dataset(a, loop.iter)[0] is not None:
         return True
     return bool(_iterators_read(a, loop))
 
@@ -511,14 +523,14 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
         raise refuse(loop, "it is not a for loop over range(...) numbering its steps")
     counter = loop.target.value
-    it = step_loops.unwrapped(a, loop.iter)  # tqdm(range(n)): range(n)'s steps
-    args = step_loops._plain_args(it) if step_loops._is_range(a, it) else None
+    it = step_counts.unwrapped(a, loop.iter)  # tqdm(range(n)): range(n)'s steps
+    args = step_counts.plain_args(it) if step_counts.is_range(a, it) else None
     zero = lambda e: isinstance(e, cst.Integer) and e.evaluated_value == 0  # noqa: E731
     if args is None or not (len(args) in (1, 2)
                             or len(args) == 3 and zero(args[0]) and isinstance(args[2], (cst.Name, cst.Integer))):
         raise refuse(loop, "it is not a for loop over range(n), range(start, n) or range(0, n, batch)")
     body = list(loop.body.body)
-    tape_withs = {id(w) for w, *_ in gradient_tape.training_tapes(a)}
+    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
     first = next((i for i, s in enumerate(body) if trains(s) or any(id(n) in tape_withs for n in walk(s))), None)
     statements = body[:first] if first else []
     if not statements:
@@ -551,7 +563,7 @@ def _array_feed(ctx, loop, trains) -> _ArrayFeed:
     read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
     # rows cut here (x[i:i + B]) or by a batch helper of the script's own (get_batch(x, y, i))
     cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
-                            and n.value.value not in names or tf1_common.batch_helper_arrays(a, n, draws=True) is not None
+                            and n.value.value not in names or tf1_graphs.batch_helper_arrays(a, n, draws=True) is not None
                             for n in walk(node))
     if not any(cuts(s) for s in cutting):
         raise refuse(statements[0], "the statements before the step cut no rows of an array")
@@ -611,7 +623,6 @@ def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
     """``origin`` rebinds ``name`` to its own rows reordered (tf1_common.reorders_itself)
     with NumPy's global generator or a fixed seed: shuffle(X, Y) without
     random_state, X[np.random.permutation(n)], X[perm] with perm drawn so."""
-    from .tf1_common import reorders_itself
     if not reorders_itself(a, origin, name):
         return False
     statement = a.statement_of(origin)
@@ -638,15 +649,15 @@ def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
 
 def _cut_arguments(ctx) -> dict:
     """id(argument) -> the name a replica's own share of it is bound to (per conversion)."""
-    return ctx.state(__name__ + ".args", dict)
+    return ctx.state("replica_tape.args", dict)
 
 
 def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     a = ctx.a
     size = ctx.backend.size()
     # 1. The loop runs 1/N of the steps.
-    it = step_loops.unwrapped(a, loop.iter)
-    args = step_loops._plain_args(it)
+    it = step_counts.unwrapped(a, loop.iter)
+    args = step_counts.plain_args(it)
     stop = args[0] if len(args) == 1 else args[1]
     stop_code = source(ctx.module, stop)
     if not isinstance(stop, (cst.Name, cst.Call, cst.Attribute, cst.Integer, cst.Subscript)):
@@ -675,7 +686,7 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     if start_code is not None:
         new_stop = ctx.expr(f"{start_code} + {source(ctx.module, new_stop, False)}")
     ctx.plan.replace(stop, lambda old, new=new_stop: new)
-    ctx.change(stop, data_division.RULE, message)
+    ctx.change(stop, shard_points.RULE, message)
     # 2. Arguments of the step call computed from the batch: cut per replica too.
     moved = []
     for call in calls:
@@ -686,7 +697,7 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
             base = arg.value
             while isinstance(base, (cst.Subscript, cst.Attribute, cst.Call)):
                 base = base.value if not isinstance(base, cst.Call) else base.func
-            name = replicas.free_local_name(ctx, f"{base.value}_batch" if isinstance(base, cst.Name) else "batch_value")
+            name = replica_state.free_local_name(ctx, f"{base.value}_batch" if isinstance(base, cst.Name) else "batch_value")
             moved.append((name, arg.value))
             # the call is rewritten as a whole (run on every replica): it reads the name instead
             _cut_arguments(ctx)[id(arg.value)] = name
@@ -697,7 +708,7 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
     results = returned + [name for name, _ in moved]
     if not results:
         raise ctx.unsupported(loop, "the training step reads nothing the batch statements cut")
-    function = replicas.free_local_name(ctx, "replica_batch")
+    function = replica_state.free_local_name(ctx, "replica_batch")
     replica = "replica_context"
     while any(isinstance(n, cst.Name) and n.value == replica for s in feed.statements for n in walk(s)):
         replica += "_"
@@ -727,32 +738,32 @@ def _split_array_feed(ctx, loop, feed: _ArrayFeed, calls) -> None:
                                     leading_lines=[*leading, *define.leading_lines]), assign]
 
     ctx.plan.regroup(feed.statements, build)
-    ctx.change(feed.statements[0], data_division.RULE, ctx.say(
+    ctx.change(feed.statements[0], shard_points.RULE, ctx.say(
         "the batch cut at lines {start}-{end} is cut by every replica for its own step ({function}): disjoint "
         "batches of the user's size, samples with their labels", start=str(a.line(feed.statements[0])),
         end=str(a.end_line(feed.statements[-1])), function=function), through=feed.statements[-1])
     for name, value in moved:
-        ctx.change(value, data_division.RULE, ctx.say("{value} cut by every replica for its own step",
+        ctx.change(value, shard_points.RULE, ctx.say("{value} cut by every replica for its own step",
                                                       value=a.code(value)))
     if feed.reorders:
         stmt = dataflow.outermost_loop(a, loop) or loop
         top = a.statement_of(stmt) or stmt
-        if not data_division.global_seed_set_before(a, top, apis.NUMPY_GLOBAL_SEED_SETTERS) \
-                and data_division.seed_numpy_alike_before(
+        if not shard_points.global_seed_set_before(a, top, apis.NUMPY_GLOBAL_SEED_SETTERS) \
+                and sharding.seed_numpy_alike_before(
                     ctx, top, "{engine}: every worker reorders the arrays alike each epoch, so the batches its "
                               "replicas cut stay disjoint."):
-            ctx.change(feed.reorders[0], data_division.RULE, ctx.say(
+            ctx.change(feed.reorders[0], shard_points.RULE, ctx.say(
                 "the arrays reordered each epoch (line {line}) are reordered alike on every worker: NumPy seeded "
                 "the same before the loop at line {loop}", line=str(a.line(feed.reorders[0])),
                 loop=str(a.line(stmt))))
     if feed.random:
         stmt = dataflow.outermost_loop(a, loop) or loop
         key = ("seeded", id(stmt))
-        done = ctx.state(__name__ + ".seeded")
+        done = ctx.state("replica_tape.seeded")
         if key not in done:
             done.add(key)
-            samplers.seed_numpy_before(ctx, a.statement_of(stmt) or stmt)
-            ctx.change(feed.statements[0], data_division.RULE, ctx.say(
+            per_rank_draws.seed_numpy_before(ctx, a.statement_of(stmt) or stmt)
+            ctx.change(feed.statements[0], shard_points.RULE, ctx.say(
                 "the batch is drawn from NumPy's global generator: seeded per worker before the loop at line "
                 "{line}, so the workers draw different batches", line=str(a.line(stmt))))
 
@@ -806,7 +817,7 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
     outer = dataflow.outermost_loop(a, loop) or loop
     alike = []  # global generators it draws from: seeded the same on every worker, it yields the same everywhere
     for f in functions:
-        if samplers._stateful(f):
+        if samplers.stateful(f):
             raise refuse(f, f"it keeps state across calls (line {a.line(f)})")
         for call in calls_in(f.body):
             qualified = a.names(call)
@@ -833,9 +844,9 @@ def _generator_feed(ctx, loop) -> Optional[_GeneratorFeed]:
                                           "training loops")
     if alike:
         top = dataflow.module_statement(a, outer)
-        samplers.seed_alike_before(ctx, top, alike, "{engine}: every worker draws the same random numbers in "
+        per_rank_draws.seed_alike_before(ctx, top, alike, "{engine}: every worker draws the same random numbers in "
                                                     f"{name}(), so it yields the same batches on every worker.")
-        ctx.change(top, data_division.RULE, ctx.say(
+        ctx.change(top, shard_points.RULE, ctx.say(
             "{name}() draws from {generators} without a seed: seeded the same on every worker before line {line}, "
             "so every worker's stream of batches is the same and the replicas' shares of it are disjoint",
             name=name, generators=" and ".join("NumPy's global generator" if k == "numpy" else "Python's random"
@@ -847,6 +858,24 @@ def _split_generator(ctx, feed: _GeneratorFeed) -> None:
     # filled now, so that the setup writes the helper the template names
     template = ctx.fill(ctx.backend.split_batch_stream("{inner}"), inner="{inner}")
     ctx.plan.replace(feed.call, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
-    ctx.change(feed.call, data_division.RULE, ctx.say(
+    ctx.change(feed.call, shard_points.RULE, ctx.say(
         "{name}() batches split between the replicas: every {size} consecutive batches make one step, each "
         "replica training on its own (the user's batch size; 1/{size} of the steps)", name=ctx.a.code(feed.call.func)))
+
+
+@register
+class ReplicaTape(Rule):
+    id = "replica-tape"
+    description = "GradientTape loops under a tf.distribute strategy: state built in the scope, the step run on every replica, each replica's loss its share of the global mean, the dataset distributed."
+    engines = ('tf-distribute',)
+    kinds = ('data-division', 'gradient-tape', 'lr-scaling', 'lr-warmup', 'per-replica-batch', 'replica-scope')
+    refuses = "a step it cannot find or that updates state bound outside it; batches it cannot cut; a loss whose reduction it cannot follow"
+    example = "gradient_tape/eager_loop"
+    order = 20
+    PATTERN = PATTERN
+
+    def detect(self, a):
+        return detect(a)
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

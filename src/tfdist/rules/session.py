@@ -8,64 +8,18 @@ loop is divided and the input pipeline sharded.
 """
 from __future__ import annotations
 
-from . import kinds
-
-from typing import List, Optional, Set
-
+from typing import Set
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
-from ..engine import patterns as P
-from ..engine.findings import Evidence
-from . import tf1_common
-from .common import calls_in, mentions, method_name, receiver
+from ..facts.sessions import PATTERN, detect, sessions
+from ..facts.syntax import calls_in, mentions, method_name, receiver
+from ..actions import tf1_edits
+from ..facts import kinds
+from ..engine.rule import Rule, register
 
-PATTERN = P.SESSION
+
 RULE = kinds.SESSION
-
-
-def sessions(a: A.Analysis) -> List[cst.Call]:
-    return [c for c in a.calls if a.is_name(c, apis.TF1_SESSIONS)]
-
-
-def detect(a: A.Analysis) -> List[Evidence]:
-    if not tf1_common.optimizer_calls(a):
-        return []
-    found = sessions(a)
-    if any(a.is_name(c, apis.TF1_MONITORED_SESSIONS) for c in a.calls):
-        # Next to a MonitoredSession, a tf.Session that only evaluates or
-        # exports is no second training pattern.
-        found = [s for s in found if _trains(a, s)]
-    return [Evidence(P.SESSION, f"{a.code(c.func)}(...) running a TF1 optimizer", a.line(c)) for c in found]
-
-
-def _session_of(a: A.Analysis, run: cst.Call) -> Optional[cst.BaseExpression]:
-    """The session expression ``run`` was called on (the binding before it)."""
-    recv = receiver(run)
-    if isinstance(recv, cst.Call):
-        return recv
-    best = None
-    if isinstance(recv, cst.Name):
-        for origin, value in a.assigned_values(recv):
-            if value is not None and a.line(origin) <= a.line(run):
-                best = value
-    return best
-
-
-def _trains(a: A.Analysis, session: cst.Call) -> bool:
-    train_ops = tf1_common.train_op_names(a)
-    interactive = a.is_name(session, {"tensorflow.InteractiveSession"})
-    item = a.parent(session)
-    with_stmt = a.parent(item) if isinstance(item, cst.WithItem) else None
-    for run in tf1_common.train_runs(a, a.module, train_ops):
-        if _session_of(a, run) is session:
-            return True
-        recv = receiver(run)
-        op_run = (isinstance(recv, cst.Name) and recv.value in train_ops) or isinstance(recv, cst.Call)
-        if op_run and (interactive or (with_stmt is not None and any(x is with_stmt for x in a.ancestors(run)))):
-            return True
-    return False
 
 
 def _initializer_runs(a: A.Analysis):
@@ -111,8 +65,8 @@ def _after_restores(a: A.Analysis, stmt):
 
 def apply(ctx) -> None:
     a = ctx.a
-    tf1_common.check_convertible(ctx)
-    tf1_common.wrap_optimizers(ctx)
+    tf1_edits.check_convertible(ctx)
+    tf1_edits.wrap_optimizers(ctx)
     runs = _initializer_runs(a)
     if not runs:
         raise ctx.unsupported(sessions(a)[0], "no variable initialisation (sess.run(tf.global_variables_initializer())) found: cannot place the broadcast of initial variables from rank 0")
@@ -130,6 +84,24 @@ def apply(ctx) -> None:
         where = "initialisation" if anchor is stmt else "initialisation and checkpoint restore"
         ctx.change(stmt, "broadcast", f"initial variables broadcast from rank 0 right after {where}")
     for s in sessions(a):
-        tf1_common.pin_config(ctx, s, 2)
-    sharded = tf1_common.shard_input(ctx)
-    tf1_common.divide_fed_data(ctx, sharded, sessions(a)[0])
+        tf1_edits.pin_config(ctx, s, 2)
+    sharded = tf1_edits.shard_input(ctx)
+    tf1_edits.divide_fed_data(ctx, sharded, sessions(a)[0])
+
+
+@register
+class Tf1Session(Rule):
+    id = "tf1-session"
+    description = "TF1 Session training under Horovod: DistributedOptimizer, the broadcast of initial variables after initialisation, one GPU per process, divided feeds or input."
+    engines = ('horovod',)
+    kinds = ('broadcast', 'data-division', 'distributed-optimizer', 'gpu-pinning', 'lr-scaling', 'lr-warmup')
+    refuses = "no variable initialisation found; a graph finalized before initialisation; scripts already distributed with parameter servers"
+    example = "session/in_graph_samples"
+    order = 30
+    PATTERN = PATTERN
+
+    def detect(self, a):
+        return detect(a)
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

@@ -7,9 +7,10 @@ needs) and places the code right after the file's imports.
 """
 from __future__ import annotations
 
-from . import kinds
-
 import libcst as cst
+from ..facts import kinds
+from ..engine.rule import Rule, register
+
 
 RULE = kinds.SETUP
 
@@ -141,3 +142,17 @@ def _before_tensorflow(ctx, keras_fit: bool) -> list:
     for template, comment in items:
         stmts += ctx.stmts(template, comment=comment)
     return stmts
+
+
+@register
+class Setup(Rule):
+    id = "setup"
+    description = "Start-up: the engine initialised, one GPU per process, then the imports and module-level code the other rules asked for."
+    engines = ('horovod', 'tf-distribute')
+    kinds = ('setup',)
+    refuses = ""
+    example = "keras/standalone_keras"
+    order = 100
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

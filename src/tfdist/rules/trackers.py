@@ -16,15 +16,16 @@ different settings: it is warned (``apis.TRACKER_SWEEP_AGENTS``).
 """
 from __future__ import annotations
 
-from . import kinds
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
-from .common import append_arg, find_arg, keyword_free, kwarg, source
-from .rank0_io import guard_call
+from ..actions.guards import guard_call
+from ..actions.keywords import keyword_free
+from ..facts.syntax import append_arg, find_arg, kwarg, source
+from ..facts import kinds
+from ..engine.rule import Rule, register
+
 
 RULE = kinds.RANK0_IO
 
@@ -155,3 +156,17 @@ def _result_used(a: A.Analysis, call: cst.Call) -> bool:
 def _target_used(a: A.Analysis, target) -> bool:
     names = [n for n in walk(target) if isinstance(n, cst.Name)]
     return any(a.scopes.references(n) for n in names)
+
+
+@register
+class Trackers(Rule):
+    id = "trackers"
+    description = "Experiment trackers (wandb, MLflow...) and progress bars report from one process only."
+    engines = ('horovod', 'tf-distribute')
+    kinds = ('rank0-io',)
+    refuses = ""
+    example = "keras/trackers_wandb_mlflow_tqdm"
+    order = 60
+
+    def apply(self, ctx) -> None:
+        apply(ctx)

@@ -11,16 +11,14 @@ edits the script.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import List, Optional, Set, Tuple
-
 import libcst as cst
-
 from .. import apis
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
-from .common import find_arg, has_star_args, method_name
+from ..engine.analysis import Analysis, ProjectContext
+from .syntax import find_arg, has_star_args, method_name
 
 
 def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExpression]]:
@@ -812,7 +810,6 @@ def _external_definition(a, func, kind):
     """(analysis of its module, the top-level def or class of ``kind``)
     that ``func`` (a name or dotted name) refers to in another module of
     the project, or None."""
-    from ..engine.analysis import Analysis, ProjectContext
     if not isinstance(func, (cst.Name, cst.Attribute)):
         return None
     cache = a.__dict__.setdefault("_external_modules", {})

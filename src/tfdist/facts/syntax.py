@@ -4,11 +4,11 @@ arguments and elements copy the separators already used in the call/list."""
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple, Union
-
 import libcst as cst
-
 from .. import apis
 from ..engine.scopes import walk
+from ..engine import analysis as A
+
 
 Keywords = Union[str, Tuple[str, ...]]
 
@@ -156,8 +156,6 @@ def method_name(call: cst.Call) -> Optional[str]:
 def is_optimizer_step(a, call: cst.Call) -> bool:
     """``opt.apply_gradients(...)``, or ``opt.apply(grads, vars)`` on what is
     known to be a Keras optimizer (apis.OPTIMIZER_APPLY_METHODS)."""
-    from .. import apis
-    from ..engine import analysis as A
     name = method_name(call)
     if name not in apis.OPTIMIZER_APPLY_METHODS:
         return False
@@ -178,23 +176,3 @@ def mentions(node: cst.CSTNode, names) -> bool:
 
 def calls_in(node: cst.CSTNode) -> List[cst.Call]:
     return [n for n in walk(node) if isinstance(n, cst.Call)]
-
-
-def keyword_free(ctx, call: cst.Call, keyword: str, code: str, rule: str, edit: Optional[str] = None) -> bool:
-    """True when ``keyword=`` can be added to call: no ``**mapping`` argument
-    of it may already pass that keyword (both would fail with "got multiple
-    values for keyword argument"). Otherwise warn with the edit to make by
-    hand (``edit``, else: set it in the mapping) and return False."""
-    for arg in call.args:
-        if arg.star != "**":
-            continue
-        keys = ctx.a.mapping_keys(arg.value)
-        if keys is not None and keyword not in keys:
-            continue
-        held = "holds" if keys is not None else "may hold"
-        mapping = ctx.a.code(arg.value)
-        ctx.warn(arg, rule, f"**{mapping} {held} {keyword}= here, so {keyword}={code} cannot be added beside it (a "
-                            f"keyword given twice fails): " + (edit.format(mapping=mapping) if edit else
-                            f"set {mapping}[{keyword!r}] to {code}, keeping what it holds, by hand"))
-        return False
-    return True

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional, Set
-
 import libcst as cst
-
 from .. import apis
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, dataset_flow
-from .common import source
+from . import dataset_flow
+
 
 DIVIDED = "divided"
 PER_RANK = "per-rank"  # computed from divided data: already a per-rank count
@@ -42,7 +40,7 @@ class StepCount:
     start: Optional[cst.BaseExpression] = None  # a of range(a, b)
 
 
-def _is_range(a, call) -> bool:
+def is_range(a, call) -> bool:
     if not isinstance(call, cst.Call):
         return False
     if a.is_name(call, apis.RANGE_FUNCTIONS) is not None:
@@ -51,7 +49,7 @@ def _is_range(a, call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value == apis.PYTHON2_RANGE and not a.scopes.lookup(call.func)
 
 
-def _plain_args(call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+def plain_args(call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     """The positional arguments of a range: range() takes no keywords, and
     tqdm's trange(a, b, desc=..., leave=...) counts by its positional ones."""
     if any(arg.star for arg in call.args):
@@ -64,7 +62,7 @@ def _same_literal(x, y) -> bool:
 
 
 def _range_count(a, call: cst.Call) -> Optional[StepCount]:
-    args = _plain_args(call)
+    args = plain_args(call)
     if args is None or not 1 <= len(args) <= 2:
         return None
     if len(args) == 1:
@@ -161,16 +159,6 @@ def enumerated_cap(a, loop) -> Optional[cst.BaseExpression]:
     return _break_bound(loop, loop.target.elements[0].value.value)
 
 
-def divide_enumerated_cap(ctx, loop) -> None:
-    """A loop over the (divided) data that breaks after a fixed number of
-    steps: each rank breaks after 1/size of them (within a step: the
-    comparison's bound is divided), or the ranks together would train on
-    size times the original's samples."""
-    bound = enumerated_cap(ctx.a, loop)
-    if bound is not None:
-        data_division.divide(ctx, bound, "steps before the loop breaks")
-
-
 def unwrapped(a, it, wrappers=apis.ITERATION_WRAPPERS):
     """The iterable inside progress bars and numberings: range(n) in
     ``tqdm(range(n))``, ``enumerate(tqdm(range(n)))`` (of ``wrappers``)."""
@@ -186,10 +174,10 @@ def step_count(a, loop) -> Optional[StepCount]:
         it = loop.iter
         if isinstance(it, cst.Name):  # t = trange(n); for i in t: (the count is where t is bound)
             bound = a.assigned_values(it)
-            if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and _is_range(a, unwrapped(a, bound[0][1])):
+            if len(bound) == 1 and isinstance(bound[0][1], cst.Call) and is_range(a, unwrapped(a, bound[0][1])):
                 it = bound[0][1]
         it = unwrapped(a, it)
-        if _is_range(a, it):
+        if is_range(a, it):
             return _range_count(a, it)
         if isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS):
             var = _counter_var(a, loop)
@@ -249,7 +237,7 @@ def _stream_iterable(a, loop) -> Optional[cst.BaseExpression]:
     if not isinstance(loop, cst.For) or _compiled(a, loop):
         return None
     it = unwrapped(a, loop.iter)
-    if isinstance(it, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString, cst.Integer)) or _is_range(a, it) \
+    if isinstance(it, (cst.List, cst.Tuple, cst.Set, cst.Dict, cst.SimpleString, cst.Integer)) or is_range(a, it) \
             or (isinstance(it, cst.Call) and a.is_name(it, apis.COUNTER_FUNCTIONS)):
         return None
     return it
@@ -332,83 +320,7 @@ def _steps_depend_on_data(a, loop, spots: List[cst.CSTNode], reached: Set[str]) 
     return False
 
 
-def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
-    """Each rank takes every size-th element of an iterable of steps it
-    cannot count (:func:`stream_of_steps`), in whole rounds of size
-    elements: the shares are disjoint when every rank iterates the same
-    elements (and draws of its own when they are random), and every rank
-    runs the same number of steps. False when the loop is not such a
-    stream or the engine cannot."""
-    a = ctx.a
-    if stream_of_steps(a, loop, spots) is None:
-        return False
-    from . import samplers
-    it = unwrapped(a, loop.iter)
-    order = _draws_own_order(ctx, it)
-    if "random" in samplers.unseeded_orders(a, it):
-        # a generator ordering its data with Python's random: the same order on every rank
-        top = dataflow.module_statement(a, loop)
-        samplers.seed_alike_before(ctx, top, ["random"], "{engine}: every rank makes the same random order, so "
-                                                         "the shares each rank takes of it are disjoint.")
-        if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
-            ctx.plan.blank_lines_before(top, 2)
-        ctx.change(top, data_division.RULE, ctx.say(
-            "{it} orders its data with Python's random and no seed: seeded the same on every rank before line "
-            "{line}, so the shares each rank takes of its order are disjoint", it=a.code(it), line=str(a.line(top))))
-    if order is not None:
-        # every rank must make the same order for every size-th element to
-        # be a disjoint share: NumPy gets one seed on every rank before the
-        # top-level statement running the loop (every draw after it is the
-        # same on every rank: the ranks run the same code)
-        top = dataflow.module_statement(a, loop)
-        data_division.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
-                                                        "the shares each rank takes of them are disjoint.")
-        if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
-            ctx.plan.blank_lines_before(top, 2)
-        return _take_share_of_steps(ctx, loop, ctx.say(
-            "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes "
-            "every size-th element of it, in whole rounds, so every rank runs the same number of steps; {why}: "
-            "NumPy is seeded the same on every rank before line {line}, so every rank makes the same orders and the "
-            "shares are disjoint", what=what, it=a.code(it), line=str(a.line(top)), why=(
-                "it orders its data with NumPy's global generator and no seed" if order == "draws" else
-                "it is made by a helper of a module tfdist cannot read, which may order its data with NumPy's "
-                "global generator")))
-    return _take_share_of_steps(ctx, loop, ctx.say(
-        "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
-        "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",
-        what=what, it=a.code(it)))
-
-
-def _take_share_of_steps(ctx, loop, message: str) -> bool:
-    """The rank's share of a loop's stream of steps: of the whole iterable
-    (see stream_reach), numbered as the original numbers it -- but for
-    ``for i, x in enumerate(stream): ... if i >= n: break`` the share is
-    numbered on each rank and each breaks after 1/size of n: the stream's
-    own positions differ from rank to rank by up to size - 1, so ranks
-    breaking on them would run different numbers of steps (a collective
-    waiting for ever). A number also used as data (an index, an argument
-    of anything but console output) cannot be renumbered: warned with the
-    edit (True: handled)."""
-    a = ctx.a
-    if enumerated_cap(a, loop) is None or not loop.iter.args or loop.iter.args[0].keyword:
-        return take_rank_share(ctx, loop.iter, message)
-    counter = loop.target.elements[0].value.value
-    used = _number_used_as_data(a, loop, counter)
-    if used is not None:
-        ctx.warn(loop, data_division.RULE, ctx.say(
-            "this loop takes steps from a stream whose length tfdist cannot see, numbers them with enumerate and "
-            "breaks after a count, and uses the number {counter} as data at line {line}: each rank must run the same "
-            "number of steps on a disjoint share of the stream; take every {size}-th element on each rank (offset "
-            "{rank}) and break after count // {size} of them, by hand", counter=counter, line=str(a.line(used))))
-        return True
-    if not take_rank_share(ctx, loop.iter.args[0].value, message + "; numbered on each rank, each breaking after "
-                                                                   "1/size of the steps"):
-        return False
-    divide_enumerated_cap(ctx, loop)
-    return True
-
-
-def _number_used_as_data(a, loop, counter: str):
+def number_used_as_data(a, loop, counter: str):
     """A read of the loop's number in its body that is data: in a subscript
     (``labels[i]``) or an argument of a call other than console output and
     string formatting; None when every read only tests it (the cap,
@@ -431,30 +343,7 @@ def _number_used_as_data(a, loop, counter: str):
     return None
 
 
-def _draws_own_order(ctx, iterable, depth: int = 0) -> Optional[str]:
-    """The iterable is made by a helper (of this module or the project's,
-    called there, or bound to a name from such a call) that reorders rows
-    with NumPy's global generator and sets no seed of its own
-    (data_division's check), with no global seed set at module level: each
-    process then makes its own order, and every size-th element of
-    different orders are not disjoint shares: "draws"; "unseen" when the
-    helper is imported from a module tfdist cannot read (:func:`_unseen_helper`);
-    None otherwise."""
-    a = ctx.a
-    if depth > 3:
-        return None
-    if isinstance(iterable, cst.Name):
-        found = [_draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable) if v is not None]
-        return "draws" if "draws" in found else "unseen" if "unseen" in found else None
-    if not isinstance(iterable, cst.Call) or data_division.global_seed_set_before(
-            a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS):
-        return None
-    if data_division.helper_draws(ctx, iterable):
-        return "draws"
-    return "unseen" if _unseen_helper(ctx, iterable) else None
-
-
-def _unseen_helper(ctx, call: cst.Call) -> bool:
+def unseen_helper(ctx, call: cst.Call) -> bool:
     """A helper imported from a module tfdist cannot read (not a library it
     knows, not a module of the converted project): it may shuffle with
     NumPy's global generator (``random_mini_batches(X, Y, 64)`` of a course's
@@ -469,72 +358,3 @@ def _unseen_helper(ctx, call: cst.Call) -> bool:
     if dataset_flow.external_function(ctx, call) is not None:
         return False  # read, and found not to draw (helper_draws)
     return any(m == "numpy" or m.startswith("numpy.") for m in ctx.imports.import_stmt)
-
-
-def take_rank_share(ctx, iterable, message: str) -> bool:
-    """Replace ``iterable`` by this rank's share of its elements (the
-    backend's share of a stream), reported with ``message``; False when the
-    engine has no such share."""
-    try:
-        code = ctx.backend.rank_share_of_stream(ctx, "{stream}")
-    except NotImplementedError:
-        return False
-    # around(): the iterable as other rules leave it (a progress bar's keyword)
-    ctx.plan.replace(iterable, ctx.around(code, "stream"))
-    ctx.change(iterable, data_division.RULE, message)
-    return True
-
-
-def divide(ctx, loop, what: str, sliced: Optional[Sliced] = None, spots: Optional[List[cst.CSTNode]] = None) -> str:
-    """Make the loop run 1/size of its steps. Returns DIVIDED, PER_RANK
-    (nothing to do: the count is computed from divided data) or UNKNOWN
-    (nothing done; the caller warns). ``spots``: where the step's data
-    enters training, for a loop over an iterable of steps tfdist cannot
-    count (:func:`share_stream`)."""
-    a = ctx.a
-    sc = step_count(a, loop)
-    if sc is None:
-        if sliced is not None and isinstance(loop, cst.For):
-            late, early = dataflow.sized_after(a, loop.iter, sliced.names, sliced.point)
-            if late and not early:
-                return PER_RANK  # iterates over (ranges of) the divided data itself
-        if sliced is None and spots is not None and share_stream(ctx, loop, what, spots):
-            return DIVIDED
-        return UNKNOWN
-    exprs = [sc.count] + ([sc.start] if sc.start is not None else [])
-    if sliced is not None:
-        late = early = False
-        for e in exprs:
-            l2, e2 = dataflow.sized_after(a, e, sliced.names, sliced.point)
-            late |= l2
-            early |= e2
-        if late and early:
-            ctx.warn(loop, data_division.RULE,
-                     f"the step count {a.code(sc.count)} mixes sizes of the data before and after it is divided "
-                     f"by rank (line {a.line(sliced.point)}): make it 1/size of the single-process steps by hand")
-            return PER_RANK
-        if late:
-            return PER_RANK
-    if sc.rewrite == "count":
-        data_division.divide(ctx, sc.count, what)
-    else:
-        start = source(a.module, sc.start)
-        span = ctx.backend.divide_count(f"({a.code(sc.count)} - {start})")
-        new = ctx.expr(f"{start} + {span}")
-        ctx.plan.replace(sc.count, lambda old, new=new: new)
-        ctx.change(sc.count, data_division.RULE, f"{what}: range({a.code(sc.start)}, {a.code(sc.count)}) runs 1/size of its steps")
-    return DIVIDED
-
-
-def warn_single_steps(ctx, steps: List[cst.Call], what: str) -> None:
-    """A training step that certainly runs once, outside any loop (a demo
-    step, a one-off ``train_on_batch``): every rank would take it on the
-    same data at N x the rate, and 1/N of one step cannot be taken. Warned,
-    naming the edit. ``what``: how the message names the step."""
-    for step in steps:
-        if dataflow.runs_once_outside_loops(ctx.a, step):
-            ctx.warn(step, data_division.RULE, ctx.say(
-                "{what} runs once, outside any loop: every rank would take it on the same data, with the learning "
-                "rate x {size}; one step cannot be divided between ranks: give each rank its share of the batch "
-                "(x[{rank}::{size}]) and the original learning rate, or train in a loop of steps", what=what))
-

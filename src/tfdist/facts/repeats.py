@@ -10,40 +10,11 @@ cannot be seen.
 from __future__ import annotations
 
 from typing import List
-
 import libcst as cst
-
 from .. import apis
 from ..engine.analysis import returned_values
-from . import dataset_flow as flow
-from .common import find_arg
-from .data_division import RULE, _prepare_source, _sharded, _wrap_node
-
-
-def shard_repeated(ctx, dataset: cst.BaseExpression, what: str) -> bool:
-    """Shard the finite part of every endless pipeline dataset is made of.
-    False (nothing changed) unless every way to the data ends in such a
-    pipeline tfdist can shard safely."""
-    a = ctx.a
-    repeats = endless_repeats(a, dataset, frozenset())
-    if not repeats:
-        return False
-    points = []
-    for rep in repeats:
-        point = shard_point(a, rep)
-        if point is None:
-            return False
-        points.append((rep, point))
-    for rep, (root, sources) in points:
-        if root in _sharded(ctx):
-            continue
-        _sharded(ctx).add(root)
-        for src in sources:
-            _prepare_source(ctx, src)
-        if _wrap_node(ctx, root, ctx.backend.shard_dataset_plain("{inner}")):
-            ctx.change(root, RULE, f"{what}: sharded by rank before .repeat() (the input repeats forever; "
-                                   f"steps_per_epoch, divided, bounds every rank's steps)")
-    return True
+from .syntax import find_arg
+from . import dataset_flow
 
 
 def is_endless_repeat(call: cst.Call) -> bool:
@@ -102,7 +73,7 @@ def endless_repeats(a, expr, seen) -> List[cst.Call]:
             return out
         return []
     if isinstance(expr, cst.Name):
-        value = flow.reaching_value(a, expr)
+        value = dataset_flow.reaching_value(a, expr)
         return endless_repeats(a, value, seen) if value is not None else []
     return []
 
@@ -135,7 +106,7 @@ def upstream_random(a, expr, seen) -> bool:
             return any(upstream_random(a, r, seen) for fdef in a.local_functions(f) for r in returned_values(fdef))
         return False
     if isinstance(expr, cst.Name):
-        value = flow.reaching_value(a, expr)
+        value = dataset_flow.reaching_value(a, expr)
         if value is not None:
             return upstream_random(a, value, seen)
         bound = a.assigned_values(expr)

@@ -2,6 +2,7 @@
 and warning in the report), by the concern they belong to."""
 from __future__ import annotations
 
+
 DATA_DIVISION = "data-division"
 GRADIENT_TAPE = "gradient-tape"
 KERAS = "keras"

@@ -42,18 +42,18 @@ line: a wrong division trains wrong silently.
 """
 from __future__ import annotations
 
-from . import kinds
-
-from typing import List, Optional, Set, Tuple
-
+from typing import List, Optional
 import libcst as cst
-
 from ..engine import analysis as A
 from ..engine.analysis import returned_values
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import gradient_tape, replica_loss, replicas
-from .common import append_arg, find_arg, kwarg, method_name, receiver, source
+from .keras_models import flavor
+from .syntax import find_arg, method_name, receiver
+from . import gradient_tapes
+from . import kinds
+from . import losses
+
 
 RULE = kinds.GRADIENT_TAPE
 #: the Model methods returning the compiled loss, divided by the replicas under a strategy
@@ -77,108 +77,50 @@ class Refusal(Exception):
 
 def steps(a: A.Analysis) -> List[cst.FunctionDef]:
     """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
-    return gradient_tape.keras_steps(a)
+    return gradient_tapes.keras_steps(a)
 
 
-def apply(ctx) -> None:
-    a = ctx.a
-    for step in steps(a):
-        try:
-            _convert_step(ctx, step)
-        except Refusal as r:
-            raise ctx.unsupported(r.node, ctx.say(r.reason))
-
-
-def _in(a: A.Analysis, node, step) -> bool:
+def in_step(a: A.Analysis, node, step) -> bool:
     """node is in the step or in a method of its class only the step runs
     (gradient_tape.keras_step_of)."""
-    return gradient_tape.keras_step_of(a, a.enclosing_function(node)) is step
+    return gradient_tapes.keras_step_of(a, a.enclosing_function(node)) is step
 
 
-def _optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
+def optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
     out = []
     for c in a.calls:
-        if not _in(a, c, step) or method_name(c) not in APPLY_METHODS:
+        if not in_step(a, c, step) or method_name(c) not in APPLY_METHODS:
             continue
         r = receiver(c)
-        if a.is_kind(r, A.KERAS_OPTIMIZER) or _is_self_attribute(a, r, "optimizer"):
+        if a.is_kind(r, A.KERAS_OPTIMIZER) or is_self_attribute(a, r, "optimizer"):
             out.append(c)
     return out
 
 
-def _is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
+def is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
     """``self.<attr>`` in a method of a Keras Model subclass (the model's
     own attribute: ``self.optimizer`` is what compile() was given)."""
     return (isinstance(expr, cst.Attribute) and expr.attr.value == attr and isinstance(expr.value, cst.Name)
             and a.self_class(expr.value) is not None)
 
 
-def _convert_step(ctx, step: cst.FunctionDef) -> None:
-    a = ctx.a
-    for c in a.calls:
-        if _in(a, c, step) and method_name(c) == "minimize":
-            raise Refusal(c, "optimizer.minimize() in a custom " + step.name.value + ": it computes and applies the "
-                          "gradients of a loss tfdist cannot follow; compute them with a GradientTape and apply them")
-    applies = _optimizer_applies(a, step)
-    for p in applies:
-        for keyword in ("skip_gradients_aggregation", "experimental_aggregate_gradients"):
-            if find_arg(p, keyword, None) is not None:
-                raise Refusal(p, keyword + " given to the optimizer: tf-keras then does not sum the replicas' "
-                              "gradients (optimizer.apply_gradients -> aggregate_gradients); tfdist cannot tell "
-                              "where they are averaged under {engine}; not converted{alternative}")
-    gradient_calls: List[Tuple[cst.With, cst.Call]] = []
-    tapes = [(w, name) for w, _item, name in gradient_tape.tapes(a) if _in(a, w, step)]
-    for w, name in tapes:
-        for g in gradient_tape.gradient_calls(a, w, name):
-            if _of_watched_inputs(a, w, name, g):
-                continue  # a gradient penalty's d(critic)/d(inputs): part of a loss, not a training gradient
-            # the tape this name is bound to at the call: the last `with ... as name` before it
-            latest = max((t for t, n in tapes if n == name and a.line(t) <= a.line(g)), key=a.line)
-            if latest is w:
-                gradient_calls.append((w, g))
-    for w, g in gradient_calls:
-        names = gradient_tape.gradient_names(a, [g])
-        if not any(_mentions_any(p, names) or g in list(walk(p)) for p in applies):
-            raise Refusal(g, "gradients a custom " + step.name.value + " computes and no Keras optimizer applies "
-                          "(apply_gradients / apply): under {engine} nothing would average them over the replicas; "
-                          "not converted{alternative}")
-        _check_passed_as_they_are(a, step, g, names, applies)
-    done: Set[int] = set()
-    for w, g in gradient_calls:
-        _share_gradient(ctx, step, w, g, done)
-    # The loss Keras divided, reported by the step: the mean again.
-    for asg in a.assigns:
-        if _in(a, asg, step) and id(asg) not in done and _direct_kind(a, asg.value, step) == SCALED:
-            _report_mean(ctx, asg, step)
-    for c in a.calls:
-        if _in(a, c, step) and not _in_scaled_assignment(a, c, step) and _direct_kind(a, c, step) == SCALED \
-                and not any(c is t for _w, g in gradient_calls for t in walk(g)):
-            ctx.warn(c, RULE, ctx.say("{call}: Keras divides this loss by {size} under {engine}; what the step "
-                                      "reports of it is that share: multiply it by {size} where it is reported",
-                                      call=a.code(c)))
-    for p in applies:
-        if not _is_self_attribute(a, receiver(p), "optimizer"):  # compile()'s optimizer is scaled there
-            gradient_tape._scale(ctx, receiver(p))
-    _legacy_loss_objects(ctx, step)
-
-
 #: what may carry gradients from tape.gradient to the optimizer unchanged
 PASS_THROUGH = {"zip", "list", "tuple"}
 
 
-def _check_passed_as_they_are(a: A.Analysis, step, g: cst.Call, names, applies) -> None:
+def check_passed_as_they_are(a: A.Analysis, step, g: cst.Call, names, applies) -> None:
     """The optimizer sums the replicas' gradients inside apply: whatever the
     step does to them before (clipping by norm, ...) would act on one
     replica's share instead of the mean gradient. Only names, zip(), list()
     and tuple() may lie between tape.gradient and the optimizer."""
     own = a.statement_of(g)
     for asg in a.assigns:
-        if _in(a, asg, step) and a.statement_of(asg) is not own and _mentions_any(asg.value, names) \
+        if in_step(a, asg, step) and a.statement_of(asg) is not own and mentions_any(asg.value, names) \
                 and not _passes(a, asg.value, names):
             raise Refusal(asg, _CHANGED)
     for p in applies:
         for arg in p.args:
-            if _mentions_any(arg.value, names) and not _passes(a, arg.value, names):
+            if mentions_any(arg.value, names) and not _passes(a, arg.value, names):
                 raise Refusal(p, _CHANGED)
     if not isinstance(a.parent(g), cst.Assign):
         if not any(arg.value is g for p in applies for arg in p.args):
@@ -191,7 +133,7 @@ _CHANGED = ("gradients changed between tape.gradient and the optimizer (clipped,
 
 
 def _passes(a: A.Analysis, expr, names) -> bool:
-    if not _mentions_any(expr, names):
+    if not mentions_any(expr, names):
         return True
     if isinstance(expr, cst.Name):
         return True
@@ -200,73 +142,11 @@ def _passes(a: A.Analysis, expr, names) -> bool:
     return False
 
 
-def _mentions_any(node, names) -> bool:
+def mentions_any(node, names) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 
 
-def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None:
-    a = ctx.a
-    target = find_arg(g, "target", 0)
-    if target is None:
-        raise Refusal(g, "tape.gradient without a loss: cannot tell what to divide by the number of replicas")
-    kind = _kind(a, target.value, step)
-    if kind == PLAIN:
-        base = target.value.value if isinstance(target.value, cst.Name) else "loss"
-        name = replicas.free_local_name(ctx, f"scaled_{base}")
-        code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
-        new = ctx.stmts(code, comment=ctx.say(
-            "{engine}: fit() runs this step on every replica and the optimizer sums their gradients: "
-            "differentiate this replica's share of the mean loss."))
-        stmt = a.statement_of(g)
-        if dataflow.is_inside(a, stmt, w.body):
-            ctx.plan.insert_before(stmt, new)
-        else:
-            ctx.plan.insert_after(w.body.body[-1], new)
-        ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
-        ctx.change(g, RULE, ctx.say("gradient of {target} / {size} (the optimizer sums the replicas' gradients)",
-                                    target=a.code(target.value)))
-        return
-    # SCALED: a name bound once, in the step, to the loss Keras divided
-    asg = _single_assignment(a, target.value, step)
-    if asg is None:
-        raise Refusal(target.value, "the loss " + a.code(target.value) + " is divided by the number of replicas by "
-                      "Keras under {engine} and reaches tape.gradient through more than one binding: cannot tell "
-                      "what the step reports; not converted{alternative}")
-    base = target.value.value
-    done.add(id(asg))
-    if not _read_elsewhere(a, asg, step, target.value):
-        ctx.change(g, RULE, ctx.say("gradient of {target} kept: Keras divides it by {size} under {engine}, as the "
-                                    "optimizer (which sums the replicas' gradients) needs", target=base))
-        return
-    name = replicas.free_local_name(ctx, f"scaled_{base}")
-    new = ctx.stmts(f"{name} = {base}\n{base} = " + ctx.fill(ctx.backend.loss_mean_again(name)),
-                    comment=ctx.say("{engine}: Keras divided this loss by the number of replicas, as the optimizer "
-                                    "(which sums their gradients) needs; {base} is the mean again for what the step "
-                                    "reports.", base=base))
-    ctx.plan.insert_after(a.statement_of(asg), new)
-    ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
-    ctx.change(g, RULE, ctx.say("gradient of {target} as Keras divides it by {size} under {engine}; the step "
-                                "reports the mean", target=base))
-
-
-def _report_mean(ctx, asg: cst.Assign, step) -> None:
-    a = ctx.a
-    target = asg.targets[0].target if len(asg.targets) == 1 else None
-    if not isinstance(target, cst.Name):
-        raise Refusal(asg, "a loss Keras divides by the number of replicas under {engine}, assigned to "
-                      + a.code(asg.targets[0].target) + ": cannot give the step the mean back; "
-                      "not converted{alternative}")
-    base = target.value
-    if not _read_elsewhere(a, asg, step, None):
-        return
-    new = ctx.stmts(f"{base} = " + ctx.fill(ctx.backend.loss_mean_again(base)), comment=ctx.say(
-        "{engine}: Keras divided this loss by the number of replicas; the step reports the mean."))
-    ctx.plan.insert_after(a.statement_of(asg), new)
-    ctx.change(asg, RULE, ctx.say("{base}: Keras divides it by {size} under {engine}; multiplied back for what the "
-                                  "step reports", base=base))
-
-
-def _of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> bool:
+def of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> bool:
     """``tape.gradient(pred, [interpolated])`` of tensors the tape is told to
     watch (``tape.watch(interpolated)``) in its block: a gradient with respect
     to inputs (a WGAN-GP's penalty), which no optimizer applies."""
@@ -281,17 +161,17 @@ def _of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> bo
     return bool(names) and all(isinstance(n, cst.Name) and n.value in watched for n in names)
 
 
-def _in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
+def in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
     """The call is (a term of) the value of an assignment Keras divides as a
     whole (``d_loss = loss_fn(ones, real) + loss_fn(zeros, fake)``): what
     the step reports of it is handled with that assignment."""
     node = a.parent(call)
     while isinstance(node, cst.BinaryOperation):
         node = a.parent(node)
-    return isinstance(node, cst.Assign) and _direct_kind(a, node.value, step) == SCALED
+    return isinstance(node, cst.Assign) and direct_kind(a, node.value, step) == SCALED
 
 
-def _read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
+def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     """Is the name asg binds read in the step (the function of the step
     holding it: the step or a method only it runs), other than at ``skip``?"""
     target = asg.targets[0].target
@@ -302,21 +182,21 @@ def _read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     return False
 
 
-def _single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
+def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
     if not isinstance(expr, cst.Name):
         return None
     bindings = a.assigned_values(expr)
     if len(bindings) != 1:
         return None
     origin, value = bindings[0]
-    if not isinstance(origin, cst.Assign) or value is None or not _in(a, origin, step):
+    if not isinstance(origin, cst.Assign) or value is None or not in_step(a, origin, step):
         return None
-    if _direct_kind(a, value, step, follow=True) != SCALED:
+    if direct_kind(a, value, step, follow=True) != SCALED:
         return None
     return origin
 
 
-def _direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[str]:
+def direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[str]:
     """SCALED when the value is itself a call Keras divides, or a sum of
     such calls (``loss_fn(ones, real) + loss_fn(zeros, fake)``), scaled by
     Python numbers; else None."""
@@ -324,18 +204,18 @@ def _direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[s
         return SCALED
     if isinstance(value, cst.BinaryOperation):
         if isinstance(value.operator, (cst.Add, cst.Subtract)):
-            sides = [_direct_kind(a, value.left, step, follow), _direct_kind(a, value.right, step, follow)]
+            sides = [direct_kind(a, value.left, step, follow), direct_kind(a, value.right, step, follow)]
             return SCALED if sides == [SCALED, SCALED] else None
         if isinstance(value.operator, (cst.Multiply, cst.Divide)):
             pairs = ((value.left, value.right), (value.right, value.left)) if isinstance(value.operator, cst.Multiply) \
                 else ((value.left, value.right),)
             for side, other in pairs:
                 if _python_number(a, other):
-                    return _direct_kind(a, side, step, follow)
+                    return direct_kind(a, side, step, follow)
     return None
 
 
-def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
+def mean_kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
     """PLAIN (a mean Keras does not divide), SCALED (divided by Keras), or a
     Refusal naming what cannot be decided."""
     if depth > 8:
@@ -354,18 +234,18 @@ def _kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
             raise Refusal(expr, "the loss " + expr.value + " of a custom " + step.name.value + " is not only bound "
                           "by plain assignments (a parameter, +=, a loop): cannot tell whether Keras divides it by "
                           "the number of replicas under {engine}; not converted{alternative}")
-        return _same([_kind(a, v, step, depth + 1) for _, v in bindings], expr, step)
+        return _same([mean_kind(a, v, step, depth + 1) for _, v in bindings], expr, step)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return _kind(a, expr.expression, step, depth + 1)
+        return mean_kind(a, expr.expression, step, depth + 1)
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
             sides = ((expr.left, expr.right), (expr.right, expr.left)) if isinstance(expr.operator, cst.Multiply) \
                 else ((expr.left, expr.right),)
             for side, other in sides:
                 if _python_number(a, other):
-                    return _kind(a, side, step, depth + 1)
+                    return mean_kind(a, side, step, depth + 1)
         if isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            return _same([_kind(a, expr.left, step, depth + 1), _kind(a, expr.right, step, depth + 1)], expr, step)
+            return _same([mean_kind(a, expr.left, step, depth + 1), mean_kind(a, expr.right, step, depth + 1)], expr, step)
     raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot tell "
                   "whether Keras already divides it by the number of replicas under {engine}; "
                   "not converted{alternative}")
@@ -431,78 +311,13 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool
         # a method of the model or a function of the module (self.log_loss(data)): what it returns
         returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
         if returns:
-            return _same([_kind(a, r, step, depth + 1) for r in returns], call, step)
-    if replica_loss.is_keras_loss_object(a, func):
+            return _same([mean_kind(a, r, step, depth + 1) for r in returns], call, step)
+    if losses.is_keras_loss_object(a, func):
         return SCALED  # Keras 3 divides it (tf-keras raises on it: warned, _legacy_loss_objects)
     return None
 
 
-def _legacy_loss_objects(ctx, step) -> None:
-    """A tf.keras script's step calling a Keras Loss object with a mean
-    reduction: Keras 3 divides its value by the number of replicas (the
-    step is converted for that), but on TF_CONFIG workers the conversion
-    runs tf-keras (keras-team/keras#20585), whose Loss refuses that
-    reduction under a strategy outside compile() (``Loss._get_reduction``
-    raises ValueError: every worker stops). When the object is built in
-    this file and used nowhere but in calls of this step, it is built with
-    reduction="none" and each call averaged as Keras 3's mean reduction does
-    under a strategy (over all its values, divided by the number of
-    replicas): the same value on both Keras versions. Otherwise warned once
-    per file, with the edit."""
-    a = ctx.a
-    if _flavor(a) == "keras":
-        return
-    calls = [c for c in a.calls if _in(a, c, step) and replica_loss.is_keras_loss_object(a, c.func)]
-    if not calls:
-        return
-    constructions = _only_called_in(a, calls)
-    if constructions is None:
-        done = ctx.state(__name__ + ".legacy_loss_objects")
-        if not done:
-            done.add(True)
-            ctx.warn(calls[0], RULE, ctx.say(
-                "a Keras Loss object with a mean reduction called in {step}: under MultiWorkerMirroredStrategy "
-                "(TF_CONFIG) fit() runs on tf-keras (keras-team/keras#20585), which raises ValueError on it outside "
-                "compile() (Keras 3, on one host, divides it by {size} as the step needs): give it "
-                "reduction=\"none\" and average it with tf.nn.compute_average_loss(..., global_batch_size=<per-replica "
-                "batch> * {size}), or use self.compute_loss", step=step.name.value))
-        return
-    state = ctx.state(__name__ + ".loss_objects", dict)
-    if "mean" not in state:
-        state["mean"] = ctx.imports.free_name("replica_mean_loss")
-        ctx.define(
-            f"def {state['mean']}(values):\n"
-            f"    \"\"\"The mean of a Keras loss object's values (built with reduction=\"none\"), divided by the number of\n"
-            f"    replicas as its mean reduction is under a strategy: each replica's gradient is its share of the sum.\"\"\"\n"
-            f"    values = {{tf}}.convert_to_tensor(values)\n"
-            f"    return {{tf}}.reduce_sum(values) / {{tf}}.cast({{tf}}.size(values), values.dtype) / "
-            f"{{tf}}.distribute.get_strategy().num_replicas_in_sync",
-            ctx.say("{engine}: a Keras loss object's mean as a strategy takes it, on Keras 3 and tf-keras alike."))
-    for k in constructions:
-        if k in state:
-            continue
-        state[k] = True
-        reduction = find_arg(k, "reduction", None)
-        new = ctx.expr(ctx.quoted("none"))
-        if reduction is not None:
-            ctx.plan.replace(reduction.value, lambda old, new=new: new)
-        else:
-            ctx.plan.replace(k, lambda old, new=new: append_arg(old, kwarg("reduction", new)))
-        ctx.change(k, RULE, ctx.say(
-            "{loss} built with reduction=\"none\": tf-keras, which runs fit() on TF_CONFIG workers "
-            "(keras-team/keras#20585), refuses a mean reduction outside compile(); {step} averages it instead",
-            loss=a.code(k.func), step=step.name.value))
-    for c in calls:
-        if c in state:
-            continue
-        state[c] = True
-        template = f"{state['mean']}({{inner}})"
-        ctx.plan.replace(c, lambda upd, template=template: ctx.expr(ctx.fill(template, inner=ctx.module.code_for_node(upd))))
-        ctx.change(c, RULE, ctx.say("{call}: its values averaged and divided by {size}, as a mean reduction is under "
-                                    "{engine}", call=a.code(c)))
-
-
-def _only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Call]]:
+def only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Call]]:
     """The constructions of the loss objects ``calls`` call, when each is
     built here with its arguments named (a positional one may be the
     reduction) and reaches nothing but these calls: handed to a method or
@@ -515,7 +330,7 @@ def _only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.C
         if not (isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"):
             return None
         attributes.add(c.func.attr.value)
-        for k in replica_loss.keras_loss_constructions(a, c.func):
+        for k in losses.keras_loss_constructions(a, c.func):
             if any(arg.keyword is None for arg in k.args):
                 return None
             holder = a.parent(k)
@@ -543,6 +358,5 @@ def _only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.C
     return found or None
 
 
-def _flavor(a: A.Analysis) -> str:
-    from .keras_fit import flavor
+def keras_flavor(a: A.Analysis) -> str:
     return flavor(a)

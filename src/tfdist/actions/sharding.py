@@ -8,46 +8,27 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
-from . import kinds
-
-from typing import List, Optional, Set
-
+from typing import List, Set
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
-from . import dataset_flow as flow
-from . import rank0_io
-from .common import append_arg, find_arg, fit_arg, has_star_args, kwarg, method_name, source
-
-RULE = kinds.DATA_DIVISION
-
-
-# State kept per conversion (ctx.state): what this module already edited,
-# so the rules reaching the same node never edit it twice.
-def _sharded(ctx) -> set:
-    """Sources, seeds and counts already divided."""
-    return ctx.state(__name__ + ".sharded")
+from ..facts.array_reads import site_use
+from ..facts.seeding import dataframe_draw, random_splits, seeding_parameter
+from ..facts.shard_points import RULE, SHARED_SEED, adapted_downstream, after_attribute_reads, conditional_shards_state, conditional_template, feeds_fit_only, global_seed_set_before, held_directly, inline_slice_sites, later_point, new_parameter_name, positional_point, seeded_earlier_in, sharded_state, with_keyword_only
+from ..facts.syntax import append_arg, find_arg, has_star_args, kwarg, method_name, source
+from ..facts import dataset_flow
+from ..facts import samplers
 
 
-def _wrapped(ctx) -> set:
-    """Sequences given to fit() already wrapped."""
-    return ctx.state(__name__ + ".wrapped")
-
-
-def _state(ctx) -> dict:
-    return ctx.state(__name__, dict)
-
-
-def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
+def wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
     """Replace node by template (made with ``{inner}`` for the dataset),
     filled with node's *updated* form, so edits inside it (a seed) survive.
     False (nothing edited, a warning instead) when a preprocessing layer is
     adapted on data that would come from this shard."""
-    adapt = _adapted_downstream(ctx, node)
+    adapt = adapted_downstream(ctx, node)
     if adapt is not None:
         ctx.warn(node, RULE, ctx.say(
             "{layer}.adapt(...) at line {line} reads data that would be sharded by rank here: each rank would adapt "
@@ -56,7 +37,7 @@ def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
             ".shard({size}, {rank}) and an equal count per rank", layer=ctx.a.code(adapt.func.value),
             line=str(ctx.a.line(adapt))))
         return False
-    template = _conditional_template(ctx, node, template)
+    template = conditional_template(ctx, node, template)
 
     def rewrite(upd):
         return ctx.expr(template, inner=source(ctx.module, upd))
@@ -64,25 +45,10 @@ def _wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
     return True
 
 
-def _adapted_downstream(ctx, node: cst.BaseExpression):
-    """The first ``layer.adapt(data)`` whose data flows from node, for an
-    engine whose shard holds only the rank's share wherever it is read."""
-    if not ctx.backend.shard_is_in_place:
-        return None
-    a = ctx.a
-    for call in a.calls:
-        if method_name(call) != "adapt" or not isinstance(call.func, cst.Attribute):
-            continue
-        data = find_arg(call, "data", 0)
-        if data is not None and flow.path_to(a, data.value, node) is not None:
-            return call
-    return None
-
-
 def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     """Shard every tf.data source ``dataset`` is built from. False if none found."""
     a = ctx.a
-    shared = flow.shared_helpers(a, dataset)
+    shared = dataset_flow.shared_helpers(a, dataset)
     if shared:
         for call in shared:
             _shard_local_helper(ctx, call, what)
@@ -93,16 +59,16 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
     for src in sources:
         point = positional_point(a, dataset, src)
         if point is False:
-            if src not in _sharded(ctx):
-                _sharded(ctx).add(src)
+            if src not in sharded_state(ctx):
+                sharded_state(ctx).add(src)
                 ctx.warn(src, RULE, ctx.say("this dataset is cut into windows that are not flattened (flat_map) before it is batched: shard it by hand after the windows are flattened, with .shard({size}, {rank}) and an equal count per rank"))
             continue
         if point is not None:
             _shard_after_positional(ctx, point, src, what)
             continue
-        if src in _sharded(ctx):
+        if src in sharded_state(ctx):
             continue
-        _sharded(ctx).add(src)
+        sharded_state(ctx).add(src)
         parent = ctx.a.parent(src)
         if isinstance(parent, cst.Attribute) and parent.attr.value == "shard":
             ctx.warn(src, RULE, ctx.say("the dataset is already sharded: check it is sharded by {engine} rank"))
@@ -111,61 +77,34 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _shard_records(ctx, dataset, src, what)
             continue
         if ctx.a.is_name(src, apis.TFDS_LOAD):
-            if flow.tfds_shape(ctx.a, src) != ("single", False):
+            if dataset_flow.tfds_shape(ctx.a, src) != ("single", False):
                 ctx.warn(src, RULE, ctx.say("this tfds.load(...) returns several datasets: shard the one used for training with .shard({size}, {rank}).take(len // {size})"))
                 continue
             _tfds_fixed_file_order(ctx, src)
         share_seed(ctx, src)
-        for upstream in flow.row_origins(ctx.a, src):
+        for upstream in dataset_flow.row_origins(ctx.a, src):
             share_seed(ctx, upstream)  # the rows' order is its order: the same on every rank
-        later = _later_point(ctx, dataset, src)
+        later = later_point(ctx, dataset, src)
         why = "is also used whole elsewhere"
         if later is None:
-            later = _after_attribute_reads(ctx, dataset, src)
+            later = after_attribute_reads(ctx, dataset, src)
             why = "has attributes read elsewhere (class_names) that a dataset made from it does not have"
-        if later is None and _adapted_downstream(ctx, src) is not None:
+        if later is None and adapted_downstream(ctx, src) is not None:
             later = _training_point(ctx, dataset, src)
             why = "also feeds a preprocessing layer's adapt(), which must see all of it"
         if later is not None:
             # The source's own dataset is used elsewhere too (a
             # TextVectorization.adapt, ...): every rank must see all of it there.
-            if _wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}")):
+            if wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}")):
                 ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
             continue
         if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
         else:
             template = ctx.backend.shard_dataset("{inner}")
-        if _wrap_node(ctx, src, template):
+        if wrap_node(ctx, src, template):
             ctx.change(src, RULE, f"{what}: dataset sharded by rank, equal share per rank")
     return True
-
-
-def positional_point(a, dataset, src: cst.Call):
-    """The last call on the way from ``src`` to ``dataset``, before it is
-    batched, whose output depends on the position or the neighbours of each
-    element (``window``, ``take``/``skip``, ...): the shard goes after it, so
-    the windows are cut from the whole series and a split by count splits
-    the same stream on every rank. None when there is none; False when its
-    elements are still datasets (windows never flattened) where it is batched."""
-    path = flow.path_to(a, dataset, src)
-    point = None
-    nested = False  # elements are datasets (windows) here: no shard before they are flattened
-    batched = False  # elements are batches here (until an unbatch): a take() counts batches
-    for call in reversed(path or []):  # from the source towards the consumer
-        name = method_name(call)
-        if nested:
-            if name in apis.RECORD_READING_METHODS:
-                nested, point = False, call
-            continue
-        if name in apis.BATCHING_DATASET_METHODS:
-            batched = True
-        elif name in apis.UNBATCHING_DATASET_METHODS:
-            batched = False
-        elif name in apis.POSITIONAL_DATASET_METHODS and not batched:
-            point = call
-            nested = name in apis.NESTING_DATASET_METHODS
-    return False if nested else point
 
 
 def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> None:
@@ -175,25 +114,25 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
     is not sharded, so several flows cut from it (``take`` and ``skip``)
     are each sharded once, at their own point."""
     a = ctx.a
-    if point in _sharded(ctx):
+    if point in sharded_state(ctx):
         return
-    _sharded(ctx).add(point)
-    if src in _sharded(ctx):
+    sharded_state(ctx).add(point)
+    if src in sharded_state(ctx):
         # another flow already sharded the source: sharding again here would divide twice
         cut = "window() and this flat_map()" if method_name(point) in apis.RECORD_READING_METHODS else f"{method_name(point)}()"
         ctx.warn(point, RULE, ctx.say(f"{cut} cut this dataset by the position of its elements, and another use of its source {a.code(src.func)}(...) is sharded at the source: shard each flow once, after {method_name(point)}(...), with .shard({{size}}, {{rank}}) and an equal count per rank"))
         return
     share_seed(ctx, src)
     seeded = global_seed_set_before(a, point)
-    for call in flow.path_to(a, point, src) or []:
+    for call in dataset_flow.path_to(a, point, src) or []:
         if method_name(call) in apis.RANDOM_DATASET_METHODS and find_arg(call, "seed", 1) is None and not seeded \
-                and not has_star_args(call) and (call, "seed") not in _sharded(ctx):
-            _sharded(ctx).add((call, "seed"))
+                and not has_star_args(call) and (call, "seed") not in sharded_state(ctx):
+            sharded_state(ctx).add((call, "seed"))
             add_kwarg(ctx, call, "seed", SHARED_SEED)
             ctx.change(call, RULE, f"{method_name(call)}() before {method_name(point)}(): one seed shared by every rank, so the ranks hold the same stream where it is sharded and their shares are disjoint")
-    known = flow.size_known(a, point)
+    known = dataset_flow.size_known(a, point)
     template = ctx.backend.shard_dataset_known_size("{inner}") if known else ctx.backend.shard_dataset("{inner}")
-    if _wrap_node(ctx, point, template):
+    if wrap_node(ctx, point, template):
         ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
 
 
@@ -204,10 +143,10 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
     test rows. The call gets the shared seed, unless NumPy's global
     generator is seeded before it (the same draw everywhere then)."""
     a = ctx.a
-    done = ctx.state(__name__ + ".split_seeded")
+    done = ctx.state("data_division.split_seeded")
     names: set = set()
     helpers: List[cst.Call] = []
-    splits = _random_splits(a, arrays, names=names, helpers=helpers, ctx=ctx)
+    splits = random_splits(a, arrays, names=names, helpers=helpers, ctx=ctx)
     for call in helpers:
         _seed_before_helper(ctx, call)
     # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
@@ -227,7 +166,7 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
             ctx.change(first, RULE, f"{a.code(first.func)}(): NumPy seeded the same on every rank before it, so every "
                                     f"rank draws the same order and the shares taken from it are disjoint")
     for call in splits:
-        if _dataframe_draw(a, call):
+        if dataframe_draw(a, call):
             keyword, position = apis.DATAFRAME_RANDOM_DRAWS[method_name(call)], None
         elif a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS):
             keyword, position = apis.RANDOM_ARRAY_SPLITTERS[a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS)]
@@ -251,15 +190,15 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
     called from a loop, and not in a loop itself (seeded there, every call
     would draw the same order again)."""
     a = ctx.a
-    external = flow.external_callable(a, call) if not isinstance(call.func, cst.Name) or \
+    external = dataset_flow.external_callable(a, call) if not isinstance(call.func, cst.Name) or \
         not a.local_functions(call.func) else None
     param = seeding_parameter(*external, call, apis.NUMPY_GLOBAL_SEED_SETTERS) if external is not None else None
     if param is not None:
         # it seeds NumPy itself, from its parameter: seeding before it would be undone there
-        if call in ctx.state(__name__ + ".split_seeded"):
+        if call in ctx.state("data_division.split_seeded"):
             return
-        ctx.state(__name__ + ".split_seeded").add(call)
-        value = flow.argument_at(*external, call, param)
+        ctx.state("data_division.split_seeded").add(call)
+        value = dataset_flow.argument_at(*external, call, param)
         if value is not param.default:  # handed None: that argument becomes the seed
             new = ctx.expr(SHARED_SEED)
             ctx.plan.replace(value, lambda old, new=new: new)
@@ -274,9 +213,9 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
         return
     fdef = a.enclosing_function(call)
     if fdef is not None and any(dataflow.outermost_loop(a, site) is not None or a.enclosing_function(site) is not None
-                                for site in flow.call_sites(a, fdef)):
+                                for site in dataset_flow.call_sites(a, fdef)):
         return
-    if global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS) or _seeded_earlier_in(a, stmt):
+    if global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS) or seeded_earlier_in(a, stmt):
         return
     if not seed_numpy_alike_before(ctx, stmt, "{engine}: every rank shuffles the data the same way, so the shares "
                                               "it takes are disjoint."):
@@ -289,185 +228,13 @@ def seed_numpy_alike_before(ctx, stmt, comment: str) -> bool:
     """Seed NumPy's global generator with the shared seed, the same on every
     rank, right before ``stmt`` (once per statement, whichever rule asks).
     True when the seed was put there now."""
-    done = ctx.state(__name__ + ".numpy_seeded")
+    done = ctx.state("data_division.numpy_seeded")
     if stmt in done:
         return False
     done.add(stmt)
     np_name = ctx.imports.require("numpy", "np")
     ctx.plan.insert_before(stmt, ctx.stmts(f"{np_name}.random.seed({SHARED_SEED})", comment=ctx.say(comment)))
     return True
-
-
-def _seeded_earlier_in(a, stmt) -> bool:
-    """NumPy's global generator is seeded by a statement before ``stmt`` in its block."""
-    body = list(a.parent(stmt).body) if hasattr(a.parent(stmt), "body") else []
-    if stmt not in body:
-        return False
-    return any(a.names(c) & apis.NUMPY_GLOBAL_SEED_SETTERS for s in body[:body.index(stmt)]
-               for c in walk(s) if isinstance(c, cst.Call))
-
-
-def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None) -> bool:
-    """``fdef`` (a function of the module ``other`` analyses) reorders rows
-    with NumPy's global generator, or splits them at random without a seed,
-    and never seeds NumPy itself -- directly or in a function of its module
-    it calls. With ``call``: a seeding by a parameter the call leaves None
-    (``np.random.seed(seed)``, seed=None: from the OS, per process) is none."""
-    return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, _numpy_order_draw, call=call)
-
-
-def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters) -> Optional[cst.Param]:
-    """The parameter of ``fdef`` its seeding call is handed
-    (``np.random.seed(seed)``) when ``call`` leaves it None -- the helper
-    then seeds from the OS, differently in every process; None otherwise."""
-    for c in walk(fdef.body):
-        if isinstance(c, cst.Call) and other.names(c) & seed_setters:
-            param = _seed_left_none(other, fdef, call, c)
-            if param is not None:
-                return param
-    return None
-
-
-def _seeds_at(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Call) -> bool:
-    """The seeding call ``setter`` in ``fdef`` seeds alike when ``call``
-    runs it: not skipped by the function's own flag there (``if seed is not
-    False:``, seed=False), nor handed a parameter the call leaves None."""
-    from . import samplers  # samplers reads this module's tables
-    return samplers.branch_taken(other, fdef, call, setter) is not False \
-        and _seed_left_none(other, fdef, call, setter) is None
-
-
-def _seed_left_none(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Call) -> Optional[cst.Param]:
-    """The parameter of ``fdef`` the seeding call ``setter`` is handed, when
-    ``call`` runs that setter with the parameter None."""
-    from . import samplers  # samplers reads this module's tables
-    param = flow.helper_param(other, fdef, setter.args[0].value) if setter.args else None
-    if param is None or samplers.branch_taken(other, fdef, call, setter) is False:
-        return None
-    value = flow.argument_at(other, fdef, call, param)
-    return param if isinstance(value, cst.Name) and value.value == "None" else None
-
-
-def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
-    """The same for Python's global ``random`` (``random.shuffle(paths)``)."""
-    return _draws_unseeded(other, fdef, apis.PYTHON_GLOBAL_SEED_SETTERS,
-                           lambda o, c: bool(o.names(c) & apis.PYTHON_REORDERING_DRAWS))
-
-
-def _numpy_order_draw(other, c: cst.Call) -> bool:
-    if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
-        return True
-    if other.is_name(c, apis.JOINT_ROW_SHUFFLES) and find_arg(c, "random_state") is None \
-            and not has_star_args(c):
-        return True  # sklearn's shuffle(X, y) draws from NumPy's global generator
-    found = other.is_name(c, apis.RANDOM_ARRAY_SPLITTERS)
-    if found:
-        keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]
-        return find_arg(c, keyword, position) is None and not has_star_args(c)
-    return False
-
-
-def _draws_unseeded(other, fdef: cst.FunctionDef, seed_setters, is_draw, depth: int = 0,
-                    call: Optional[cst.Call] = None) -> bool:
-    """fdef, or a function of its module it calls (two levels deep), makes
-    a draw is_draw recognises, and fdef seeds none of seed_setters (with
-    ``call``: none with a seed that call sets)."""
-    calls = [c for c in walk(fdef.body) if isinstance(c, cst.Call)]
-    if any(other.names(c) & seed_setters and (call is None or _seeds_at(other, fdef, call, c)) for c in calls):
-        return False
-    for c in calls:
-        if is_draw(other, c):
-            return True
-        if depth < 2 and isinstance(c.func, cst.Name) and any(
-                f is not fdef and _draws_unseeded(other, f, seed_setters, is_draw, depth + 1)
-                for f in other.local_functions(c.func)):
-            return True
-    return False
-
-
-def helper_draws(ctx, call: cst.Call) -> bool:
-    """The call runs a function of this module or of another module of the
-    project that draws unseeded (see draws_unseeded)."""
-    a = ctx.a
-    if isinstance(call.func, cst.Name):
-        local = a.local_functions(call.func)
-        if local:
-            return any(draws_unseeded(a, f) for f in local)
-    external = flow.external_callable(a, call)
-    return external is not None and draws_unseeded(*external, call=call)
-
-
-def _random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None, ctx=None) -> List[cst.Call]:
-    """The random splitters (apis.RANDOM_ARRAY_SPLITTERS) and NumPy global
-    draws the values of these expressions come from, followed through the
-    names they read (collected in ``names``); with ``helpers`` a list, calls
-    of functions drawing unseeded inside are collected there."""
-    seen = seen if seen is not None else set()
-    names = names if names is not None else set()
-    out: List[cst.Call] = []
-    for expr in exprs:
-        if depth > 8 or id(expr) in seen:
-            continue
-        seen.add(id(expr))
-        for node in walk(expr):
-            if isinstance(node, cst.Call) and node not in out and (
-                    a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS
-                    or _dataframe_draw(a, node)):
-                out.append(node)
-            elif isinstance(node, cst.Call) and helpers is not None and ctx is not None and node not in helpers \
-                    and helper_draws(ctx, node):
-                helpers.append(node)
-            if not isinstance(node, cst.Name):
-                continue
-            names.add(node.value)
-            for origin, value in a.assigned_values(node):
-                if value is not None:
-                    out += [c for c in _random_splits(a, [value], depth + 1, seen, names, helpers, ctx) if c not in out]
-                elif isinstance(origin, cst.Name):
-                    unpack = flow.unpacked(a, origin)
-                    if unpack is not None:
-                        out += [c for c in _random_splits(a, [unpack[0].value], depth + 1, seen, names, helpers, ctx)
-                                if c not in out]
-                    elif dataflow.assigned_by(a, origin) is not None:
-                        # x_train, x_test, ... = get_data(): what the call draws
-                        out += [c for c in _random_splits(a, [dataflow.assigned_by(a, origin)], depth + 1, seen,
-                                                          names, helpers, ctx) if c not in out]
-    return out
-
-
-def _dataframe_draw(a, call) -> bool:
-    """``df.sample(frac=1)``: a pandas DataFrame method drawing rows at random
-    (apis.DATAFRAME_RANDOM_DRAWS), on a receiver known to be a DataFrame."""
-    return isinstance(call, cst.Call) and method_name(call) in apis.DATAFRAME_RANDOM_DRAWS \
-        and isinstance(call.func, cst.Attribute) and rank0_io.object_kind(a, call.func.value) == apis.DATAFRAME
-
-
-def global_seed_set_before(a, node, setters_table=None) -> bool:
-    """Does the script set TensorFlow's global seed (tf.random.set_seed,
-    keras.utils.set_random_seed) at module level before the code building
-    ``node`` runs? Then an unseeded shuffle there draws the same order on
-    every rank, and the user's own order (their split) is kept as it is. The
-    code runs at its module-level statement, or, inside a function, at the
-    first module-level statement calling that function. ``setters_table``:
-    other seeding calls to look for (NumPy's)."""
-    def top(n):
-        while n is not None and not isinstance(a.parent(n), cst.Module):
-            n = a.parent(n)
-        return n
-    table = setters_table if setters_table is not None else apis.TF_GLOBAL_SEED_SETTERS
-    setters = [top(c) for c in a.calls if a.names(c) & table and a.enclosing_function(c) is None]
-    if not setters:
-        return False
-    fdef = a.enclosing_function(node)
-    if fdef is None:
-        runs = [top(node)]
-    else:
-        runs = [top(site) for site in flow.call_sites(a, fdef) if a.enclosing_function(site) is None]
-    body = list(a.module.body)
-    if not runs or None in runs or None in setters:
-        return False
-    first = min(body.index(r) for r in runs)
-    return any(body.index(t) < first for t in setters)
 
 
 def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
@@ -479,11 +246,11 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     same_random_split(ctx, values)
     leaves: List[cst.BaseExpression] = []
     for v in values:
-        found = flow.array_leaves(v, ctx.a)
+        found = dataset_flow.array_leaves(v, ctx.a)
         if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
-        mixed = [leaf for leaf in found if _held_directly(ctx.a, leaf, [v]) and flow.array_structure(ctx.a, leaf) == "mixed"]
+        mixed = [leaf for leaf in found if held_directly(ctx.a, leaf, [v]) and dataset_flow.array_structure(ctx.a, leaf) == "mixed"]
         if mixed:
             ctx.warn(mixed[0], RULE, ctx.say(
                 "{what}: {name} is bound both to a list or dict of arrays (one per input or output) and to "
@@ -496,7 +263,7 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         # arithmetic (x - mu) once too, rather than computed twice
         once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
         template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
-        structure = flow.array_structure(ctx.a, v) if _held_directly(ctx.a, v, values) else None
+        structure = dataset_flow.array_structure(ctx.a, v) if held_directly(ctx.a, v, values) else None
         if structure is not None:
             # a model's several inputs or outputs (a list or dict of arrays, as Keras reads it): each
             # array sliced alike, not the list itself (that would drop whole inputs or outputs)
@@ -505,25 +272,8 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         replacement = lambda old, new=new: new  # noqa: E731
         ctx.plan.replace(v, replacement)
         ctx.change(v, RULE, f"{what}: {ctx.a.code(v)} sliced by rank, equal share per rank")
-        _inline_slices(ctx).append((v, replacement, ctx.changes[-1]))
+        inline_slice_sites(ctx).append((v, replacement, ctx.changes[-1]))
     return True
-
-
-def _held_directly(a, leaf, values) -> bool:
-    """fit() reads ``leaf`` as it is: it is one of ``values`` or an item of
-    their tuple, list or dict displays -- not the argument of a conversion
-    (``np.array(rows)``, whose rows are samples whatever ``rows`` is)."""
-    node = leaf
-    while all(node is not v for v in values):
-        node = a.parent(node)
-        if not isinstance(node, (cst.Element, cst.DictElement, cst.List, cst.Tuple, cst.Dict)):
-            return False
-    return True
-
-
-def _inline_slices(ctx) -> list:
-    """(argument, its replacement, the finding) of arrays sliced where fit() is handed them."""
-    return _state(ctx).setdefault("inline_slices", [])
 
 
 def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source) -> bool:
@@ -537,7 +287,7 @@ def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source)
     with other data: the caller does not slice."""
     a = ctx.a
     found = []
-    for v, replacement, finding in _inline_slices(ctx):
+    for v, replacement, finding in inline_slice_sites(ctx):
         reads = [n for n in walk(v) if isinstance(n, cst.Name) and n.value in names
                  and any(a.statement_of(o) in bindings.get(n.value, ()) or
                          any(dataflow.is_inside(a, o, b) for b in bindings.get(n.value, ()))
@@ -550,7 +300,7 @@ def arrays_sliced_where_bound(ctx, names: Set[str], bindings, point, row_source)
         found.append((v, replacement, finding))
     for v, replacement, finding in found:
         ctx.plan.withdraw(v, replacement)
-        _inline_slices(ctx).remove((v, replacement, finding))
+        inline_slice_sites(ctx).remove((v, replacement, finding))
         ctx.changes.remove(finding)
     return True
 
@@ -572,8 +322,8 @@ def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
     if isinstance(fed, cst.Call) and method_name(fed) == "take" and isinstance(fed.func, cst.Attribute) \
             and a.is_kind(fed.func.value, A.DATASET):
         takes.append(fed)
-    takes += flow.batch_takes(a, fed)
-    done = ctx.state(__name__ + ".steps_taken")
+    takes += dataset_flow.batch_takes(a, fed)
+    done = ctx.state("data_division.steps_taken")
     for take in takes:
         if take in done or not take.args or take.args[0].keyword is not None:
             continue
@@ -581,19 +331,7 @@ def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
         divide(ctx, take.args[0].value, "steps taken from the dataset")
 
 
-# ---------------------------------------------------------------------------
-# Sources beyond tf.data constructors: tensorflow_datasets.load, Keras
-# directory readers, list_files pipelines, helpers (here or in another
-# module), ImageDataGenerator flows, keras.utils.Sequence subclasses.
-
-# The seed tfdist writes where a source would otherwise pick a random one per
-# process (list_files, image_dataset_from_directory, tfds shuffle_files): the
-# ranks must shuffle identically, or the shards taken after it overlap.
-SHARED_SEED = "1234"
-
-
 def add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
-    from .common import append_arg, kwarg
     new = ctx.expr(value)
     ctx.plan.replace(call, lambda c: append_arg(c, kwarg(name, new)))
 
@@ -602,40 +340,18 @@ def share_seed(ctx, src: cst.Call) -> None:
     """Sources shuffling with a per-process random seed get one shared seed."""
     a = ctx.a
     name = a.is_name(src, apis.SEEDED_SHUFFLE_SOURCES)
-    if name is None or (src, "seed") in _sharded(ctx):
+    if name is None or (src, "seed") in sharded_state(ctx):
         return
-    _sharded(ctx).add((src, "seed"))
+    sharded_state(ctx).add((src, "seed"))
     switch, switch_pos, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
     shuffle = find_arg(src, switch, switch_pos)
-    if shuffle is not None and flow.literal_false(shuffle.value) or shuffle is None and not by_default:
+    if shuffle is not None and dataset_flow.literal_false(shuffle.value) or shuffle is None and not by_default:
         return
     if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or seed_pos is None and any(
             arg.keyword is None for arg in src.args[3:]):
         return  # the user's seed is the same on every rank
     add_kwarg(ctx, src, seed_key, SHARED_SEED)
     ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
-
-
-def _later_point(ctx, dataset, src: cst.Call):
-    """For a batched reader of known size (directory readers) bound to a name
-    that other code also uses: the value bound to the training dataset's
-    name, when sharding there is equivalent (known size, no shuffle between)."""
-    a = ctx.a
-    name = flow.directory_reader_name(a, src)
-    if name is None:
-        return None
-    # reads of the name only: a later rebinding's target is not a use of the reader
-    uses = a.reads_bound_to(name, src)
-    if len(uses) <= 1 or not isinstance(dataset, cst.Name):
-        return None
-    bound = a.assigned_values(dataset)
-    if len(bound) != 1 or bound[0][1] is None or bound[0][1] is src:
-        return None
-    value = bound[0][1]
-    path = flow.path_to(a, value, src)
-    if path is None or not flow.size_known(a, value) or any(method_name(c) == "shuffle" for c in path):
-        return None
-    return value
 
 
 def _training_point(ctx, dataset, src: cst.Call):
@@ -646,44 +362,19 @@ def _training_point(ctx, dataset, src: cst.Call):
     one seed on every rank (``.batch(32).shuffle(1000)`` before
     ``.map(prepare_inputs)``), so their shares of it do not overlap."""
     a = ctx.a
-    path = flow.path_to(a, dataset, src)
-    if path is None or not flow.size_known(a, dataset) or _adapted_downstream(ctx, dataset) is not None:
+    path = dataset_flow.path_to(a, dataset, src)
+    if path is None or not dataset_flow.size_known(a, dataset) or adapted_downstream(ctx, dataset) is not None:
         return None
     shuffles = [c for c in path if method_name(c) in apis.RANDOM_DATASET_METHODS]
     if any(has_star_args(c) for c in shuffles):
         return None
     for c in shuffles:
-        if find_arg(c, "seed", 1) is None and (c, "seed") not in _sharded(ctx):
-            _sharded(ctx).add((c, "seed"))
+        if find_arg(c, "seed", 1) is None and (c, "seed") not in sharded_state(ctx):
+            sharded_state(ctx).add((c, "seed"))
             add_kwarg(ctx, c, "seed", SHARED_SEED)
             ctx.change(c, RULE, "one shuffle seed shared by every rank, so their shares of the shuffled stream "
                                 "(taken after it) do not overlap")
     return dataset
-
-
-def _after_attribute_reads(ctx, dataset, src: cst.Call):
-    """For a directory reader whose own attributes are read
-    (``train_ds.class_names``: a dataset made from it has none, so it cannot
-    be sharded where it is built): the point of the flow to training where
-    it can, the last before any shuffle -- the receiver of the shuffle
-    nearest the reader, else the dataset given to training itself -- when
-    the data's size is still known there. Straight-line rebindings
-    (``train_ds = train_ds.cache().shuffle(1000)``) are followed to the one
-    reaching each use."""
-    a = ctx.a
-    name = flow.directory_reader_name(a, src)
-    if name is None:
-        return None
-    if not any(isinstance(n, cst.Name) and n.value == name and isinstance(a.parent(n), cst.Attribute)
-               and a.parent(n).value is n and a.parent(n).attr.value in apis.KERAS_DIRECTORY_DATASET_ATTRIBUTES
-               and any(v is src for _, v in a.assigned_values(n)) for n in walk(a.module)):
-        return None
-    path = flow.flow_path(a, dataset, src, 0)
-    if path is None:
-        return None
-    shuffles = [c for c in path if method_name(c) in apis.RANDOM_DATASET_METHODS]
-    point = shuffles[-1].func.value if shuffles else dataset
-    return point if flow.size_known(a, point) else None
 
 
 # --- tensorflow_datasets.load ------------------------------------------------
@@ -693,11 +384,11 @@ def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
     """shuffle_files=True shuffles the files with a random seed per process:
     give every rank the same file order, so record shards stay disjoint."""
     a = ctx.a
-    if (src, "seed") in _sharded(ctx):
+    if (src, "seed") in sharded_state(ctx):
         return
-    _sharded(ctx).add((src, "seed"))
+    sharded_state(ctx).add((src, "seed"))
     sf = find_arg(src, "shuffle_files", apis.TFDS_LOAD_POS["shuffle_files"])
-    if sf is None or not flow.literal_true(sf.value):
+    if sf is None or not dataset_flow.literal_true(sf.value):
         return
     rc = find_arg(src, "read_config")
     # tfds.load(...): the module it is called on (not a builder's as_dataset)
@@ -717,16 +408,16 @@ def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
 
 def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -> None:
     key = (assign, name)
-    if key in _sharded(ctx):
+    if key in sharded_state(ctx):
         return
-    _sharded(ctx).add(key)
+    sharded_state(ctx).add(key)
     stmt = ctx.a.statement_of(assign)
-    template = _conditional_template(ctx, assign, ctx.backend.shard_dataset_known_size("{inner}")).replace("{inner}", name)
+    template = conditional_template(ctx, assign, ctx.backend.shard_dataset_known_size("{inner}")).replace("{inner}", name)
     ctx.plan.insert_after(stmt, ctx.stmts(f"{name} = {template}", comment=ctx.say("{engine}: an equal, disjoint share of the dataset per rank.")))
     ctx.change(assign, RULE, f"{what}: {name} (from {ctx.a.code(src.func)}) sharded by rank, equal share per rank")
 
 
-def _prepare_source(ctx, src: cst.Call) -> None:
+def prepare_source(ctx, src: cst.Call) -> None:
     if ctx.a.is_name(src, apis.TFDS_LOAD):
         _tfds_fixed_file_order(ctx, src)
     else:
@@ -747,26 +438,26 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
         f = expr.func
         if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
             return _shard_unresolved(ctx, f.value, what, seen)
-        passed = flow.passed_datasets(a, expr) if isinstance(f, cst.Name) else None
+        passed = dataset_flow.passed_datasets(a, expr) if isinstance(f, cst.Name) else None
         if passed:
             # a helper of this module only transforming the datasets it is
             # handed (unpacked from tfds.load, ...): those are divided
             return all([_shard_passed(ctx, arg, what) for arg in passed])
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
-        src = flow.list_of_splits(a, expr.value) if flow.integer_index(expr) is not None else None
+        src = dataset_flow.list_of_splits(a, expr.value) if dataset_flow.integer_index(expr) is not None else None
         if src is not None:  # splits[1] of tfds.load(split=[...])
-            if expr not in _sharded(ctx):
-                _sharded(ctx).add(expr)
-                _prepare_source(ctx, src)
-                if _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
+            if expr not in sharded_state(ctx):
+                sharded_state(ctx).add(expr)
+                prepare_source(ctx, src)
+                if wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
                     ctx.change(expr, RULE, f"{what}: split {a.code(expr)} of {a.code(src.func)}(split=[...]) sharded by "
                                            f"rank, equal share per rank")
             return True
         if _dict_of_splits(ctx, expr.value):
-            if expr not in _sharded(ctx):
-                _sharded(ctx).add(expr)
-                if _wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
+            if expr not in sharded_state(ctx):
+                sharded_state(ctx).add(expr)
+                if wrap_node(ctx, expr, ctx.backend.shard_dataset_known_size("{inner}")):
                     ctx.change(expr, RULE, f"{what}: split {a.code(expr)} sharded by rank, equal share per rank")
             return True
         return False
@@ -784,13 +475,13 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
                 continue
             if not isinstance(origin, cst.Name):
                 continue
-            unpack = flow.unpacked(a, origin)
+            unpack = dataset_flow.unpacked(a, origin)
             if unpack is None:
                 continue
             assign, path = unpack
-            kind, src = flow.tuple_source_element(a, assign.value, path)
+            kind, src = dataset_flow.tuple_source_element(a, assign.value, path)
             if kind == "dataset":
-                _prepare_source(ctx, src)
+                prepare_source(ctx, src)
                 _shard_after(ctx, assign, origin.value, src, what)
                 found = True
             elif isinstance(assign.value, cst.Tuple):  # train, test = splits["train"], splits["test"]
@@ -812,15 +503,15 @@ def _dict_of_splits(ctx, expr) -> bool:
     if not isinstance(expr, cst.Name):
         return False
     for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and flow.tfds_shape(a, value) == ("dict", False):
-            _prepare_source(ctx, value)
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and dataset_flow.tfds_shape(a, value) == ("dict", False):
+            prepare_source(ctx, value)
             return True
         if value is None and isinstance(origin, cst.Name):
-            unpack = flow.unpacked(a, origin)
+            unpack = dataset_flow.unpacked(a, origin)
             if unpack is not None:
-                kind, src = flow.tuple_source_element(a, unpack[0].value, unpack[1])
+                kind, src = dataset_flow.tuple_source_element(a, unpack[0].value, unpack[1])
                 if kind == "dict":
-                    _prepare_source(ctx, src)
+                    prepare_source(ctx, src)
                     return True
     return False
 
@@ -834,9 +525,9 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
     (assign, name, path), the one dataset of its tuple bound to name, right
     after that assignment."""
     key = call if unpacked is None else (unpacked[0], unpacked[1])
-    if key in _sharded(ctx):
+    if key in sharded_state(ctx):
         return True
-    _sharded(ctx).add(key)
+    sharded_state(ctx).add(key)
     if known:
         template = ctx.backend.shard_dataset_known_size("{inner}")
     elif not batched:
@@ -848,14 +539,14 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         return True
     if unpacked is not None:
         assign, name, _ = unpacked
-        template = _conditional_template(ctx, assign, template).replace("{inner}", name)
+        template = conditional_template(ctx, assign, template).replace("{inner}", name)
         ctx.plan.insert_after(ctx.a.statement_of(assign), ctx.stmts(
             f"{name} = {template}", comment=ctx.say("{engine}: an equal, disjoint share of the dataset per rank.")))
         ctx.change(assign, RULE, f"{what}: {name}, a dataset {helper}() returns, sharded by rank where it is "
                                  f"unpacked ({why}), equal share per rank")
-    elif _wrap_node(ctx, call, template):
+    elif wrap_node(ctx, call, template):
         ctx.change(call, RULE, f"{what}: the dataset {helper}() returns sharded by rank at this call ({why}), equal share per rank")
-    for src in flow.dataset_sources(ctx.a, call, through_params=False):
+    for src in dataset_flow.dataset_sources(ctx.a, call, through_params=False):
         # a source shuffling with its own per-process seed (shuffle=True of
         # timeseries_dataset_from_array): one seed, or the shards overlap
         share_seed(ctx, src)
@@ -875,7 +566,7 @@ def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
                 and a.is_kind(c.func.value, A.DATASET)]
     if not shuffles or any(find_arg(c, "seed", 1) is None and any(x.star for x in c.args) for c in shuffles):
         return False
-    seeded = ctx.state(__name__ + ".seeded_shuffles")
+    seeded = ctx.state("data_division.seeded_shuffles")
     for c in shuffles:
         if find_arg(c, "seed", 1) is None and c not in seeded:
             seeded.add(c)
@@ -891,14 +582,14 @@ def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
     the whole dataset) when its size is known there and nothing shuffles it
     on the way; anything else at its sources."""
     a = ctx.a
-    if not isinstance(arg, cst.Name) or not flow.size_known(a, arg) or "shuffle" in flow.chain_methods(a, arg):
+    if not isinstance(arg, cst.Name) or not dataset_flow.size_known(a, arg) or "shuffle" in dataset_flow.chain_methods(a, arg):
         return shard_dataset(ctx, arg, what)
-    if arg in _sharded(ctx):
+    if arg in sharded_state(ctx):
         return True
-    _sharded(ctx).add(arg)
-    for src in flow.dataset_sources(a, arg):
-        _prepare_source(ctx, src)
-    if _wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}")):
+    sharded_state(ctx).add(arg)
+    for src in dataset_flow.dataset_sources(a, arg):
+        prepare_source(ctx, src)
+    if wrap_node(ctx, arg, ctx.backend.shard_dataset_known_size("{inner}")):
         ctx.change(arg, RULE, f"{what}: {arg.value} sharded by rank where it is handed to "
                               f"{a.code(a.parent(a.parent(arg)).func)}(), equal share per rank")
     return True
@@ -906,15 +597,15 @@ def _shard_passed(ctx, arg: cst.BaseExpression, what: str) -> bool:
 
 def _shard_local_helper(ctx, call: cst.Call, what: str) -> bool:
     a = ctx.a
-    if call in _sharded(ctx):
+    if call in sharded_state(ctx):
         return True
-    passed = flow.passed_datasets(a, call)
+    passed = dataset_flow.passed_datasets(a, call)
     if passed is not None:
         # the helper only transforms the dataset it is given: shard that
         # dataset where it is passed, before any shuffle or batch of the helper
         return all([_shard_passed(ctx, arg, what) for arg in passed])
-    methods = flow.chain_methods(a, call)
-    known = flow.size_known(a, call)
+    methods = dataset_flow.chain_methods(a, call)
+    known = dataset_flow.size_known(a, call)
     batched = any(m in apis.BATCHING_DATASET_METHODS for m in methods)
     if not known and batched and _shard_inside_helper(ctx, call, what):
         return True
@@ -934,27 +625,27 @@ def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
     if len(fdefs) != 1:
         return False
     fdef = fdefs[0]
-    sites = flow.call_sites(a, fdef)
+    sites = dataset_flow.call_sites(a, fdef)
     rets = returned_values(fdef)
-    if not sites or not rets or not all(flow.dataset_sources(a, r, through_params=False) for r in rets):
+    if not sites or not rets or not all(dataset_flow.dataset_sources(a, r, through_params=False) for r in rets):
         return False
-    if all(_feeds_fit_only(a, site) for site in sites):
-        _sharded(ctx).update(sites)
+    if all(feeds_fit_only(a, site) for site in sites):
+        sharded_state(ctx).update(sites)
         for r in rets:
             shard_dataset(ctx, r, f"{what} ({call.func.value}() makes the data of every fit() that calls it)")
         return True
-    uses = [_site_use(a, site) for site in sites]
+    uses = [site_use(a, site) for site in sites]
     if None in uses or "train" not in uses:
         return False
     # Some calls train, others only look at the data or evaluate on it: the
     # helper shards when asked to, and only the training calls ask.
-    flag = _new_parameter_name(a, fdef, "shard_by_rank")
-    _conditional_shards(ctx)[id(fdef)] = flag
-    _sharded(ctx).update(sites)
+    flag = new_parameter_name(a, fdef, "shard_by_rank")
+    conditional_shards_state(ctx)[id(fdef)] = flag
+    sharded_state(ctx).update(sites)
     for r in rets:
         shard_dataset(ctx, r, f"{what} ({call.func.value}(..., {flag}=True) makes the data of the calls that train "
                               f"on it)")
-    ctx.plan.replace(fdef.params, lambda params: _with_keyword_only(params, flag))
+    ctx.plan.replace(fdef.params, lambda params: with_keyword_only(params, flag))
     ctx.change(fdef, RULE, f"{fdef.name.value}() shards its dataset by rank when called with {flag}=True (its calls "
                            f"that feed training); its other calls (a look, evaluate/predict) get the whole data as before")
     for site, use in zip(sites, uses):
@@ -965,154 +656,31 @@ def _shard_inside_helper(ctx, call: cst.Call, what: str) -> bool:
     return True
 
 
-def _conditional_shards(ctx) -> dict:
-    """id(helper def) -> the parameter that turns its shard on."""
-    return ctx.state(__name__ + ".conditional_shards", dict)
-
-
-def _conditional_template(ctx, node: cst.CSTNode, template: str) -> str:
-    """template (of ``{inner}``), applied only when the helper node is in was asked to shard."""
-    fdef = ctx.a.enclosing_function(node)
-    flag = _conditional_shards(ctx).get(id(fdef)) if fdef is not None else None
-    if flag is None:
-        return template
-    return "{inner}.apply(lambda ds: " + template.replace("{inner}", "ds") + f" if {flag} else ds)"
-
-
-def _new_parameter_name(a, fdef: cst.FunctionDef, base: str) -> str:
-    used = {n.value for n in walk(fdef) if isinstance(n, cst.Name)}
-    name, i = base, 2
-    while name in used:
-        name, i = f"{base}_{i}", i + 1
-    return name
-
-
-def _with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
-    """params plus a keyword-only ``name=False`` (after ``*`` or ``*args``)."""
-    new = cst.Param(name=cst.Name(name), default=cst.Name("False"),
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                          whitespace_after=cst.SimpleWhitespace("")))
-    star = params.star_arg
-    if not isinstance(star, (cst.Param, cst.ParamStar)):
-        star = cst.ParamStar()
-    return params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, new])
-
-
-def _site_use(a, site: cst.Call, depth: int = 0) -> Optional[str]:
-    """What a helper call's dataset is used for: "train" when it reaches
-    fit()'s training or validation data, or a loop that trains on it
-    (directly or through the name it is bound to; any other use then sees
-    the shard too), "other" when every use only evaluates or looks
-    (evaluate/predict, a loop that steps no optimizer, list()/print()),
-    None when tfdist cannot tell."""
-    parent = a.parent(site)
-    if isinstance(parent, cst.Assign) and parent.value is site and len(parent.targets) == 1 \
-            and isinstance(parent.targets[0].target, cst.Name):
-        reads = a.reads_bound_to(parent.targets[0].target.value, site)
-    else:
-        reads = [site]
-    uses = [_read_use(a, r, depth) for r in reads]
-    if "train" in uses:
-        return "train"
-    # a name never read (rebound before any use) does not train either
-    return "other" if all(u == "look" for u in uses) else None
-
-
-def _read_use(a, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
-    """"train" (fit()'s data, or iterated by a loop that steps an optimizer
-    or runs a collective), "look" (evaluate/predict, a loop that does
-    neither, a built-in like list() whose value is dropped) or None."""
-    par = a.parent(node)
-    if isinstance(par, cst.Arg) and _fit_data_argument(a, par):
-        return "train"
-    child = node
-    for anc in a.ancestors(node):
-        if isinstance(anc, cst.For) and child is anc.iter:
-            free = all(rank0_io.collective_free(a, c) for c in walk(anc.body) if isinstance(c, cst.Call))
-            return "look" if free else "train"
-        if isinstance(anc, cst.CompFor) and child is anc.iter:
-            # [lengths for _, lengths, _ in ds.take(1000)]: what the comprehension computes decides
-            comp = a.parent(anc)
-            reading = {id(c) for c in walk(anc.iter)}
-            free = all(rank0_io.collective_free(a, c) for c in walk(comp) if isinstance(c, cst.Call)
-                       and id(c) not in reading)
-            return "look" if free else None
-        if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in apis.DATASET_METHODS:
-            child = anc
-        elif isinstance(anc, cst.Call) and anc.func is child:
-            child = anc
-        elif isinstance(anc, cst.Arg):
-            call = a.parent(anc)
-            if not isinstance(call, cst.Call):
-                return None
-            if method_name(call) in apis.KERAS_VERBOSE_METHODS:
-                return "look"
-            passed = flow.passed_datasets(a, call) if depth < 4 else None
-            if passed and any(p is anc.value for p in passed):
-                # crop(train_set): a helper of this module transforming the
-                # dataset it is handed; what its result is used for decides
-                use = _site_use(a, call, depth + 1)
-                return "look" if use == "other" else use
-            if not a.names(call) & apis.READ_ONLY_BUILTINS:
-                return None
-            child = anc  # list(ds), enumerate(ds): what they feed decides
-        elif isinstance(anc, cst.Call) and isinstance(child, cst.Arg):
-            child = anc
-        elif isinstance(anc, cst.Expr):
-            return "look"  # a value computed and dropped (shown in a notebook)
-        else:
-            return None
-    return None
-
-
-def _feeds_fit_only(a, value: cst.BaseExpression) -> bool:
-    """Is this dataset (a call's value) only ever handed to fit() as its
-    training or validation data -- directly, or through a name bound to it?"""
-    parent = a.parent(value)
-    if isinstance(parent, cst.Arg):
-        return _fit_data_argument(a, parent)
-    stmt = a.statement_of(value)
-    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)):
-        return False
-    name = parent.targets[0].target.value
-    reads = a.reads_bound_to(name, value)
-    return bool(reads) and stmt is not None and all(
-        isinstance(a.parent(n), cst.Arg) and _fit_data_argument(a, a.parent(n)) for n in reads)
-
-
-def _fit_data_argument(a, arg: cst.Arg) -> bool:
-    call = a.parent(arg)
-    if not isinstance(call, cst.Call) or method_name(call) not in apis.KERAS_FIT_METHODS:
-        return False
-    return any(fit_arg(call, key) is arg for key in ("x", "validation_data"))
-
-
 def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> bool:
     """``make_dataset(...)`` imported from another module of the project;
     with ``unpacked`` (assign, name, index path), the dataset at that place
     of the tuple it returns (``train, test, info = utils.create_dataset(...)``),
     sharded where it is unpacked."""
     if unpacked is not None:
-        found = flow.external_returned(ctx.a, call, unpacked[2])
+        found = dataset_flow.external_returned(ctx.a, call, unpacked[2])
         if found is None:
             return False
         other, fdef, rets = found
     else:
-        found = flow.external_function(ctx, call)
+        found = dataset_flow.external_function(ctx, call)
         if found is None:
             return False
         other, fdef = found
         rets = returned_values(fdef)
         if not any(other.dataset_sources(r) for r in rets):
             return False
-    arrays = flow.external_array_arguments(other, fdef, call) if unpacked is None else None
+    arrays = dataset_flow.external_array_arguments(other, fdef, call) if unpacked is None else None
     if arrays:
         # the helper slices arrays it is handed: slice them where they are
         # handed to it, before any shuffle of the helper (disjoint shares)
         return shard_arrays(ctx, arrays, f"{what} ({ctx.a.code(call.func)}() of another module makes its dataset of them)")
-    known = all(flow.size_known(other, r) for r in rets)
-    methods = [m for r in rets for m in flow.chain_methods(other, r)]
+    known = all(dataset_flow.size_known(other, r) for r in rets)
+    methods = [m for r in rets for m in dataset_flow.chain_methods(other, r)]
     name = ctx.a.code(call.func)
     shuffled = "shuffle" in methods and not external_shuffles_alike(ctx, other, fdef, call, name)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
@@ -1136,7 +704,6 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
         return False
     # a shuffle under the helper's own flag that this call turns off
     # (``if shuffle: ds = ds.shuffle(...)``, called with shuffle=False) does not run here
-    from . import samplers  # samplers reads this module's tables
     shuffles = [c for c in shuffles if samplers.branch_taken(other, fdef, call, c) is not False]
     if not shuffles:
         return True
@@ -1151,18 +718,18 @@ def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, h
             continue
         if seed is None:
             return False
-        if flow.same_on_every_rank(other, seed.value):
+        if dataset_flow.same_on_every_rank(other, seed.value):
             continue
-        param = flow.helper_param(other, fdef, seed.value)
+        param = dataset_flow.helper_param(other, fdef, seed.value)
         if param is None:
             return False
         given = find_arg(call, param.name.value, params.index(param))
         if given is not None:
-            if not flow.same_on_every_rank(ctx.a, given.value):
+            if not dataset_flow.same_on_every_rank(ctx.a, given.value):
                 return False
         elif isinstance(param.default, cst.Name) and param.default.value == "None":
             missing.append(param.name.value)
-        elif param.default is None or not flow.same_on_every_rank(other, param.default):
+        elif param.default is None or not dataset_flow.same_on_every_rank(other, param.default):
             return False  # else a default seed written as a number: the same on every rank
     for name in sorted(set(missing)):
         add_kwarg(ctx, call, name, SHARED_SEED)
@@ -1180,7 +747,7 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
     file is one element."""
     a = ctx.a
     share_seed(ctx, src)
-    path = flow.path_to(a, dataset, src) or []
+    path = dataset_flow.path_to(a, dataset, src) or []
     point = None
     for call in reversed(path):  # from the source towards the consumer
         if method_name(call) in apis.RECORD_READING_METHODS:
@@ -1190,13 +757,13 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
             ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
     if point is None:
         point = src
-    elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and flow.literal_false(arg.value)
+    elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and dataset_flow.literal_false(arg.value)
              for arg in point.args):
         ctx.warn(point, RULE, "deterministic=False: records arrive in a different order on every rank, so the record shards may overlap; drop deterministic=False")
-    if point in _sharded(ctx):
+    if point in sharded_state(ctx):
         return
-    _sharded(ctx).add(point)
-    if _wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}")):
+    sharded_state(ctx).add(point)
+    if wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}")):
         if point is src:
             ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")
         else:

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import List, Optional
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import data_division, dataset_flow as flow
-from .common import find_arg, method_name, receiver
+from .dataset_flow import external_function_of, external_methods_of
+from .syntax import method_name, receiver
+from . import dataset_flow
+
 
 GLOBAL_STREAM = "global"  # draws from NumPy's global generator
 FIXED_ORDER = "fixed"  # no randomness seen: every rank would read the same batches
@@ -106,7 +106,7 @@ def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], 
     param = next(p for p in params if p.name.value == test.value)
     if call is None:
         return None
-    value = flow.argument_at(a, fdef, call, param)
+    value = dataset_flow.argument_at(a, fdef, call, param)
     if compared is not None:
         if not (isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
             return None  # ``1 == True`` but not ``1 is True``: not decided here
@@ -125,7 +125,7 @@ def _literal_truth(value) -> Optional[bool]:
     return None
 
 
-def _stateful(fdef: cst.FunctionDef) -> bool:
+def stateful(fdef: cst.FunctionDef) -> bool:
     """The function keeps state across calls: it declares a global or
     nonlocal, assigns an attribute or an item, or advances an iterator."""
     for n in walk(fdef.body):
@@ -172,7 +172,7 @@ def _stream_of(a: A.Analysis, functions: List[cst.FunctionDef], call: cst.Call, 
     kinds = {_draws_from_global_numpy(a, f, call) for f in functions}
     if kinds == {True}:
         return GLOBAL_STREAM
-    if any(_stateful(f) for f in functions) or None in kinds:
+    if any(stateful(f) for f in functions) or None in kinds:
         return FIXED_ORDER if kinds == {False} else UNKNOWN
     # A pure function of its arguments: the same batch for the same
     # arguments; drawing it size times per step would give every rank the
@@ -232,55 +232,6 @@ def in_loop(a: A.Analysis, loop) -> List[Sampler]:
     return out
 
 
-def draw_per_rank(ctx, samplers: List[Sampler]) -> bool:
-    """Give each rank its own share of these samplers' batches. False (and
-    a warning naming the edit) when one cannot be handled.
-
-    A sampler on NumPy's global generator gets one stream per rank. Any
-    other (a fixed order, or randomness tfdist cannot see) is drawn
-    ``size`` times per step, each rank keeping the batch at its rank: the
-    ranks split the single stream between them, disjointly, whatever the
-    sampler does -- at the cost of drawing ``size`` batches per step."""
-    a = ctx.a
-    ok = True
-    seeded = set()
-    for s in samplers:
-        what = a.code(s.call.func)
-        if s.stream != GLOBAL_STREAM:
-            ok &= split_stream(ctx, s.call, what)
-            continue
-        loop = dataflow.outermost_loop(a, s.call)
-        stmt = a.statement_of(loop) if loop is not None else None
-        if stmt is None:
-            ctx.warn(s.call, data_division.RULE, ctx.say("{what}() is not called in a loop tfdist can see: seed NumPy "
-                                                         "with {rank} before the training loop by hand", what=what))
-            ok = False
-            continue
-        if id(stmt) in seeded:
-            continue
-        seeded.add(id(stmt))
-        seed_numpy_before(ctx, stmt)
-        ctx.change(s.call, data_division.RULE,
-                   f"{what}() draws a different stream of batches on each rank (NumPy re-seeded by rank before "
-                   f"the loop at line {a.line(loop)}); each rank runs 1/size of the steps")
-    return ok
-
-
-def seed_numpy_before(ctx, stmt) -> None:
-    """NumPy's global generator re-seeded by rank right before stmt, from a
-    value drawn from the user's own stream (a seeded script stays
-    reproducible); once per statement, whichever rules ask."""
-    done = ctx.state(__name__ + ".numpy_seeded_before")
-    if id(stmt) in done:
-        return
-    done.add(id(stmt))
-    np_name = ctx.imports.require("numpy", "np")
-    seed = ctx.backend.seed_per_rank(f"{np_name}.random.randint(2 ** 31 - 1)")
-    ctx.plan.insert_before(stmt, ctx.stmts(
-        f"{np_name}.random.seed({seed})",
-        comment=ctx.say("{engine}: each rank draws its own stream of batches (NumPy seeded by rank).")))
-
-
 def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call of a generator function of this module (every definition
     the name reaches yields), or of a generator method of one of its classes
@@ -318,7 +269,7 @@ def generator_calls(a: A.Analysis, expr, depth: int = 0) -> Optional[List[cst.Ca
         expr = value
     if not isinstance(expr, cst.Call):
         return None
-    defs = _generator_defs(a, expr)
+    defs = generator_defs(a, expr)
     if not defs or not all(any(isinstance(n, cst.Yield) for n in walk(f.body)) for _, f in defs):
         return None
     return [expr]
@@ -329,12 +280,12 @@ def generator_home(a: A.Analysis, expr) -> str:
     "module <name>"."""
     for call in generator_calls(a, expr) or []:
         if not generator_functions(a, call):
-            for owner, _fdef in _generator_defs(a, call):
+            for owner, _fdef in generator_defs(a, call):
                 return f"module {owner.project.module_name}" if owner.project.module_name else "another module"
     return "this file"
 
 
-def _generator_defs(a: A.Analysis, call: cst.Call) -> list:
+def generator_defs(a: A.Analysis, call: cst.Call) -> list:
     """(analysis, FunctionDef) of each function a call runs: this module's
     (:func:`generator_functions`), or a function of another module of the
     project (``from utils import DataGenerator``), with that module's
@@ -342,7 +293,6 @@ def _generator_defs(a: A.Analysis, call: cst.Call) -> list:
     local = generator_functions(a, call)
     if local:
         return [(a, f) for f in local]
-    from .dataset_flow import external_function_of, external_methods_of
     found = external_function_of(a, call)
     return [found] if found is not None else external_methods_of(a, call)
 
@@ -355,58 +305,6 @@ def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     return a.methods_called(call)
 
 
-def unseeded_orders(a: A.Analysis, expr) -> List[str]:
-    """The global generators ("numpy", "random") a generator expr is made
-    by reorders its data with, unseeded (``random.shuffle(paths)`` in it or
-    in a function of its module it calls): every process then makes its
-    own order, and the ranks' every-size-th shares of different orders
-    overlap. Empty when it draws no order or seeds the generator itself."""
-    out: List[str] = []
-    for call in generator_calls(a, expr) or []:
-        for owner, fdef in _generator_defs(a, call):
-            if "numpy" not in out and data_division.draws_unseeded(owner, fdef) \
-                    and not data_division.global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
-                out.append("numpy")
-            if "random" not in out and data_division.draws_unseeded_python(owner, fdef) \
-                    and not data_division.global_seed_set_before(a, call, apis.PYTHON_GLOBAL_SEED_SETTERS):
-                out.append("random")
-    return out
-
-
-def seed_generator_order_alike(ctx, expr, who: str, comment: str) -> str:
-    """A generator expr shared out by position (every size-th batch, the
-    batches at a worker's places) that orders its data with an unseeded
-    global generator (:func:`unseeded_orders`): that generator seeded alike
-    before it (:func:`seed_alike_before`). The clause the change message
-    ends with ("; it orders its data with ... before line N"), or ""."""
-    a = ctx.a
-    orders = unseeded_orders(a, expr)
-    if not orders:
-        return ""
-    seeded = seed_alike_before(ctx, a.statement_of(expr), orders, comment)
-    return (f"; it orders its data with {' and '.join(('NumPy' if o == 'numpy' else 'Python random') for o in orders)}"
-            f" and no seed: seeded the same on every {who} before line {a.line(seeded)}")
-
-
-def seed_alike_before(ctx, stmt, orders: List[str], comment: str):
-    """Seed the global generators named in orders ("numpy", "random") with
-    the shared seed, the same on every rank, before stmt -- before the
-    outermost loop around it in its function, if any: seeded again at every
-    epoch, a generator made anew each epoch would make the same order every
-    epoch. The statement seeded before."""
-    stmt = dataflow.outermost_loop(ctx.a, stmt) or stmt
-    if "numpy" in orders:
-        data_division.seed_numpy_alike_before(ctx, stmt, comment)
-    if "random" in orders:
-        done = ctx.state(__name__ + ".random_seeded")
-        if stmt not in done:
-            done.add(stmt)
-            random_name = ctx.imports.require("random", "random")
-            ctx.plan.insert_before(stmt, ctx.stmts(f"{random_name}.seed({data_division.SHARED_SEED})",
-                                                   comment=ctx.say(comment)))
-    return stmt
-
-
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call making a generator that draws its batches from NumPy's
     global generator (``gen = batch_generator(64)``, ``def
@@ -416,36 +314,7 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     if not calls:
         return None
     return calls[0] if all(_draws_from_global_numpy(owner, f, call) is True
-                           for call in calls for owner, f in _generator_defs(a, call)) else None
-
-
-def split_stream(ctx, call: cst.Call, what: str) -> bool:
-    """``bx, by = draw(...)`` in a step loop becomes: draw size batches,
-    keep the one at this rank's position."""
-    a = ctx.a
-    stmt = a.statement_of(call)
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    if not (isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1):
-        ctx.warn(call, data_division.RULE, ctx.say(
-            "{what}() hands out batches tfdist cannot divide here: give each rank a disjoint share of its "
-            "data, e.g. draw {size} batches per step and keep the one at index {rank}", what=what))
-        return False
-    key = ("split-stream", id(stmt))
-    keys = ctx.state(__name__ + ".keys")  # per conversion: each stream split once
-    if key in keys:
-        return True
-    keys.add(key)
-    draw = ctx.imports.free_name("_draw")
-    batch = ctx.imports.free_name("_batch")
-    template = ctx.backend.keep_own_draw(draw, batch)
-    (loop,) = ctx.stmts(template, comment=ctx.say(
-        "{engine}: the ranks split one stream of batches: each draws size of them per step and keeps its own."),
-        call=a.code(call), target=a.code(small.targets[0].target))
-    ctx.plan.replace(stmt, lambda old, loop=loop: _keep_comments(old, loop))
-    ctx.change(call, data_division.RULE,
-               f"{what}() batches split between the ranks (each draws size per step and keeps the one at its "
-               f"rank: disjoint shares of the same stream); each rank runs 1/size of the steps")
-    return True
+                           for call in calls for owner, f in generator_defs(a, call)) else None
 
 
 def fed_by_sampler(a: A.Analysis, value, loop, depth: int = 0) -> Optional[List[Sampler]]:
@@ -592,7 +461,7 @@ def is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
     return any(n.startswith("numpy.random.") for n in names) and not names & apis.NUMPY_DATA_DRAWS
 
 
-def _keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:
+def keep_comments(old: cst.SimpleStatementLine, loop: cst.For) -> cst.For:
     """The replaced statement's comments: those above it stay above; its
     trailing comment goes with the call, on the line that now draws."""
     body = list(loop.body.body)

@@ -7,22 +7,19 @@ These are intents; the backend says how (``replica_scope``,
 """
 from __future__ import annotations
 
-from . import kinds
-
-
 import re
-from typing import Dict, List, Optional
-
+from typing import List, Optional
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
-from . import data_division, dataset_flow as flow
-from .keras_fit import unread_construction
-from .common import calls_in, find_arg, has_star_args, is_optimizer_step, method_name, source
+from .keras_models import unread_construction
+from .syntax import calls_in, find_arg, has_star_args, is_optimizer_step, method_name
+from . import dataset_flow
+from . import kinds
+
 
 RULE = kinds.REPLICA_SCOPE
 BATCH_RULE = kinds.PER_REPLICA_BATCH
@@ -126,7 +123,6 @@ def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseS
 
     def passed(call: cst.Call, arg: cst.Arg, depth: int) -> None:
         # the model handed to a function of this module that builds it
-        from ..engine import dataflow
         for fdef in dataflow.callees(a, call):
             inner: List[cst.BaseStatement] = []
             for param in fdef.params.params:
@@ -186,7 +182,6 @@ TRAINING_METHODS = apis.KERAS_FIT_METHODS | {"evaluate", "predict", "minimize"}
 
 
 def _trains(a: A.Analysis, node) -> bool:
-    from ..engine.scopes import walk
     return any(isinstance(n, cst.Call) and (method_name(n) in TRAINING_METHODS or is_optimizer_step(a, n))
                for n in walk(node))
 
@@ -243,7 +238,6 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
     construction refers to, followed back through the names it uses; a
     model used as a layer (a sub-model) with everything that builds it."""
     out: List[cst.BaseStatement] = []
-    from ..engine.scopes import walk
     for n in walk(node):
         # a model kept in an instance attribute and called as a layer (``img = self.generator(z)``)
         if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 and self_attribute_class(a, n) is not None \
@@ -279,7 +273,7 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
             elif isinstance(value, cst.List) and isinstance(origin, cst.Assign) \
                     and isinstance(origin.targets[0].target, cst.Name):
                 # outputs = [] ... outputs.append(head(x)) in a loop: the tensors appended are the model's
-                for added in flow.appended(a, origin.targets[0].target):
+                for added in dataset_flow.appended(a, origin.targets[0].target):
                     stmt = a.statement_of(added)
                     if stmt is not None and stmt not in out and (
                             _is_layer_call(a, added) or _layer_statements(a, added, set(seen), depth)):
@@ -292,7 +286,6 @@ def _calls_layers(a: A.Analysis, value) -> bool:
     """A call of a function of this module that calls layers on the tensors
     it is given (``context = one_step_attention(a, s)``): the layers' variables
     are created when it runs, so it runs in the scope."""
-    from ..engine.scopes import walk
     if not isinstance(value, cst.Call) or a.is_kind(value, A.MODEL):
         return False  # a model factory's call: its construction is followed into it (construction_statements)
     fdefs = dataflow.callees(a, value)
@@ -312,53 +305,17 @@ def self_attribute_class(a: A.Analysis, expr) -> Optional[cst.ClassDef]:
 
 
 def _names(node):
-    from ..engine.scopes import walk
     return [n for n in walk(node) if isinstance(n, cst.Name)]
 
 
-def _scoped(ctx) -> set:
-    return ctx.state(__name__ + ".scoped")
+def scoped_state(ctx) -> set:
+    return ctx.state("replicas.scoped")
 
 
-def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
-    """Run these statements in the engine's replication scope: consecutive
-    simple statements of one block share one ``with``."""
-    a = ctx.a
-    done = _scoped(ctx)
-    todo = [s for s in stmts if s not in done and not any(p in done for p in a.ancestors(s))]
-    todo = [s for s in todo if not _every_caller_scoped(a, s, set(todo) | done)]
-    by_block: Dict[int, List[cst.BaseStatement]] = {}
-    blocks = {}
-    for s in todo:
-        block = a.parent(s)
-        by_block.setdefault(id(block), []).append(s)
-        blocks[id(block)] = block
-    for key, group in by_block.items():
-        body = list(blocks[key].body)
-        group.sort(key=body.index)
-        runs: List[List[cst.BaseStatement]] = []
-        for s in group:
-            if runs:
-                prev = runs[-1][-1]
-                between = body[body.index(prev) + 1:body.index(s)]
-                if len(between) <= 3 and all(isinstance(b, cst.SimpleStatementLine) and not _runs_user_code(a, b)
-                                             for b in between):
-                    runs[-1] += between + [s]
-                    continue
-            runs.append([s])
-        for run in runs:
-            item = cst.WithItem(item=ctx.expr(ctx.backend.replica_scope()))
-            if ctx.plan.wrap(run, [item]):
-                done.update(run)
-                ctx.change(run[0], RULE, ctx.say("{what} created in {scope}: mirrored on every replica, equal from the start",
-                                                 what=what, scope=ctx.fill(ctx.backend.replica_scope())), through=run[-1])
-
-
-def _every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
+def every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
     """A statement of a function every call of which runs in a statement
     put in the scope: it runs in the scope already (a second ``with``
     would nest scopes)."""
-    from ..engine import dataflow
     fdef = a.enclosing_function(stmt)
     if fdef is None:
         return False
@@ -367,12 +324,10 @@ def _every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
                                for c in sites)
 
 
-def _runs_user_code(a: A.Analysis, stmt) -> bool:
+def runs_user_code(a: A.Analysis, stmt) -> bool:
     """A statement calling a function or method of this module, or a Keras
     training/evaluation method: kept out of a scope it would only join to
     make the ``with`` contiguous."""
-    from ..engine import dataflow
-    from ..engine.scopes import walk
     for node in walk(stmt):
         if isinstance(node, cst.Call):
             if dataflow.callees(a, node) or method_name(node) in apis.KERAS_FIT_METHODS | {"evaluate", "predict"}:
@@ -488,10 +443,10 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             return out
         return None
     if isinstance(expr, cst.Subscript):  # splits[1] of tfds.load(split=[...])
-        src = flow.split_source(a, expr)
+        src = dataset_flow.split_source(a, expr)
         return batch_calls(a, src, seen, methods) if src is not None else None
     if isinstance(expr, cst.Attribute):  # a user object's attribute or property (window.train)
-        values = flow.property_values(a, expr)
+        values = dataset_flow.property_values(a, expr)
         if not values:
             return None
         out = []
@@ -508,7 +463,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             return None
         for origin, v in values:
             if v is None and not isinstance(origin, cst.Param):
-                src = flow.unpacked_source(a, origin)  # train, val = reader(..., subset="both")
+                src = dataset_flow.unpacked_source(a, origin)  # train, val = reader(..., subset="both")
                 if src is not None:
                     out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
                     continue
@@ -540,114 +495,12 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
     return None
 
 
-def _batched(ctx) -> set:
-    return ctx.state(__name__ + ".batched")
-
-
-def keep_batch_per_replica(ctx, value: cst.BaseExpression, what: str) -> None:
-    """The engine reads a batch of this size for all replicas together:
-    multiply it so every replica still gets the user's batch."""
-    if value in _batched(ctx):
-        return
-    _batched(ctx).add(value)
-    new = ctx.expr(ctx.backend.per_replica_batch(source(ctx.module, value)))
-    ctx.plan.replace(value, lambda old: new)
-    ctx.change(value, BATCH_RULE, ctx.say("{what}: batch {batch} kept per replica (the global batch is {batch} x {size})",
-                                          what=what, batch=ctx.a.code(value)))
-
-
-def dataset_batches_per_replica(ctx, dataset, what: str) -> bool:
-    """Every ``.batch(n)`` of a dataset's flow keeps n per replica; False
-    (with a warning) when none can be found."""
-    calls = batch_calls(ctx.a, dataset)
-    if not calls:
-        ctx.warn(dataset, BATCH_RULE, ctx.say(
-            "{what}: the batch size of this dataset is the global batch under {engine}: multiply it by {size} "
-            "where the dataset is batched to keep the per-replica batch (and the learning-rate scaling) meaningful",
-            what=what))
-        return False
-    for call in calls:
-        reader = ctx.a.is_name(call, apis.BATCHING_SOURCES)
-        transformation = ctx.a.is_name(call, apis.BATCHING_TRANSFORMATIONS)
-        if transformation is not None:
-            arg = find_arg(call, *apis.BATCHING_TRANSFORMATIONS[transformation])
-        elif reader is None:
-            arg = find_arg(call, "batch_size", 0)
-        else:
-            keyword, position, default = apis.BATCHING_SOURCES[reader]
-            arg = find_arg(call, keyword, position)
-            if arg is None:
-                if default is not None:
-                    _batch_reader_default(ctx, call, keyword, default, what)
-                continue
-            if isinstance(arg.value, cst.Name) and arg.value.value == "None":
-                continue  # unbatched: batched further down the flow
-        if arg is not None:
-            keep_batch_per_replica(ctx, arg.value, what)
-    return True
-
-
-def _batch_reader_default(ctx, call: cst.Call, keyword: str, default: int, what: str) -> None:
-    """A reader batching by its default size: that size, kept per replica,
-    given explicitly."""
-    if call in _batched(ctx):
-        return
-    _batched(ctx).add(call)
-    from .common import append_arg, keyword_free, kwarg
-    if not keyword_free(ctx, call, keyword, ctx.fill(ctx.backend.per_replica_batch(str(default))), BATCH_RULE):
-        return
-    new = ctx.expr(ctx.backend.per_replica_batch(str(default)))
-    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(keyword, new)))
-    ctx.change(call, BATCH_RULE, ctx.say("{what}: {reader}'s default batch {batch} kept per replica (the global batch "
-                                         "is {batch} x {size})", what=what, reader=ctx.a.code(call.func),
-                                         batch=str(default)))
+def batched_state(ctx) -> set:
+    return ctx.state("replicas.batched")
 
 
 # ------------------------------------------------------------ data split
 SPLIT_RULE = kinds.DATA_DIVISION
-
-
-def split_by_engine(ctx, dataset, what: str) -> None:
-    """The engine splits the dataset between workers: data in memory by
-    sample (told explicitly: it has no files), files by file. Splitting by
-    sample keeps every element of the pipeline and takes each worker's
-    share at its end, so every shuffle on the way must be seeded alike."""
-    a = ctx.a
-    sources = flow.dataset_sources(a, dataset)
-    if not sources:
-        ctx.warn(dataset, SPLIT_RULE, ctx.say(
-            "{what}: cannot find where this dataset is built: make sure {engine} can split it between workers "
-            "(files, or AutoShardPolicy.DATA for data in memory)", what=what))
-        return
-    done = ctx.state(__name__ + ".split")
-    for src in sources:
-        if src in done:
-            continue
-        done.add(src)
-        data_division.share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
-        for upstream in flow.row_origins(a, src):
-            data_division.share_seed(ctx, upstream)  # the rows' order is its order: the same on every worker
-        if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
-            new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
-            ctx.plan.replace(src, lambda old, new=new: new)
-            ctx.change(src, SPLIT_RULE, ctx.say("{what}: data in memory split between workers by sample", what=what))
-        else:
-            ctx.change(src, SPLIT_RULE, ctx.say("{what}: {engine} splits this dataset between workers (by file where it can)", what=what))
-    # every random draw on the way, seeded alike: shuffles, and combiners drawing which dataset comes next
-    draws = [(c, ("seed", 1), "shuffled with one seed on every worker, so their shares do not overlap")
-             for c in batch_calls(a, dataset, methods=("shuffle",)) or []]
-    for c in batch_calls(a, dataset, methods=(COMBINERS,)) or []:
-        name = a.is_name(c, apis.SEEDED_DATASET_COMBINERS)
-        if name is not None and not has_star_args(c):
-            draws.append((c, apis.SEEDED_DATASET_COMBINERS[name], f"{a.code(c.func)}: one seed on every worker, "
-                          "so they draw the same stream and their shares of it do not overlap"))
-    for call, seed_arg, message in draws:
-        if call in done or find_arg(call, *seed_arg) is not None:
-            continue
-        done.add(call)
-        data_division.add_kwarg(ctx, call, seed_arg[0], data_division.SHARED_SEED)
-        ctx.change(call, SPLIT_RULE, message)
-
 
 # ------------------------------------------------------------ saves
 SAVE_PATH_ARGS = {  # method or function -> (keyword, position) of its path
@@ -657,110 +510,21 @@ SAVE_PATH_ARGS = {  # method or function -> (keyword, position) of its path
 }
 
 
-def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
-    """Every worker runs this save; the path is the worker's own."""
-    arg = find_arg(call, keyword, position)
-    if arg is None:
-        return False
-    template = ctx.backend.worker_write_path(source(ctx.module, arg.value, False))
-    new = ctx.expr(template)
-    ctx.plan.replace(arg.value, lambda old: new)
-    ctx.change(call, "worker-writes", ctx.say(
-        "{what} run by every worker (saving may run collective operations); the chief writes to "
-        "{path}, the other workers to a temporary directory", what=what, path=ctx.a.code(arg.value)))
-    return True
-
-
 # ------------------------------------------------------------ helpers of other modules
-def external_helper_site(ctx, dataset) -> Optional[flow.HelperSite]:
+def external_helper_site(ctx, dataset) -> Optional[dataset_flow.HelperSite]:
     """The one place a helper of another project module builds this
     dataset (dataset_flow.external_sites), or None."""
-    sites = flow.external_sites(ctx.a, dataset)
+    sites = dataset_flow.external_sites(ctx.a, dataset)
     return sites[0] if sites is not None and len(sites) == 1 else None
 
 
-def external_helper_dataset(ctx, site: flow.HelperSite, what: str) -> None:
-    """A dataset a helper of another module builds (that module is not
-    edited): its batch kept per replica through the argument that sets it
-    at this call, its data in memory split by sample (the option set on the
-    dataset the helper returns holds for its whole pipeline); what cannot
-    be done from here is reported with the edit to make in the helper."""
-    from .common import append_arg, kwarg
-    a = ctx.a
-    call = site.call
-    other, fdef, rets = flow.external_returned(a, call, site.path)
-    helper = a.code(call.func)
-    params = list(fdef.params.params)
-    batches = [c for r in rets for c in batch_calls(other, r) or []]
-    if not batches:
-        ctx.warn(call, BATCH_RULE, ctx.say(
-            "{what}: cannot find where {helper}() batches its dataset: the batch there is the global batch under "
-            "{engine}; multiply it by {size} to keep the per-replica batch", what=what, helper=helper))
-    for b in batches:
-        reader = other.is_name(b, apis.BATCHING_SOURCES)
-        keyword, position = (apis.BATCHING_SOURCES[reader][:2] if reader is not None else ("batch_size", 0))
-        arg = find_arg(b, keyword, position)
-        param = flow.helper_param(other, fdef, arg.value) if arg is not None else None
-        given = find_arg(call, param.name.value, params.index(param)) if param is not None else None
-        keyed = _batch_in_settings(ctx, other, fdef, call, arg.value) if arg is not None and param is None else None
-        if keyed is not None:  # .batch(config["batch_size"]), the dict handed in written out here
-            keep_batch_per_replica(ctx, keyed[1], what)
-            _global_batch_params(ctx).setdefault(call, set()).add(keyed[0].name.value)
-        elif given is not None and not any(x.star for x in call.args):
-            keep_batch_per_replica(ctx, given.value, what)
-            _global_batch_params(ctx).setdefault(call, set()).add(param.name.value)
-        elif param is not None and param.default is not None and not any(x.star for x in call.args) \
-                and call not in _batched(ctx):
-            _global_batch_params(ctx).setdefault(call, set()).add(param.name.value)
-            _batched(ctx).add(call)
-            new = ctx.expr(ctx.backend.per_replica_batch(source(other.module, param.default, False)))
-            name = param.name.value
-            ctx.plan.replace(call, lambda c, new=new, name=name: append_arg(c, kwarg(name, new)))
-            ctx.change(call, BATCH_RULE, ctx.say(
-                "{what}: {helper}()'s default batch {batch} kept per replica (the global batch is {batch} x {size})",
-                what=what, helper=helper, batch=other.code(param.default)))
-        elif param is None:
-            ctx.warn(call, BATCH_RULE, ctx.say(
-                "{what}: {helper}() batches by {batch} ({module}, line {line}): that is the global batch under "
-                "{engine}; multiply it by {size} there to keep the per-replica batch", what=what, helper=helper,
-                batch=other.code(b), line=str(other.line(b)), module=_module_file(other)))
-    sources = [s for r in rets for s in flow.dataset_sources(other, r)]
-    done = ctx.state(__name__ + ".split")
-    key = call if site.path is None else (site.unpack, site.name)
-    if key not in done:
-        done.add(key)
-        if sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources) and site.path is not None:
-            # one dataset of the tuple: split where it is unpacked
-            split = ctx.fill(ctx.backend.shard_dataset(site.name))
-            ctx.plan.insert_after(a.statement_of(site.unpack), ctx.stmts(f"{site.name} = {split}"))
-            ctx.change(site.unpack, SPLIT_RULE, ctx.say(
-                "{what}: the data in memory {helper}() makes {name} of is split between workers by sample",
-                what=what, helper=helper, name=site.name))
-        elif sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources):
-            new_template = ctx.backend.shard_dataset("{inner}")
-            ctx.plan.replace(call, lambda upd: ctx.expr(new_template, inner=ctx.module.code_for_node(upd)))
-            ctx.change(call, SPLIT_RULE, ctx.say("{what}: the data in memory {helper}() makes a dataset of is split "
-                                                 "between workers by sample", what=what, helper=helper))
-        else:
-            ctx.change(call, SPLIT_RULE, ctx.say("{what}: {engine} splits the dataset {helper}() returns between "
-                                                 "workers (by file where it can)", what=what, helper=helper))
-        shuffles = [c for r in rets for c in batch_calls(other, r, methods=("shuffle",)) or []]
-        if shuffles and not data_division.external_shuffles_alike(ctx, other, fdef, call, helper):
-            shuffle = shuffles[0]
-            ctx.warn(call, SPLIT_RULE, ctx.say(
-                "{what}: {helper}() shuffles without a seed that is the same on every worker ({module}, line "
-                "{line}): the workers' shares overlap unless every worker shuffles alike: give it seed={seed}",
-                what=what, helper=helper, line=str(other.line(shuffle)), seed=data_division.SHARED_SEED,
-                module=_module_file(other)))
-
-
-def _global_batch_params(ctx) -> dict:
+def global_batch_parameters(ctx) -> dict:
     """helper call -> names of the helper's parameters whose batch this
     conversion multiplied at that call (the global batch from then on)."""
-    return ctx.state(__name__ + ".global_batch_params", dict)
+    return ctx.state("replicas.global_batch_params", dict)
 
 
-def _batch_in_settings(ctx, other: A.Analysis, fdef: cst.FunctionDef, call: cst.Call, batch):
+def batch_in_settings(ctx, other: A.Analysis, fdef: cst.FunctionDef, call: cst.Call, batch):
     """(parameter, value) when the helper batches by one key of a dict it
     is handed (``.batch(config["batch_size"])``) and this call hands it a
     dict written out in this file (``config = {"batch_size": 32, ...}``)
@@ -772,7 +536,7 @@ def _batch_in_settings(ctx, other: A.Analysis, fdef: cst.FunctionDef, call: cst.
             and isinstance(batch.slice[0].slice.value, cst.SimpleString)) or has_star_args(call):
         return None
     key = batch.slice[0].slice.value.evaluated_value
-    param = flow.helper_param(other, fdef, batch.value)
+    param = dataset_flow.helper_param(other, fdef, batch.value)
     if param is None:
         return None
     given = find_arg(call, param.name.value, list(fdef.params.params).index(param))
@@ -813,15 +577,15 @@ def counted_on_global_batch(ctx, value) -> Optional[str]:
     bound = a.assigned_values(value)
     if len(bound) != 1 or bound[0][1] is not None or not isinstance(bound[0][0], cst.Name):
         return None
-    unpack = flow.unpacked(a, bound[0][0])
-    if unpack is None or not isinstance(unpack[0].value, cst.Call) or unpack[0].value not in _global_batch_params(ctx):
+    unpack = dataset_flow.unpacked(a, bound[0][0])
+    if unpack is None or not isinstance(unpack[0].value, cst.Call) or unpack[0].value not in global_batch_parameters(ctx):
         return None
     call = unpack[0].value
-    found = flow.external_function_of(a, call)
+    found = dataset_flow.external_function_of(a, call)
     if found is None:
         return None
     other, fdef = found
-    params = _global_batch_params(ctx)[call]
+    params = global_batch_parameters(ctx)[call]
     counts = []
     for ret in returned_values(fdef):
         for i in unpack[1]:
@@ -834,7 +598,7 @@ def counted_on_global_batch(ctx, value) -> Optional[str]:
     return None
 
 
-def _module_file(other: A.Analysis) -> str:
+def module_file(other: A.Analysis) -> str:
     name = other.project.module_name
     return (name.replace(".", "/") + ".py") if name else "another module"
 
@@ -842,7 +606,7 @@ def _module_file(other: A.Analysis) -> str:
 def free_local_name(ctx, preferred: str) -> str:
     """A name the script does not use and this conversion has not handed out
     (``scaled_loss``, ``scaled_loss_``...)."""
-    used = ctx.state(__name__ + ".names")
+    used = ctx.state("replicas.names")
     text = ctx.a.text
     name = preferred
     while name in used or re.search(r"\b" + re.escape(name) + r"\b", text):

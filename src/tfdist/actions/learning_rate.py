@@ -13,40 +13,23 @@ steps, and the schedule must decay at the same share of the data.
 """
 from __future__ import annotations
 
-from . import kinds
-
 from typing import Optional
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
-from . import warmup
-from .common import append_arg, find_arg, keyword_free, kwarg, source
-
-RULE = kinds.LR_SCALING
-
-
-def _scaled(ctx) -> set:
-    """Optimizer constructions already scaled (per conversion), however many rules reach them."""
-    return ctx.state(__name__ + ".scaled")
-
-
-def default_lr(name: str) -> Optional[float]:
-    if name in apis.KERAS_OPTIMIZERS:
-        return apis.KERAS_OPTIMIZERS[name]
-    if name in apis.KERAS_LEGACY_OPTIMIZERS:
-        return apis.KERAS_LEGACY_OPTIMIZERS[name]
-    return apis.TF1_OPTIMIZERS.get(name)
+from .keywords import keyword_free
+from ..facts.learning_rates import RULE, default_lr, divided_schedules, own_optimizer_rate, policy_phrase, run_time_scalings, scaled_constructions, schedule_calls
+from ..facts.syntax import append_arg, find_arg, kwarg, source
+from ..facts import warmups
 
 
 def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
     """Schedule the scaling of the learning rate of an optimizer construction
     (once, however many rules reach the same construction)."""
     a = ctx.a
-    if call in _scaled(ctx):
+    if call in scaled_constructions(ctx):
         return True
-    _scaled(ctx).add(call)
+    scaled_constructions(ctx).add(call)
     known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
     own = None if known else own_optimizer_rate(a, call)
     position = 0 if known else own[1] if own is not None else None
@@ -90,62 +73,14 @@ def _write_out_rate(ctx, call: cst.Call, keyword: str, default: cst.BaseExpressi
     return True
 
 
-def own_optimizer_rate(a: A.Analysis, call: cst.Call):
-    """(parameter name, positional index, literal default or None) of the
-    learning-rate parameter of an optimizer class of this file, when its
-    constructor hands that parameter on as the rate: to the base class
-    (``super().__init__(learning_rate=learning_rate)``) or as the
-    ``"learning_rate"`` hyperparameter (``self._set_hyper("learning_rate",
-    learning_rate)``); None otherwise."""
-    fact = a.class_of(call.func)
-    if fact is None or fact.node is None:
-        return None
-    inits = a.class_methods(fact.node, "__init__")
-    if len(inits) != 1:
-        return None
-    init = inits[0]
-    params = list(init.params.params)
-    for index, param in enumerate(params):
-        if param.name.value not in apis.LEARNING_RATE_KEYWORDS or not _hands_on_rate(init, param.name.value):
-            continue
-        default = param.default if param.default is not None and _is_number(param.default) else None
-        return param.name.value, index - 1, default
-    return None
-
-
-def _hands_on_rate(init: cst.FunctionDef, name: str) -> bool:
-    from ..engine.scopes import walk
-
-    def reads(node) -> bool:
-        return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
-
-    for node in walk(init.body):
-        if not isinstance(node, cst.Call):
-            continue
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in apis.LEARNING_RATE_KEYWORDS and reads(arg.value):
-                return True
-        first = node.args[0].value if node.args else None
-        if isinstance(first, cst.SimpleString) and first.evaluated_value in apis.LEARNING_RATE_KEYWORDS \
-                and any(reads(arg.value) for arg in node.args[1:]):
-            return True
-    return False
-
-
-def _is_number(value) -> bool:
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    return isinstance(value, (cst.Integer, cst.Float))
-
-
 def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
     a = ctx.a
-    for call in _schedule_calls(a, value):
+    for call in schedule_calls(a, value):
         divide_schedule_steps(ctx, call)
     schedules = [t for t in a.types(value) if t.kind == A.SCHEDULE and t.call is not None]
     if schedules:
         for t in schedules:
-            warmup.note_schedule(ctx, t.call)
+            warmups.note_schedule(ctx, t.call)
         done = False
         for t in schedules:
             done |= _scale_schedule(ctx, t)
@@ -158,31 +93,14 @@ def scale_value(ctx, value: cst.BaseExpression, where: cst.CSTNode) -> bool:
     return True
 
 
-def _schedule_calls(a, value) -> list:
-    """Step-keyed schedule calls a learning rate is: the call itself, or the
-    value of every binding of a name (through plain assignments only)."""
-    if isinstance(value, cst.Call):
-        return [value] if a.is_name(value, apis.STEP_KEYED_SCHEDULE_ARGS) else []
-    if isinstance(value, cst.Name):
-        bound = a.assigned_values(value)
-        if bound and all(v is not None for _, v in bound):
-            return [v for _, v in bound if isinstance(v, cst.Call) and a.is_name(v, apis.STEP_KEYED_SCHEDULE_ARGS)]
-    return []
-
-
-def _divided(ctx) -> set:
-    """Schedule calls whose step counts were divided (per conversion)."""
-    return ctx.state(__name__ + ".divided")
-
-
 def divide_schedule_steps(ctx, call: cst.Call) -> None:
     """Divide the step counts of a step-keyed schedule by the number of
     processes (once per schedule, however many optimizers use it)."""
     a = ctx.a
     name = a.is_name(call, apis.STEP_KEYED_SCHEDULE_ARGS)
-    if name is None or call in _divided(ctx):
+    if name is None or call in divided_schedules(ctx):
         return
-    _divided(ctx).add(call)
+    divided_schedules(ctx).add(call)
     short = name.rsplit(".", 1)[1]
     for keyword, position in apis.STEP_KEYED_SCHEDULE_ARGS[name]:
         arg = find_arg(call, keyword, position)
@@ -198,16 +116,6 @@ def divide_schedule_steps(ctx, call: cst.Call) -> None:
             "{short} {keyword} {value} divided by {size}: each process takes 1/N of the steps, so the "
             "schedule changes the rate at the same share of the data", short=short, keyword=keyword,
             value=a.code(arg.value)))
-
-
-def policy_phrase(ctx) -> str:
-    """What was done to a learning rate, naming a policy other than the default."""
-    policy = ctx.backend.lr_scaling
-    if policy == "linear":
-        return "scaled by the number of processes" + warmup.phrase(ctx)
-    if policy == "sqrt":
-        return "scaled by the square root of the number of processes (--lr-scaling sqrt)" + warmup.phrase(ctx)
-    return "kept as written (--lr-scaling none)"
 
 
 def _scale_schedule(ctx, t: A.Type) -> bool:
@@ -241,10 +149,10 @@ def _wrap_user_schedule(ctx, t: A.Type) -> bool:
                                "rates tfdist scales where they are built: scale its rates by the number of "
                                "processes, and divide any step counts in it by that number, by hand")
         return False
-    if t.call in _scaled(ctx):
+    if t.call in scaled_constructions(ctx):
         return True
-    _scaled(ctx).add(t.call)
-    template, definition = ctx.backend.scale_user_schedule(ctx, warmup.keras_module(ctx))
+    scaled_constructions(ctx).add(t.call)
+    template, definition = ctx.backend.scale_user_schedule(ctx, warmups.keras_module(ctx))
     if definition is not None:
         ctx.define(definition, ctx.say("{engine}: a learning-rate schedule of the script's own, scaled."))
     ctx.plan.replace(t.call, lambda upd: ctx.expr(template, inner=source(ctx.module, upd, False)))
@@ -260,11 +168,11 @@ def scale_at_run_time(ctx, value: cst.BaseExpression, keras: str, when: str = "w
     rate of the optimizer object ``value`` is (built where the converter
     cannot see), once per object; the backend's helper is written into the
     module the first time. None under --lr-scaling none."""
-    made = ctx.backend.scale_lr_at_run_time(ctx, keras) if "call" not in _run_time(ctx) else None
+    made = ctx.backend.scale_lr_at_run_time(ctx, keras) if "call" not in run_time_scalings(ctx) else None
     if made is not None:
-        _run_time(ctx)["call"], definitions = made
+        run_time_scalings(ctx)["call"], definitions = made
         ctx.define(definitions, ctx.say("{engine}: the learning rate of an optimizer built where the converter cannot see."))
-    call = _run_time(ctx).get("call")
+    call = run_time_scalings(ctx).get("call")
     if call is not None:
         ctx.change(value, RULE, f"learning rate of {ctx.a.code(value)} (built where tfdist cannot see) "
                                 f"{policy_phrase(ctx)} {when}, once per optimizer: "
@@ -277,7 +185,7 @@ def scale_epoch_schedulers(ctx) -> None:
     script's function, replacing the scaled rate: its function's rates are
     scaled in turn, by a wrapper written into the module once."""
     a = ctx.a
-    state = _run_time(ctx)
+    state = run_time_scalings(ctx)
     for call in a.calls:
         name = a.is_name(call, apis.KERAS_EPOCH_RATE_CALLBACKS)
         if name is None:
@@ -304,7 +212,3 @@ def scale_epoch_schedulers(ctx) -> None:
             new = ctx.expr(f"{{v}} if {ctx.backend.is_chief()} else 0", v=source(a.module, verbose.value))
             ctx.plan.replace(verbose.value, lambda old, new=new: new)
             ctx.change(verbose.value, "rank0-output", f"{a.code(call.func)} prints the rates it sets on rank 0 only")
-
-
-def _run_time(ctx) -> dict:
-    return ctx.state(__name__ + ".run_time", dict)

@@ -25,103 +25,31 @@ train_on_batch fails under MultiWorkerMirroredStrategy (measured on Keras
 """
 from __future__ import annotations
 
-from . import kinds
-
-from typing import Dict, List, Set
-
+from typing import List
 import libcst as cst
-
 from .. import apis
-from ..engine import analysis as A
-from ..engine import dataflow
-from . import data_division, keras_fit, replicas, samplers, step_loops
-from .dataset_flow import call_sites
-from .common import calls_in, find_arg, method_name, receiver
-
-RULE = kinds.KERAS
-#: NumPy generator objects: seeded, they hand every rank the same draws.
-NUMPY_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}
-
-
-def calls(a: A.Analysis) -> List[cst.Call]:
-    return keras_fit.model_calls(a, {"train_on_batch"})
-
-
-def _followed(a: A.Analysis, model):
-    """The expression a stepped model's name stands for: a parameter of a
-    function called once followed to the argument of that call."""
-    for _ in range(6):
-        if not isinstance(model, cst.Name):
-            break
-        bound = a.assigned_values(model)
-        if len(bound) != 1 or not isinstance(bound[0][0], cst.Param):
-            break
-        passed = a.argument_values(bound[0][0])
-        fdef = a.enclosing_function(bound[0][0])
-        if len(passed) != 1 or fdef is None or len(call_sites(a, fdef)) != 1:
-            break
-        model = passed[0][1]
-    return model
-
-
-def _compiled_as(a: A.Analysis, model) -> Set[str]:
-    """The keys a model's compile() may carry: its own, and, for a model a
-    function of this file builds (``d_model = define_discriminator()``),
-    the model that function compiles and returns (``model.compile(...);
-    return model``)."""
-    keys = {_key(a, model)}
-    model = _followed(a, model)
-    bound = a.assigned_values(model) if isinstance(model, cst.Name) else []
-    if len(bound) != 1:
-        return keys
-    origin, value = bound[0]
-    returns = []
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-        fdefs = a.local_functions(value.func)
-        returns = A.returned_values(fdefs[0]) if len(fdefs) == 1 else []
-    elif value is None:  # generator, discriminator, combined = build_models(): its element
-        returns = a.tuple_element_values(origin)
-    if returns and all(isinstance(r, cst.Name) for r in returns):
-        keys |= {_key(a, r) for r in returns}
-    return keys
-
-
-def _key(a: A.Analysis, model) -> str:
-    """Which model object an expression names: a name by the bindings that
-    reach it (a notebook rebinding ``model`` cell after cell holds several
-    models, each compiled in its own cell), anything else by the function it
-    is in and its text (``self.gan``); a parameter of a function called
-    once by the argument of that call (``train(discriminator=discriminator)``)."""
-    model = _followed(a, model)
-    if isinstance(model, cst.Name):
-        bound = a.assigned_values(model)
-        if bound and not any(isinstance(origin, cst.Param) for origin, _ in bound):
-            return f"{model.value}:" + ",".join(str(id(origin)) for origin, _ in bound)
-    owner = replicas.self_attribute_class(a, model)
-    if owner is not None:  # self.discriminator: one attribute in every method of the class
-        return f"{id(owner)}:self.{model.attr.value}"
-    return f"{id(a.enclosing_function(model))}:{a.code(model)}"
-
-
-def by_model(a: A.Analysis, tob: List[cst.Call]) -> Dict[str, List[cst.Call]]:
-    out: Dict[str, List[cst.Call]] = {}
-    for c in tob:
-        out.setdefault(_key(a, receiver(c)), []).append(c)
-    return out
+from ..facts.batch_steps import KERAS3_REFUSAL, NUMPY_GENERATORS, by_model, compiled_as, model_key, step_loops
+from ..facts.syntax import calls_in, find_arg, method_name, receiver
+from . import per_rank_draws
+from . import replicas
+from . import step_division
+from . import tape_loops
+from ..facts import keras_models
+from ..facts import shard_points
 
 
 def compile_of(ctx, call: cst.Call) -> cst.Call:
     """The one compile() of the model a train_on_batch call steps."""
     a = ctx.a
     model = receiver(call)
-    keys = _compiled_as(a, model)
-    compiles = keras_fit.model_calls(a, {"compile"})
-    found = [c for c in compiles if _key(a, receiver(c)) in keys]
+    keys = compiled_as(a, model)
+    compiles = keras_models.model_calls(a, {"compile"})
+    found = [c for c in compiles if model_key(a, receiver(c)) in keys]
     if not found:
         # no compile of its own binding: one of an object it may hold (a
         # tuple of models unpacked from a parameter); several such are refused
-        held = keras_fit.holders(a, model)
-        found = [c for c in compiles if held & keras_fit.holders(a, receiver(c))]
+        held = keras_models.holders(a, model)
+        found = [c for c in compiles if held & keras_models.holders(a, receiver(c))]
     if len(found) != 1:
         raise ctx.unsupported(call, f"{a.code(model)}.train_on_batch: {a.code(model)} is compiled "
                                     f"{'nowhere tfdist can see' if not found else f'{len(found)} times'}, so its "
@@ -133,9 +61,9 @@ def refuse_fit_too(ctx, tob: List[cst.Call]) -> None:
     """A model both fit() and stepped with train_on_batch: the two take
     different learning-rate and batch conventions here; not converted."""
     a = ctx.a
-    stepped = {_key(a, receiver(c)) for c in tob}
-    for c in keras_fit.model_calls(a, apis.KERAS_FIT_METHODS):
-        if _key(a, receiver(c)) in stepped:
+    stepped = {model_key(a, receiver(c)) for c in tob}
+    for c in keras_models.model_calls(a, apis.KERAS_FIT_METHODS):
+        if model_key(a, receiver(c)) in stepped:
             raise ctx.unsupported(c, f"{a.code(receiver(c))} is trained both by {method_name(c)}() and by "
                                      "train_on_batch: not converted (use one of them)")
 
@@ -158,7 +86,7 @@ def apply_horovod(ctx, tob: List[cst.Call]) -> None:
     for key, sites in by_model(a, tob).items():
         comp = compile_of(ctx, sites[0])
         arg = find_arg(comp, "optimizer", 0)
-        built = keras_fit._constructions(a, arg.value, 0) if arg is not None and not isinstance(
+        built = keras_models.optimizer_constructions(a, arg.value, 0) if arg is not None and not isinstance(
             arg.value, cst.SimpleString) else None
         for c, _ in built or []:
             other = optimizers.setdefault(id(c), key)
@@ -182,21 +110,10 @@ def apply_horovod(ctx, tob: List[cst.Call]) -> None:
             ctx.change(call, "broadcast", f"{model}'s variables and optimizer state broadcast from rank 0 after "
                                           "its first train_on_batch")
     _refuse_seeded_generators(ctx, tob)
-    from . import gradient_tape
-    gradient_tape._divide_loops(ctx, {id(c) for c in tob})
+    tape_loops.divide_loops(ctx, {id(c) for c in tob})
     _seed_global_numpy(ctx, tob)
     for call in tob:
-        step_loops.warn_single_steps(ctx, [call], f"{a.code(call.func)}(...)")
-
-
-
-def _step_loops(a: A.Analysis, tob: List[cst.Call]):
-    out = []
-    for c in tob:
-        loop = dataflow.outermost_loop(a, c)
-        if loop is not None and loop not in out:
-            out.append(loop)
-    return out
+        step_division.warn_single_steps(ctx, [call], f"{a.code(call.func)}(...)")
 
 
 def _refuse_seeded_generators(ctx, tob: List[cst.Call]) -> None:
@@ -204,7 +121,7 @@ def _refuse_seeded_generators(ctx, tob: List[cst.Call]) -> None:
     np.random.default_rng(0)``) would be the same on every rank."""
     a = ctx.a
     seeds = [c for c in a.calls if a.names(c) & apis.TF_GLOBAL_SEED_SETTERS]
-    for loop in _step_loops(a, tob):
+    for loop in step_loops(a, tob):
         for c in calls_in(loop.body):
             if seeds and any(n.startswith("tensorflow.random.") for n in a.names(c)):
                 raise ctx.unsupported(c, ctx.say(
@@ -227,26 +144,19 @@ def _seed_global_numpy(ctx, tob: List[cst.Call]) -> None:
     rank before the loop, so a seeded script does not hand every rank the
     same rows."""
     a = ctx.a
-    for loop in _step_loops(a, tob):
+    for loop in step_loops(a, tob):
         draws = [c for c in calls_in(loop.body) if a.names(c) & apis.NUMPY_GLOBAL_RANDOM]
         if not draws:
             continue
         stmt = a.statement_of(loop) or loop
-        done = ctx.state(__name__ + ".seeded")
+        done = ctx.state("train_on_batch.seeded")
         if id(stmt) in done:
             continue
         done.add(id(stmt))
-        samplers.seed_numpy_before(ctx, stmt)
-        ctx.change(draws[0], data_division.RULE, ctx.say(
+        per_rank_draws.seed_numpy_before(ctx, stmt)
+        ctx.change(draws[0], shard_points.RULE, ctx.say(
             "the loop at line {line} draws its batches from NumPy's global generator: re-seeded by rank before "
             "it, so each rank draws its own", line=str(a.line(loop))))
-
-
-# ------------------------------------------------------------ tf.distribute
-KERAS3_REFUSAL = (
-    "train_on_batch under Keras 3 (import keras) fails under MultiWorkerMirroredStrategy (measured on Keras 3.15, "
-    "TF 2.21: \"Invalid reduction dimension 0 for input with 0 dimensions\"); not converted for --backend "
-    "tf-distribute (use tf.keras with tf-keras, or a GradientTape loop)")
 
 
 def apply_replicated(ctx, tob: List[cst.Call], scope_model) -> None:
@@ -256,7 +166,7 @@ def apply_replicated(ctx, tob: List[cst.Call], scope_model) -> None:
     refuse_fit_too(ctx, tob)
     # every worker runs each of the original's steps, on its part of the batch (for tfdist verify)
     ctx.facts["full_batch"] = True
-    compiles = keras_fit.model_calls(a, {"compile"})
+    compiles = keras_models.model_calls(a, {"compile"})
     stmts: list = []
     models = []
     for key, sites in by_model(a, tob).items():
@@ -264,7 +174,7 @@ def apply_replicated(ctx, tob: List[cst.Call], scope_model) -> None:
         scope_model(ctx, sites[0], compiles, stmts)
         models.append(a.code(receiver(sites[0])))
         for call in sites:
-            ctx.change(call, data_division.RULE, ctx.say(
+            ctx.change(call, shard_points.RULE, ctx.say(
                 "{call}(...): {engine} splits the batch it is given between the replicas (each worker keeps its "
                 "own part): the batch stays the global batch, learning rate and step count kept",
                 call=a.code(call.func)))

@@ -10,95 +10,14 @@ adds both kinds is warned about, not guessed.
 """
 from __future__ import annotations
 
-from . import kinds
-
 import libcst as cst
-
 from .. import apis
 from ..engine import analysis as A
-from ..engine import dataflow
-from . import replicas
-from .common import find_arg, source
+from .syntax import find_arg
+from . import kinds
+
 
 RULE = kinds.GRADIENT_TAPE
-
-
-def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
-    """``tape.gradient(loss, ...)`` differentiates this replica's share of
-    the global mean loss, computed while the tape still records."""
-    a = ctx.a
-    target = find_arg(grad_call, "target", 0)
-    if target is None:
-        return
-    base = target.value.value if isinstance(target.value, cst.Name) else "loss"
-    name = replicas.free_local_name(ctx, f"scaled_{base}")
-    stmt = a.statement_of(grad_call)
-    inside = dataflow.is_inside(a, stmt, w.body)
-    kind = loss_kind(a, target.value)
-    plain = _plain_terms(a, target.value) if kind == "mixed" and isinstance(target.value, cst.Name) else None
-    if plain:
-        # Keras 3 divided the Loss objects' values already; the terms added
-        # to them (regularisation, a mean of its own) are divided here, so
-        # the whole is this replica's share like a Keras loss alone
-        done = ctx.state(__name__ + ".divided_terms")
-        for term in plain:
-            if id(term) in done:
-                continue
-            done.add(id(term))
-            ctx.plan.replace(term, lambda old: ctx.expr(ctx.backend.gradient_share(
-                "(" + source(ctx.module, old, False) + ")")))
-            ctx.change(term, RULE, ctx.say("{term} divided by {size}: added to a Keras loss object's value, which "
-                                           "Keras 3 divides by the number of replicas itself", term=a.code(term)))
-        kind = "keras"
-    if kind == "mixed":
-        ctx.warn(target.value, RULE, ctx.say(
-            "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
-            "other terms: divide only the other terms by {size} before tape.gradient", target=a.code(target.value)))
-        return
-    if kind == "keras" and "Keras" in ctx.patterns and ctx.facts.get("keras_flavor") != "keras":
-        _legacy_keras_clash(ctx, target.value)
-    if kind == "keras" and isinstance(target.value, cst.Name):
-        # Keras 3 divides a Loss object's mean by the number of replicas when
-        # a strategy runs it: the gradient is right as it is; the name gets
-        # the mean back for what the step prints and returns.
-        code = (f"{name} = {base}\n"
-                f"{base} = " + ctx.fill(ctx.backend.per_replica_batch(name)))
-        comment = ctx.say("{engine}: Keras 3 divided this loss by the number of replicas, as the optimizer (which sums "
-                          "their gradients) needs; {base} is the mean again for what the step reports.", base=base)
-        message = ctx.say("gradient of {target} as Keras 3 divides it by {size} under {engine}; the step reports the mean",
-                          target=base)
-    else:
-        code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
-        comment = ctx.say("{engine}: the optimizer sums the replicas' gradients: "
-                          "differentiate this replica's share of the mean loss.")
-        message = ctx.say("gradient of {target} / {size} (the optimizer sums the replicas' gradients)",
-                          target=a.code(target.value))
-    new = ctx.stmts(code, comment=comment)
-    if inside:
-        ctx.plan.insert_before(stmt, new)
-    else:
-        last = w.body.body[-1]
-        ctx.plan.insert_after(last, new)
-    ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
-    ctx.change(grad_call, RULE, message)
-
-
-def _legacy_keras_clash(ctx, loss) -> None:
-    """The file also fits a tf.keras model: under MultiWorkerMirroredStrategy
-    the conversion runs it on tf-keras (keras-team/keras#20585), where a
-    Loss object with its default reduction raises in a custom step run by a
-    strategy -- measured: "Please use tf.keras.losses.Reduction.SUM or
-    NONE", every worker exits 1. Said once per file."""
-    done = ctx.state(__name__ + ".legacy_clash")
-    if done:
-        return
-    done.add(True)
-    ctx.warn(loss, RULE, ctx.say(
-        "this file also trains with fit(), which under MultiWorkerMirroredStrategy (TF_CONFIG) runs on tf-keras "
-        "(keras-team/keras#20585); there this step's Keras loss object, with its default reduction, raises "
-        "ValueError when the strategy runs it: build it with reduction='none' and average it with "
-        "tf.nn.compute_average_loss(..., global_batch_size=<per-replica batch> * {size}), or train the custom "
-        "loop and fit() in separate scripts"))
 
 
 def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
@@ -140,7 +59,7 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
     return "plain"
 
 
-def _plain_terms(a: A.Analysis, expr, depth: int = 0):
+def plain_terms(a: A.Analysis, expr, depth: int = 0):
     """The terms a loss adds to Keras Loss objects' values that are no such
     value (``sum(model.losses)`` in ``loss = loss_fn(y, p); loss +=
     sum(model.losses)``), followed through the bindings of names and
@@ -154,12 +73,12 @@ def _plain_terms(a: A.Analysis, expr, depth: int = 0):
         return [expr]
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            left, right = _plain_terms(a, expr.left, depth + 1), _plain_terms(a, expr.right, depth + 1)
+            left, right = plain_terms(a, expr.left, depth + 1), plain_terms(a, expr.right, depth + 1)
             return None if left is None or right is None else left + right
         if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
             for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
                 if isinstance(other, (cst.Integer, cst.Float)):
-                    return _plain_terms(a, side, depth + 1)
+                    return plain_terms(a, side, depth + 1)
         return None
     if not isinstance(expr, cst.Name):
         return None
@@ -168,14 +87,14 @@ def _plain_terms(a: A.Analysis, expr, depth: int = 0):
         return None
     origin, value = bound[0]
     if value is not None:
-        return _plain_terms(a, value, depth + 1)
+        return plain_terms(a, value, depth + 1)
     aug = a.parent(origin) if isinstance(origin, cst.Name) else None
     if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)):
         return None
     before = _binding_before(a, aug)
     if before is None or before[1] is None:
         return None
-    previous, added = _plain_terms(a, before[1], depth + 1), _plain_terms(a, aug.value, depth + 1)
+    previous, added = plain_terms(a, before[1], depth + 1), plain_terms(a, aug.value, depth + 1)
     return None if previous is None or added is None else previous + added
 
 

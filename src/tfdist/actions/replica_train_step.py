@@ -1,0 +1,239 @@
+"""Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
+engines that replicate variables (tf.distribute).
+
+``fit()`` runs a model's ``train_step`` on every replica; the optimizer sums
+the replicas' gradients (Keras 3: ``BaseOptimizer.apply`` and
+``apply_gradients`` -> ``TFOptimizer._all_reduce_sum_gradients``; tf-keras:
+``Optimizer.apply_gradients`` -> ``_all_reduce_sum_gradients``), so each
+replica must differentiate its share of the global mean loss, its own mean
+divided by the number of replicas -- exactly once. Keras divides some losses
+itself under a strategy (read in the installed sources, Keras 3.15 and
+tf-keras 2.21):
+
+- ``self.compute_loss(...)`` / ``self.compiled_loss(...)``: Keras 3's
+  compiled loss is made of ``Loss`` objects, whose mean reduction calls
+  ``scale_loss_for_distribution`` (losses/loss.py ``reduce_values``), and
+  the model's added losses go through ``_aggregate_additional_loss`` (also
+  scaled); ``compiled_loss`` is ``compute_loss``. tf-keras's
+  ``LossesContainer.__call__`` scales every SUM_OVER_BATCH_SIZE/AUTO loss
+  and the regularisation losses (``losses_utils.scale_loss_for_distribution``);
+  its ``compute_loss`` returns ``compiled_loss``. Already divided: the
+  gradient is right as it is, and the value the step reports is multiplied
+  back (Keras's own ``train_step`` does the same,
+  ``unscale_loss_for_distribution``).
+- a Keras 3 ``Loss`` object with a mean reduction called in the step:
+  divided (``reduce_values``); tf-keras refuses such an object under a
+  strategy outside compile() (``Loss._get_reduction`` raises), and a
+  ``tf.keras`` script runs tf-keras on TF_CONFIG workers: converted for
+  Keras 3 and warned (the workers would stop with that error).
+- a mean the step computes itself (``tf.reduce_mean``, ``keras.ops.mean``):
+  not divided: the gradient's target becomes ``loss / num_replicas_in_sync``.
+
+A method of the model or a function of the module that returns the loss is
+followed into its returns; a loss weighted by a Python number (a literal, or
+an attribute the constructor sets from one) keeps its kind. The step's
+methods -- those only ``train_step`` calls (``self.discriminator_step(...)``)
+-- are part of it. A gradient with respect to tensors the tape watches (a
+gradient penalty) is part of a loss, not a training gradient.
+
+Anything else (a sum, an overridden ``compute_loss``, a mix of divided and
+undivided terms, gradients not applied by an optimizer) is refused with its
+line: a wrong division trains wrong silently.
+"""
+from __future__ import annotations
+
+from typing import List, Set, Tuple
+import libcst as cst
+from ..engine import dataflow
+from ..engine.scopes import walk
+from ..facts.syntax import append_arg, find_arg, kwarg, method_name, receiver, source
+from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, check_passed_as_they_are, direct_kind, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
+from . import tape_loops
+from ..facts import gradient_tapes
+from ..facts import losses
+from ..facts import replica_state
+
+
+def apply(ctx) -> None:
+    a = ctx.a
+    for step in steps(a):
+        try:
+            _convert_step(ctx, step)
+        except Refusal as r:
+            raise ctx.unsupported(r.node, ctx.say(r.reason))
+
+
+def _convert_step(ctx, step: cst.FunctionDef) -> None:
+    a = ctx.a
+    for c in a.calls:
+        if in_step(a, c, step) and method_name(c) == "minimize":
+            raise Refusal(c, "optimizer.minimize() in a custom " + step.name.value + ": it computes and applies the "
+                          "gradients of a loss tfdist cannot follow; compute them with a GradientTape and apply them")
+    applies = optimizer_applies(a, step)
+    for p in applies:
+        for keyword in ("skip_gradients_aggregation", "experimental_aggregate_gradients"):
+            if find_arg(p, keyword, None) is not None:
+                raise Refusal(p, keyword + " given to the optimizer: tf-keras then does not sum the replicas' "
+                              "gradients (optimizer.apply_gradients -> aggregate_gradients); tfdist cannot tell "
+                              "where they are averaged under {engine}; not converted{alternative}")
+    gradient_calls: List[Tuple[cst.With, cst.Call]] = []
+    tapes = [(w, name) for w, _item, name in gradient_tapes.tapes(a) if in_step(a, w, step)]
+    for w, name in tapes:
+        for g in gradient_tapes.gradient_calls(a, w, name):
+            if of_watched_inputs(a, w, name, g):
+                continue  # a gradient penalty's d(critic)/d(inputs): part of a loss, not a training gradient
+            # the tape this name is bound to at the call: the last `with ... as name` before it
+            latest = max((t for t, n in tapes if n == name and a.line(t) <= a.line(g)), key=a.line)
+            if latest is w:
+                gradient_calls.append((w, g))
+    for w, g in gradient_calls:
+        names = gradient_tapes.gradient_names(a, [g])
+        if not any(mentions_any(p, names) or g in list(walk(p)) for p in applies):
+            raise Refusal(g, "gradients a custom " + step.name.value + " computes and no Keras optimizer applies "
+                          "(apply_gradients / apply): under {engine} nothing would average them over the replicas; "
+                          "not converted{alternative}")
+        check_passed_as_they_are(a, step, g, names, applies)
+    done: Set[int] = set()
+    for w, g in gradient_calls:
+        _share_gradient(ctx, step, w, g, done)
+    # The loss Keras divided, reported by the step: the mean again.
+    for asg in a.assigns:
+        if in_step(a, asg, step) and id(asg) not in done and direct_kind(a, asg.value, step) == SCALED:
+            _report_mean(ctx, asg, step)
+    for c in a.calls:
+        if in_step(a, c, step) and not in_scaled_assignment(a, c, step) and direct_kind(a, c, step) == SCALED \
+                and not any(c is t for _w, g in gradient_calls for t in walk(g)):
+            ctx.warn(c, RULE, ctx.say("{call}: Keras divides this loss by {size} under {engine}; what the step "
+                                      "reports of it is that share: multiply it by {size} where it is reported",
+                                      call=a.code(c)))
+    for p in applies:
+        if not is_self_attribute(a, receiver(p), "optimizer"):  # compile()'s optimizer is scaled there
+            tape_loops.scale(ctx, receiver(p))
+    _legacy_loss_objects(ctx, step)
+
+
+def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None:
+    a = ctx.a
+    target = find_arg(g, "target", 0)
+    if target is None:
+        raise Refusal(g, "tape.gradient without a loss: cannot tell what to divide by the number of replicas")
+    kind = mean_kind(a, target.value, step)
+    if kind == PLAIN:
+        base = target.value.value if isinstance(target.value, cst.Name) else "loss"
+        name = replica_state.free_local_name(ctx, f"scaled_{base}")
+        code = f"{name} = " + ctx.fill(ctx.backend.gradient_share(source(ctx.module, target.value)))
+        new = ctx.stmts(code, comment=ctx.say(
+            "{engine}: fit() runs this step on every replica and the optimizer sums their gradients: "
+            "differentiate this replica's share of the mean loss."))
+        stmt = a.statement_of(g)
+        if dataflow.is_inside(a, stmt, w.body):
+            ctx.plan.insert_before(stmt, new)
+        else:
+            ctx.plan.insert_after(w.body.body[-1], new)
+        ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
+        ctx.change(g, RULE, ctx.say("gradient of {target} / {size} (the optimizer sums the replicas' gradients)",
+                                    target=a.code(target.value)))
+        return
+    # SCALED: a name bound once, in the step, to the loss Keras divided
+    asg = single_assignment(a, target.value, step)
+    if asg is None:
+        raise Refusal(target.value, "the loss " + a.code(target.value) + " is divided by the number of replicas by "
+                      "Keras under {engine} and reaches tape.gradient through more than one binding: cannot tell "
+                      "what the step reports; not converted{alternative}")
+    base = target.value.value
+    done.add(id(asg))
+    if not read_elsewhere(a, asg, step, target.value):
+        ctx.change(g, RULE, ctx.say("gradient of {target} kept: Keras divides it by {size} under {engine}, as the "
+                                    "optimizer (which sums the replicas' gradients) needs", target=base))
+        return
+    name = replica_state.free_local_name(ctx, f"scaled_{base}")
+    new = ctx.stmts(f"{name} = {base}\n{base} = " + ctx.fill(ctx.backend.loss_mean_again(name)),
+                    comment=ctx.say("{engine}: Keras divided this loss by the number of replicas, as the optimizer "
+                                    "(which sums their gradients) needs; {base} is the mean again for what the step "
+                                    "reports.", base=base))
+    ctx.plan.insert_after(a.statement_of(asg), new)
+    ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
+    ctx.change(g, RULE, ctx.say("gradient of {target} as Keras divides it by {size} under {engine}; the step "
+                                "reports the mean", target=base))
+
+
+def _report_mean(ctx, asg: cst.Assign, step) -> None:
+    a = ctx.a
+    target = asg.targets[0].target if len(asg.targets) == 1 else None
+    if not isinstance(target, cst.Name):
+        raise Refusal(asg, "a loss Keras divides by the number of replicas under {engine}, assigned to "
+                      + a.code(asg.targets[0].target) + ": cannot give the step the mean back; "
+                      "not converted{alternative}")
+    base = target.value
+    if not read_elsewhere(a, asg, step, None):
+        return
+    new = ctx.stmts(f"{base} = " + ctx.fill(ctx.backend.loss_mean_again(base)), comment=ctx.say(
+        "{engine}: Keras divided this loss by the number of replicas; the step reports the mean."))
+    ctx.plan.insert_after(a.statement_of(asg), new)
+    ctx.change(asg, RULE, ctx.say("{base}: Keras divides it by {size} under {engine}; multiplied back for what the "
+                                  "step reports", base=base))
+
+
+def _legacy_loss_objects(ctx, step) -> None:
+    """A tf.keras script's step calling a Keras Loss object with a mean
+    reduction: Keras 3 divides its value by the number of replicas (the
+    step is converted for that), but on TF_CONFIG workers the conversion
+    runs tf-keras (keras-team/keras#20585), whose Loss refuses that
+    reduction under a strategy outside compile() (``Loss._get_reduction``
+    raises ValueError: every worker stops). When the object is built in
+    this file and used nowhere but in calls of this step, it is built with
+    reduction="none" and each call averaged as Keras 3's mean reduction does
+    under a strategy (over all its values, divided by the number of
+    replicas): the same value on both Keras versions. Otherwise warned once
+    per file, with the edit."""
+    a = ctx.a
+    if keras_flavor(a) == "keras":
+        return
+    calls = [c for c in a.calls if in_step(a, c, step) and losses.is_keras_loss_object(a, c.func)]
+    if not calls:
+        return
+    constructions = only_called_in(a, calls)
+    if constructions is None:
+        done = ctx.state("replica_train_step.legacy_loss_objects")
+        if not done:
+            done.add(True)
+            ctx.warn(calls[0], RULE, ctx.say(
+                "a Keras Loss object with a mean reduction called in {step}: under MultiWorkerMirroredStrategy "
+                "(TF_CONFIG) fit() runs on tf-keras (keras-team/keras#20585), which raises ValueError on it outside "
+                "compile() (Keras 3, on one host, divides it by {size} as the step needs): give it "
+                "reduction=\"none\" and average it with tf.nn.compute_average_loss(..., global_batch_size=<per-replica "
+                "batch> * {size}), or use self.compute_loss", step=step.name.value))
+        return
+    state = ctx.state("replica_train_step.loss_objects", dict)
+    if "mean" not in state:
+        state["mean"] = ctx.imports.free_name("replica_mean_loss")
+        ctx.define(
+            f"def {state['mean']}(values):\n"
+            f"    \"\"\"The mean of a Keras loss object's values (built with reduction=\"none\"), divided by the number of\n"
+            f"    replicas as its mean reduction is under a strategy: each replica's gradient is its share of the sum.\"\"\"\n"
+            f"    values = {{tf}}.convert_to_tensor(values)\n"
+            f"    return {{tf}}.reduce_sum(values) / {{tf}}.cast({{tf}}.size(values), values.dtype) / "
+            f"{{tf}}.distribute.get_strategy().num_replicas_in_sync",
+            ctx.say("{engine}: a Keras loss object's mean as a strategy takes it, on Keras 3 and tf-keras alike."))
+    for k in constructions:
+        if k in state:
+            continue
+        state[k] = True
+        reduction = find_arg(k, "reduction", None)
+        new = ctx.expr(ctx.quoted("none"))
+        if reduction is not None:
+            ctx.plan.replace(reduction.value, lambda old, new=new: new)
+        else:
+            ctx.plan.replace(k, lambda old, new=new: append_arg(old, kwarg("reduction", new)))
+        ctx.change(k, RULE, ctx.say(
+            "{loss} built with reduction=\"none\": tf-keras, which runs fit() on TF_CONFIG workers "
+            "(keras-team/keras#20585), refuses a mean reduction outside compile(); {step} averages it instead",
+            loss=a.code(k.func), step=step.name.value))
+    for c in calls:
+        if c in state:
+            continue
+        state[c] = True
+        template = f"{state['mean']}({{inner}})"
+        ctx.plan.replace(c, lambda upd, template=template: ctx.expr(ctx.fill(template, inner=ctx.module.code_for_node(upd))))
+        ctx.change(c, RULE, ctx.say("{call}: its values averaged and divided by {size}, as a mean reduction is under "
+                                    "{engine}", call=a.code(c)))

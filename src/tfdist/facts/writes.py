@@ -1,0 +1,135 @@
+"""Files and console output on rank 0 only, for every pattern.
+
+Model saves, checkpoint saves, TF1 ``Saver.save`` and ``print`` statements go
+under ``if hvd.rank() == 0:``; summary writers are no-op writers on other
+ranks. Only statements that cannot run a collective operation are guarded
+(a guarded collective deadlocks): a print whose arguments call anything
+but pure built-ins, for instance, is left alone.
+
+Every other file a training run writes is written by rank 0 only too: the
+module functions of ``apis.FILE_WRITE_FUNCTIONS`` (NumPy, pickle, JSON,
+pyplot savefig/show, tf.io.write_file, OpenCV, imageio...), the writing
+methods of objects whose kind is known from what built them
+(``apis.WRITER_OBJECT_METHODS``: a PIL image's ``save``, a Figure's
+``savefig``, a DataFrame's ``to_csv``), and ``with open(path, "w")``
+statements, guarded whole when their body is collective-free and sets no
+name used after it. A ``save`` on an object of unknown type is never
+guarded. A write tfdist cannot guard safely (inside a statement that also
+trains, an ``open`` for writing kept in a variable) gets a warning with
+the edit to make by hand.
+"""
+from __future__ import annotations
+
+import weakref
+import libcst as cst
+from .. import apis
+from ..engine import analysis as A
+from .keras_models import is_model
+from .syntax import find_arg, method_name, receiver
+from . import kinds
+
+
+RULE = kinds.RANK0_IO
+
+
+# Calls that run an optimizer step, directly or through a session.
+TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "train_on_batch", "gradient", "run"}
+
+
+# Per conversion (keyed by its analysis): does the engine run collective
+# operations in Keras evaluate/predict? Set by apply() from the backend.
+INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def is_model_value(a: A.Analysis, expr) -> bool:
+    return is_model(a, expr)
+
+
+# TF1 calls building the training step (or its gradients, which Horovod
+# averages): a session run fetching what they make runs a collective.
+TF1_STEP_BUILDERS = {"minimize", "compute_gradients", "apply_gradients", "gradients"}
+
+
+def is_io_call(a: A.Analysis, c: cst.Call) -> bool:
+    """Built-ins, file writes and plotting/image/table libraries: never a collective."""
+    names = a.names(c)
+    return bool(names) and all(
+        n in apis.COLLECTIVE_FREE_BUILTINS or n in apis.FILE_WRITE_FUNCTIONS or n in apis.FILE_OPEN_FUNCTIONS
+        or n.startswith(apis.COLLECTIVE_FREE_MODULES) for n in names)
+
+
+def is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
+    """Numerical library calls (numpy, tf.math, ...) that are not training."""
+    if method_name(c) in TRAINING_METHODS:
+        return False
+    names = a.names(c)
+    return any(n.startswith(("numpy.", "tensorflow.", "math.", "builtins.")) for n in names) and not any(
+        n.startswith("tensorflow.distribute") for n in names)
+
+
+def object_kind(a: A.Analysis, expr, depth: int = 0):
+    """The kind (apis.PIL_IMAGE, MPL_FIGURE, ...) of a file-writing object, or
+    None when what built it is not known. A name has a kind only when every
+    value assigned to it has that same kind."""
+    if expr is None or depth > 8:
+        return None
+    if isinstance(expr, cst.Call):
+        name = a.is_name(expr, apis.WRITER_OBJECT_CONSTRUCTORS)
+        if name is not None:
+            return apis.WRITER_OBJECT_CONSTRUCTORS[name]
+        if open_mode(a, expr) is True:
+            return apis.OPEN_FILE
+        m = method_name(expr)
+        if m is not None:
+            kind = object_kind(a, receiver(expr), depth + 1)
+            if kind is not None and m in apis.WRITER_OBJECT_CHAINS.get(kind, ()):
+                return kind
+        return None
+    if isinstance(expr, cst.Name):
+        bindings = a.assigned_values(expr)
+        kinds = set()
+        for origin, value in bindings:
+            kind = object_kind(a, value, depth + 1) if value is not None else _tuple_kind(a, origin)
+            if kind is None:
+                return None
+            kinds.add(kind)
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def _tuple_kind(a: A.Analysis, target):
+    """``fig`` in ``fig, ax = plt.subplots()``: its kind from the table of tuple factories."""
+    if not isinstance(target, cst.Name):
+        return None
+    element = a.parent(target)
+    seq = a.parent(element)
+    assign_target = a.parent(seq)
+    assign = a.parent(assign_target)
+    if not (isinstance(element, cst.Element) and isinstance(seq, (cst.Tuple, cst.List))
+            and isinstance(assign_target, cst.AssignTarget) and isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1 and isinstance(assign.value, cst.Call)):
+        return None
+    name = a.is_name(assign.value, apis.WRITER_OBJECT_TUPLES)
+    if name is None or any(isinstance(e, cst.StarredElement) for e in seq.elements):
+        return None
+    return apis.WRITER_OBJECT_TUPLES[name].get(list(seq.elements).index(element))
+
+
+def open_mode(a: A.Analysis, call: cst.Call):
+    """True: a call opening a file for writing; False: for reading or not an
+    open call; None: an open call whose mode is not a literal."""
+    name = a.is_name(call, apis.FILE_OPEN_FUNCTIONS)
+    if name is None:
+        return False
+    index, keyword, default = apis.FILE_OPEN_FUNCTIONS[name]
+    if any(arg.star for arg in call.args):
+        return None
+    arg = find_arg(call, keyword, index)
+    if arg is None:
+        return None if default is None else bool(set(default) & apis.FILE_WRITE_MODE_LETTERS)
+    if not isinstance(arg.value, cst.SimpleString):
+        return None
+    mode = arg.value.evaluated_value
+    if not isinstance(mode, str):
+        return None
+    return bool(set(mode) & apis.FILE_WRITE_MODE_LETTERS)
