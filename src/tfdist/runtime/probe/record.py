@@ -121,23 +121,7 @@ def build_record() -> dict:
         "tensorflow_imported": "tensorflow" in sys.modules,
     }
     try:
-        trainable, non_trainable, unreadable = _collect_variables()
-        sha, fsum, items = digest_arrays([v for _, v in trainable])
-        nsha, _, _ = digest_arrays([v for _, v in non_trainable])
-        record["variables"] = {
-            "trainable_count": len(trainable),
-            "trainable_sha256": sha,
-            "trainable_sum": fsum,
-            "trainable": [
-                {"name": name, "shape": list(getattr(value, "shape", ())),
-                 "dtype": str(getattr(value, "dtype", "?")), "digest": digest}
-                for (name, value), digest in zip(trainable, items)
-            ],
-            "non_trainable_count": len(non_trainable),
-            "non_trainable_sha256": nsha,
-            "unreadable": unreadable,
-            "tf1_graphs": len(STATE.graph_order),
-        }
+        record["variables"] = _variables_record()
     except Exception as exc:  # noqa: BLE001
         _note_error("variables", exc)
         record["variables"] = None
@@ -146,15 +130,7 @@ def build_record() -> dict:
     except Exception as exc:  # noqa: BLE001
         _note_error("optimizer", exc)
         record["optimizer"] = None
-    record["files"] = []
-    for entry in list(STATE.files.values()):
-        entry = dict(entry)
-        try:
-            entry["exists_at_exit"] = _exists(entry["path"])
-        except Exception:  # noqa: BLE001
-            entry["exists_at_exit"] = None
-        entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
-        record["files"].append(entry)
+    record["files"] = _files_record()
     try:
         record["replica_copies"] = _replica_copies()
         record["local_devices"] = STATE.local_devices
@@ -182,6 +158,42 @@ def build_record() -> dict:
                             "fit_epochs": STATE.loss_epochs}
     record["probe_errors"] = list(STATE.errors)
     return record
+
+
+def _variables_record() -> dict:
+    """The digests of the trainable variables (each one's too) and of the others."""
+    trainable, non_trainable, unreadable = _collect_variables()
+    sha, fsum, items = digest_arrays([v for _, v in trainable])
+    nsha, _, _ = digest_arrays([v for _, v in non_trainable])
+    return {
+        "trainable_count": len(trainable),
+        "trainable_sha256": sha,
+        "trainable_sum": fsum,
+        "trainable": [
+            {"name": name, "shape": list(getattr(value, "shape", ())),
+             "dtype": str(getattr(value, "dtype", "?")), "digest": digest}
+            for (name, value), digest in zip(trainable, items)
+        ],
+        "non_trainable_count": len(non_trainable),
+        "non_trainable_sha256": nsha,
+        "unreadable": unreadable,
+        "tf1_graphs": len(STATE.graph_order),
+    }
+
+
+def _files_record() -> list[dict]:
+    """The files the process wrote, each with whether it still exists and
+    whether it lies in a multi-worker temporary directory."""
+    files = []
+    for entry in list(STATE.files.values()):
+        entry = dict(entry)
+        try:
+            entry["exists_at_exit"] = _exists(entry["path"])
+        except Exception:  # noqa: BLE001
+            entry["exists_at_exit"] = None
+        entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
+        files.append(entry)
+    return files
 
 
 def write_record() -> str | None:

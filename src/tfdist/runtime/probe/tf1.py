@@ -3,6 +3,7 @@ graph variables read before a session closes."""
 from __future__ import annotations
 
 import os
+import weakref
 
 from .losses import _record_loss_values
 from .patch import _patch, _resolve
@@ -171,8 +172,7 @@ def _depends_on_train_op(gid, root) -> bool:
 
 
 def _install_session_hooks():
-    import weakref
-
+    """Patch TF1's Session and Optimizer classes (see the patches below)."""
     cls_mod, cls_name = TF_SESSION_CLASS
     op_found, tensor_found = _resolve(*TF_OPERATION_CLASS), _resolve(*TF_TENSOR_CLASS)
     if op_found is None or tensor_found is None:
@@ -180,123 +180,136 @@ def _install_session_hooks():
         return
     _OP_CLASSES[:] = [op_found[2], tensor_found[2]]
 
-    def make_init(orig):
-        def __init__(self, *args, **kwargs):
-            orig(self, *args, **kwargs)
-            try:
-                if STATE.pid == os.getpid():
-                    with STATE.lock:
-                        STATE.sessions.append(weakref.ref(self))
-            except Exception as exc:  # noqa: BLE001
-                _note_error("session_init", exc)
-        return __init__
-
-    def make_close(orig):
-        def close(self, *args, **kwargs):
-            if not _busy():
-                _snapshot_session(self)
-            return orig(self, *args, **kwargs)
-        return close
-
-    def make_run(orig):
-        def run(self, *args, **kwargs):
-            losses = None
-            if STATE.record_losses and STATE.tf1_losses and not _busy():
-                try:
-                    fetches = args[0] if args else kwargs.get("fetches")
-                    losses = _tf1_losses_run(self.graph, fetches)
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run_loss", exc)
-            if losses:
-                args, kwargs = _with_fetches(args, kwargs, losses)
-                both = orig(self, *args, **kwargs)
-                result = both[0]
-                try:
-                    _record_loss_values(both[1])
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run_loss_value", exc)
-                args, kwargs = _with_fetches(args, kwargs, None)
-            else:
-                result = orig(self, *args, **kwargs)
-            if STATE.train_ops and not _busy():
-                try:
-                    fetches = args[0] if args else kwargs.get("fetches")
-                    if _runs_train_op(self.graph, fetches):
-                        step = STATE.tf1_train_runs
-                        STATE.tf1_train_runs += 1
-                        feed = args[1] if len(args) > 1 else kwargs.get("feed_dict")
-                        if feed:
-                            try:
-                                _record_feed(feed, step)
-                            except Exception as exc:  # noqa: BLE001
-                                _note_error("session_run_samples", exc)
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run", exc)
-            return result
-        return run
-
-    def make_make_callable(orig):
-        def make_callable(self, *args, **kwargs):
-            fn = orig(self, *args, **kwargs)
-            try:
-                fetches = args[0] if args else kwargs.get("fetches")
-                if STATE.train_ops and _runs_train_op(self.graph, fetches):
-                    inner = fn
-
-                    def counted(*a, **k):
-                        out = inner(*a, **k)
-                        STATE.tf1_train_runs += 1
-                        return out
-                    return counted
-            except Exception as exc:  # noqa: BLE001
-                _note_error("make_callable", exc)
-            return fn
-        return make_callable
-
-    _patch(cls_mod, cls_name + ".__init__", make_init)
-    _patch(cls_mod, cls_name + ".close", make_close)
-    _patch(cls_mod, cls_name + ".run", make_run)
-    _patch(cls_mod, cls_name + ".make_callable", make_make_callable)
-
-    def make_apply(orig):
-        def apply_gradients(self, *args, **kwargs):
-            result = orig(self, *args, **kwargs)
-            try:
-                graph = getattr(result, "graph", None)
-                name = getattr(result, "name", None)
-                if graph is not None and name is not None and not _is_func_graph(graph):
-                    with STATE.lock:
-                        STATE.train_ops.add((id(graph), name))
-                        STATE.train_dep_cache.clear()
-                        loss = STATE.tf1_pending_loss.pop(id(graph), None)
-                        if loss is not None:
-                            STATE.tf1_losses[(id(graph), name)] = loss
-                else:
-                    from tensorflow.python.eager import context  # noqa: PLC0415
-                    if context.executing_eagerly():
-                        STATE.tf1_eager_applies += 1
-            except Exception as exc:  # noqa: BLE001
-                _note_error("tf1_apply_gradients", exc)
-            return result
-        return apply_gradients
-
-    def make_compute(orig):
-        def compute_gradients(self, *args, **kwargs):
-            result = orig(self, *args, **kwargs)
-            if STATE.record_losses:
-                try:
-                    loss = args[0] if args else kwargs.get("loss")
-                    graph = getattr(loss, "graph", None)
-                    if graph is not None and not _is_func_graph(graph) and hasattr(loss, "op"):
-                        STATE.tf1_pending_loss[id(graph)] = loss
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("tf1_compute_gradients", exc)
-            return result
-        return compute_gradients
+    _patch(cls_mod, cls_name + ".__init__", _session_init_patch)
+    _patch(cls_mod, cls_name + ".close", _session_close_patch)
+    _patch(cls_mod, cls_name + ".run", _session_run_patch)
+    _patch(cls_mod, cls_name + ".make_callable", _session_make_callable_patch)
 
     opt_mod, opt_name = TF1_OPTIMIZER_CLASS
-    _patch(opt_mod, opt_name + ".apply_gradients", make_apply)
-    _patch(opt_mod, opt_name + ".compute_gradients", make_compute)
+    _patch(opt_mod, opt_name + ".apply_gradients", _apply_gradients_patch)
+    _patch(opt_mod, opt_name + ".compute_gradients", _compute_gradients_patch)
+
+
+def _session_init_patch(orig):
+    """Session.__init__ that registers the session (its variables are read before it closes)."""
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        try:
+            if STATE.pid == os.getpid():
+                with STATE.lock:
+                    STATE.sessions.append(weakref.ref(self))
+        except Exception as exc:  # noqa: BLE001
+            _note_error("session_init", exc)
+    return __init__
+
+
+def _session_close_patch(orig):
+    """Session.close that first reads the graph variables of the session."""
+    def close(self, *args, **kwargs):
+        if not _busy():
+            _snapshot_session(self)
+        return orig(self, *args, **kwargs)
+    return close
+
+
+def _session_run_patch(orig):
+    """Session.run that records the losses of the train ops it runs (verify
+    --compare) and counts those runs and their feeds."""
+    def run(self, *args, **kwargs):
+        losses = None
+        if STATE.record_losses and STATE.tf1_losses and not _busy():
+            try:
+                fetches = args[0] if args else kwargs.get("fetches")
+                losses = _tf1_losses_run(self.graph, fetches)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("session_run_loss", exc)
+        if losses:
+            args, kwargs = _with_fetches(args, kwargs, losses)
+            both = orig(self, *args, **kwargs)
+            result = both[0]
+            try:
+                _record_loss_values(both[1])
+            except Exception as exc:  # noqa: BLE001
+                _note_error("session_run_loss_value", exc)
+            args, kwargs = _with_fetches(args, kwargs, None)
+        else:
+            result = orig(self, *args, **kwargs)
+        if STATE.train_ops and not _busy():
+            try:
+                fetches = args[0] if args else kwargs.get("fetches")
+                if _runs_train_op(self.graph, fetches):
+                    step = STATE.tf1_train_runs
+                    STATE.tf1_train_runs += 1
+                    feed = args[1] if len(args) > 1 else kwargs.get("feed_dict")
+                    if feed:
+                        try:
+                            _record_feed(feed, step)
+                        except Exception as exc:  # noqa: BLE001
+                            _note_error("session_run_samples", exc)
+            except Exception as exc:  # noqa: BLE001
+                _note_error("session_run", exc)
+        return result
+    return run
+
+
+def _session_make_callable_patch(orig):
+    """Session.make_callable whose callable counts the train-op runs it makes."""
+    def make_callable(self, *args, **kwargs):
+        fn = orig(self, *args, **kwargs)
+        try:
+            fetches = args[0] if args else kwargs.get("fetches")
+            if STATE.train_ops and _runs_train_op(self.graph, fetches):
+                inner = fn
+
+                def counted(*a, **k):
+                    out = inner(*a, **k)
+                    STATE.tf1_train_runs += 1
+                    return out
+                return counted
+        except Exception as exc:  # noqa: BLE001
+            _note_error("make_callable", exc)
+        return fn
+    return make_callable
+
+
+def _apply_gradients_patch(orig):
+    """Optimizer.apply_gradients that records its train op (and the loss whose gradients it applies)."""
+    def apply_gradients(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        try:
+            graph = getattr(result, "graph", None)
+            name = getattr(result, "name", None)
+            if graph is not None and name is not None and not _is_func_graph(graph):
+                with STATE.lock:
+                    STATE.train_ops.add((id(graph), name))
+                    STATE.train_dep_cache.clear()
+                    loss = STATE.tf1_pending_loss.pop(id(graph), None)
+                    if loss is not None:
+                        STATE.tf1_losses[(id(graph), name)] = loss
+            else:
+                from tensorflow.python.eager import context  # noqa: PLC0415
+                if context.executing_eagerly():
+                    STATE.tf1_eager_applies += 1
+        except Exception as exc:  # noqa: BLE001
+            _note_error("tf1_apply_gradients", exc)
+        return result
+    return apply_gradients
+
+
+def _compute_gradients_patch(orig):
+    """Optimizer.compute_gradients that remembers the loss, for the train op applying its gradients."""
+    def compute_gradients(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        if STATE.record_losses:
+            try:
+                loss = args[0] if args else kwargs.get("loss")
+                graph = getattr(loss, "graph", None)
+                if graph is not None and not _is_func_graph(graph) and hasattr(loss, "op"):
+                    STATE.tf1_pending_loss[id(graph)] = loss
+            except Exception as exc:  # noqa: BLE001
+                _note_error("tf1_compute_gradients", exc)
+        return result
+    return compute_gradients
 
 
 def _is_func_graph(graph) -> bool:
