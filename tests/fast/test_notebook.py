@@ -7,7 +7,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from tfdist.api import convert_source
 from tfdist.cli import main
-from tfdist.project.notebook import AUTOMAGIC_NAMES, automagic_cell, convert_notebook, notebook_script
+from tfdist.project.ipython import AUTOMAGIC_NAMES, automagic_cell
+from tfdist.project.notebook import convert_notebook, notebook_script
 
 CELLS = [
     ("markdown", "# Training a regressor\n\nWith *Keras* — é ü 中文."),

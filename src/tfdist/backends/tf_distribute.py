@@ -42,6 +42,177 @@ TF1_REFUSAL = ("TF1 Session / MonitoredTrainingSession training cannot run under
                "strategies: convert it with --backend horovod, or port it to Keras fit or a GradientTape loop")
 
 
+def _strategy_statement(q) -> Tuple[str, str]:
+    """The strategy: the cluster TF_CONFIG describes, else every local device."""
+    return (
+        f"{{strategy}} = ({{tf}}.distribute.MultiWorkerMirroredStrategy() if {q('TF_CONFIG')} in {{os}}.environ\n"
+        f"            else {{tf}}.distribute.MirroredStrategy())",
+        "tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.",
+    )
+
+
+def _keras3_multi_worker_stop(q) -> Tuple[str, str]:
+    """Stop where Keras 3 would run multi-worker fit() (keras-team/keras#20585)."""
+    keras_version = f"getattr({{tf}}.keras, {q('__version__')}, {q('2')})"
+    return (
+        f"if {q('TF_CONFIG')} in {{os}}.environ and int({keras_version}.split({q('.')})[0]) >= 3:\n"
+        f"    raise SystemExit({q(KERAS3_MULTI_WORKER_MESSAGE)})",
+        "tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().",
+    )
+
+
+def _run_step_helper(q) -> Tuple[str, str]:
+    """The definition of {run_step}: one training step on every replica, its results gathered."""
+    return (
+        f"def {{run_step}}(step, *args, **kwargs):\n"
+        f"    first = hasattr(step, {q('python_function')}) and step not in getattr({{run_step}}, {q('stepped')}, ())\n"
+        f"    {{run_step}}.stepped = getattr({{run_step}}, {q('stepped')}, ()) + ((step,) if first else ())\n"
+        f"    eager = {{tf}}.config.functions_run_eagerly()\n"
+        f"    {{tf}}.config.run_functions_eagerly(eager or first)\n"
+        f"    try:\n"
+        f"        results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
+        f"    finally:\n"
+        f"        {{tf}}.config.run_functions_eagerly(eager)\n"
+        f"    def gather(value):\n"
+        f"        if value is None:\n"
+        f"            return value\n"
+        f"        parts = {{strategy}}.experimental_local_results(value)\n"
+        f"        if len(getattr(parts[0], {q('shape')}, ())) == 0:\n"
+        f"            return {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None)\n"
+        f"        return {{tf}}.concat(parts, axis=0)\n"
+        f"    return {{tf}}.nest.map_structure(gather, results)",
+        "tf.distribute: run one training step on every replica; a scalar it returns (a loss) is averaged over "
+        "them, any other value (predictions, generated images) is this worker's replicas' rows, as its batch "
+        "is; nothing stays nothing. A tf.function step runs its first step eagerly (run_functions_eagerly, "
+        "which also holds for a method's bound step): the variables it creates then (a Keras 3 optimizer's "
+        "slots) cannot be created inside a traced function on several local replicas.",
+    )
+
+
+def _local_values_helper(q) -> Tuple[str, str]:
+    """The definition of {local_values}: this worker's rows of a distributed batch."""
+    return (
+        f"def {{local_values}}(value):\n"
+        f"    return {{tf}}.nest.map_structure(\n"
+        f"        lambda v: {{tf}}.concat({{strategy}}.experimental_local_results(v), axis=0), value)",
+        "tf.distribute: this worker's part of a distributed batch (its replicas' rows, in order), for code "
+        "outside the replica step that reads the batch.",
+    )
+
+
+def _split_stream_helper(q) -> Tuple[str, str]:
+    """The definition of {split_stream}: a stream of batches split into steps, one batch per replica."""
+    return (
+        f"def {{split_stream}}(batches):\n"
+        f"    import copy\n"
+        f"    group = []\n"
+        f"    for batch in batches:\n"
+        f"        try:  # copied as it is read: a generator may refill the same arrays for its next batch\n"
+        f"            batch = copy.deepcopy(batch)\n"
+        f"        except Exception:  # a batch that cannot be copied: kept as it is\n"
+        f"            pass\n"
+        f"        group.append(batch)\n"
+        f"        if len(group) == {{strategy}}.num_replicas_in_sync:\n"
+        f"            yield {{strategy}}.experimental_distribute_values_from_function(\n"
+        f"                lambda context, group=group: group[context.replica_id_in_sync_group])\n"
+        f"            group = []",
+        "tf.distribute: every num_replicas_in_sync consecutive batches of a stream make one step, each "
+        "replica training on the one at its place (a last, incomplete group is left out).",
+    )
+
+
+def _sequence_batches_helper(q) -> Tuple[str, str]:
+    """The definition of {sequence_batches}: a Sequence or generator of batches as a distributed dataset."""
+    return (
+        f"def {{sequence_batches}}(batches, shuffle=True):\n"
+        f"    import itertools, numpy\n"
+        f"    epoch, position = [0], [0]\n"
+        f"\n"
+        f"    def alike(action):\n"
+        f"        state = numpy.random.get_state()\n"
+        f"        numpy.random.seed(epoch[0])\n"
+        f"        try:\n"
+        f"            return action()\n"
+        f"        finally:\n"
+        f"            numpy.random.set_state(state)\n"
+        f"\n"
+        f"    indexed = hasattr(batches, {q('__getitem__')}) and hasattr(batches, {q('__len__')})\n"
+        f"    stream = None if indexed else iter(batches)\n"
+        f"    if indexed and hasattr(batches, {q('on_epoch_end')}):\n"
+        f"        alike(batches.on_epoch_end)  # its first order too: one drawn in its __init__ differs\n"
+        f"    first = alike(lambda: batches[0]) if indexed else next(stream)\n"
+        f"    stream = None if indexed else itertools.chain([first], stream)\n"
+        f"    spec = {{tf}}.nest.map_structure(\n"
+        f"        lambda v: {{tf}}.TensorSpec((None,) + tuple(v.shape[1:]), {{tf}}.as_dtype(v.dtype)), first)\n"
+        f"\n"
+        f"    def pipeline(context):\n"
+        f"        local = context.num_replicas_in_sync // context.num_input_pipelines\n"
+        f"        steps = len(batches) // context.num_replicas_in_sync if indexed else 0\n"
+        f"\n"
+        f"        def read():\n"
+        f"            while indexed and steps:\n"
+        f"                order = numpy.random.RandomState(epoch[0]).permutation(len(batches)) if shuffle else range(len(batches))\n"
+        f"                for step in range(steps):\n"
+        f"                    for replica in range(local):\n"
+        f"                        yield batches[int(order[(step * context.num_input_pipelines + context.input_pipeline_id) * local + replica])]\n"
+        f"                epoch[0] += 1\n"
+        f"                if hasattr(batches, {q('on_epoch_end')}):\n"
+        f"                    alike(batches.on_epoch_end)\n"
+        f"            for batch in stream or ():\n"
+        f"                place = position[0] % context.num_replicas_in_sync // local\n"
+        f"                position[0] += 1\n"
+        f"                if place == context.input_pipeline_id:\n"
+        f"                    yield batch\n"
+        f"        return {{tf}}.data.Dataset.from_generator(read, output_signature=spec)\n"
+        f"    return {{strategy}}.distribute_datasets_from_function(pipeline)",
+        "tf.distribute splits only datasets: a Sequence (an ImageDataGenerator flow, a PyDataset) or a "
+        "generator becomes one. Every step takes num_replicas_in_sync of its batches, one per replica, each "
+        "worker reading its own (a disjoint, equal share: of a generator, which every worker runs, the "
+        "batches at its replicas' places). A Sequence's batch order is shuffled each epoch as fit() shuffles "
+        "it, and whatever it draws from NumPy to order its samples (its first batch, on_epoch_end) it draws "
+        "alike on every worker, so the shares stay disjoint; its stream never ends: steps_per_epoch bounds "
+        "each epoch.",
+    )
+
+
+def _write_path_helper(q) -> Tuple[str, str]:
+    """The definition of {write_path}: where a worker writes a checkpoint or a saved model."""
+    return (
+        f"def {{write_path}}(path):\n"
+        f"    if {{strategy}}.extended.should_checkpoint:\n"
+        f"        return path\n"
+        f"    import atexit, shutil, tempfile\n"
+        f"    directory = tempfile.mkdtemp()\n"
+        f"    atexit.register(shutil.rmtree, directory, ignore_errors=True)\n"
+        f"    return {{os}}.path.join(directory, {{os}}.path.basename({{os}}.path.normpath(str(path))))",
+        "tf.distribute: every worker saves (saving can run collective operations); "
+        "only the chief writes to the real path, the others to a temporary directory removed at exit.",
+    )
+
+
+def _shard_by_data_helper(q) -> Tuple[str, str]:
+    """The definition of {shard_by_data}: a dataset split between workers by sample."""
+    return (
+        f"def {{shard_by_data}}(dataset):\n"
+        f"    options = {{tf}}.data.Options()\n"
+        f"    options.experimental_distribute.auto_shard_policy = {{tf}}.data.experimental.AutoShardPolicy.DATA\n"
+        f"    return dataset.with_options(options)",
+        "tf.distribute: an in-memory source has no files to split: workers split it by sample.",
+    )
+
+
+# The helper functions a converted script may call, in the order they are
+# defined: each is written only when the rules bound its placeholder.
+_SETUP_HELPERS = (
+    ("run_step", _run_step_helper),
+    ("local_values", _local_values_helper),
+    ("split_stream", _split_stream_helper),
+    ("sequence_batches", _sequence_batches_helper),
+    ("write_path", _write_path_helper),
+    ("shard_by_data", _shard_by_data_helper),
+)
+
+
 class TfDistributeBackend(Backend):
     name = "tf-distribute"
     # predict()/evaluate() of a distributed model gather over the workers
@@ -149,143 +320,13 @@ class TfDistributeBackend(Backend):
 
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List:
         q = ctx.quoted
-        out = [(
-            f"{{strategy}} = ({{tf}}.distribute.MultiWorkerMirroredStrategy() if {q('TF_CONFIG')} in {{os}}.environ\n"
-            f"            else {{tf}}.distribute.MirroredStrategy())",
-            "tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.",
-        )]
+        out = [_strategy_statement(q)]
         if keras3_guard and ctx.facts.get("keras_flavor") == "keras":
             out.append(self._keras3_multi_worker_reduce(ctx))
         elif keras3_guard:
-            keras_version = f"getattr({{tf}}.keras, {q('__version__')}, {q('2')})"
-            out.append((
-                f"if {q('TF_CONFIG')} in {{os}}.environ and int({keras_version}.split({q('.')})[0]) >= 3:\n"
-                f"    raise SystemExit({q(KERAS3_MULTI_WORKER_MESSAGE)})",
-                "tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().",
-            ))
+            out.append(_keras3_multi_worker_stop(q))
         bound = ctx.bound_names()
-        if "run_step" in bound:
-            out.append((
-                f"def {{run_step}}(step, *args, **kwargs):\n"
-                f"    first = hasattr(step, {q('python_function')}) and step not in getattr({{run_step}}, {q('stepped')}, ())\n"
-                f"    {{run_step}}.stepped = getattr({{run_step}}, {q('stepped')}, ()) + ((step,) if first else ())\n"
-                f"    eager = {{tf}}.config.functions_run_eagerly()\n"
-                f"    {{tf}}.config.run_functions_eagerly(eager or first)\n"
-                f"    try:\n"
-                f"        results = {{strategy}}.run(step, args=args, kwargs=kwargs)\n"
-                f"    finally:\n"
-                f"        {{tf}}.config.run_functions_eagerly(eager)\n"
-                f"    def gather(value):\n"
-                f"        if value is None:\n"
-                f"            return value\n"
-                f"        parts = {{strategy}}.experimental_local_results(value)\n"
-                f"        if len(getattr(parts[0], {q('shape')}, ())) == 0:\n"
-                f"            return {{strategy}}.reduce({{tf}}.distribute.ReduceOp.MEAN, value, axis=None)\n"
-                f"        return {{tf}}.concat(parts, axis=0)\n"
-                f"    return {{tf}}.nest.map_structure(gather, results)",
-                "tf.distribute: run one training step on every replica; a scalar it returns (a loss) is averaged over "
-                "them, any other value (predictions, generated images) is this worker's replicas' rows, as its batch "
-                "is; nothing stays nothing. A tf.function step runs its first step eagerly (run_functions_eagerly, "
-                "which also holds for a method's bound step): the variables it creates then (a Keras 3 optimizer's "
-                "slots) cannot be created inside a traced function on several local replicas.",
-            ))
-        if "local_values" in bound:
-            out.append((
-                f"def {{local_values}}(value):\n"
-                f"    return {{tf}}.nest.map_structure(\n"
-                f"        lambda v: {{tf}}.concat({{strategy}}.experimental_local_results(v), axis=0), value)",
-                "tf.distribute: this worker's part of a distributed batch (its replicas' rows, in order), for code "
-                "outside the replica step that reads the batch.",
-            ))
-        if "split_stream" in bound:
-            out.append((
-                f"def {{split_stream}}(batches):\n"
-                f"    import copy\n"
-                f"    group = []\n"
-                f"    for batch in batches:\n"
-                f"        try:  # copied as it is read: a generator may refill the same arrays for its next batch\n"
-                f"            batch = copy.deepcopy(batch)\n"
-                f"        except Exception:  # a batch that cannot be copied: kept as it is\n"
-                f"            pass\n"
-                f"        group.append(batch)\n"
-                f"        if len(group) == {{strategy}}.num_replicas_in_sync:\n"
-                f"            yield {{strategy}}.experimental_distribute_values_from_function(\n"
-                f"                lambda context, group=group: group[context.replica_id_in_sync_group])\n"
-                f"            group = []",
-                "tf.distribute: every num_replicas_in_sync consecutive batches of a stream make one step, each "
-                "replica training on the one at its place (a last, incomplete group is left out).",
-            ))
-        if "sequence_batches" in bound:
-            out.append((
-                f"def {{sequence_batches}}(batches, shuffle=True):\n"
-                f"    import itertools, numpy\n"
-                f"    epoch, position = [0], [0]\n"
-                f"\n"
-                f"    def alike(action):\n"
-                f"        state = numpy.random.get_state()\n"
-                f"        numpy.random.seed(epoch[0])\n"
-                f"        try:\n"
-                f"            return action()\n"
-                f"        finally:\n"
-                f"            numpy.random.set_state(state)\n"
-                f"\n"
-                f"    indexed = hasattr(batches, {q('__getitem__')}) and hasattr(batches, {q('__len__')})\n"
-                f"    stream = None if indexed else iter(batches)\n"
-                f"    if indexed and hasattr(batches, {q('on_epoch_end')}):\n"
-                f"        alike(batches.on_epoch_end)  # its first order too: one drawn in its __init__ differs\n"
-                f"    first = alike(lambda: batches[0]) if indexed else next(stream)\n"
-                f"    stream = None if indexed else itertools.chain([first], stream)\n"
-                f"    spec = {{tf}}.nest.map_structure(\n"
-                f"        lambda v: {{tf}}.TensorSpec((None,) + tuple(v.shape[1:]), {{tf}}.as_dtype(v.dtype)), first)\n"
-                f"\n"
-                f"    def pipeline(context):\n"
-                f"        local = context.num_replicas_in_sync // context.num_input_pipelines\n"
-                f"        steps = len(batches) // context.num_replicas_in_sync if indexed else 0\n"
-                f"\n"
-                f"        def read():\n"
-                f"            while indexed and steps:\n"
-                f"                order = numpy.random.RandomState(epoch[0]).permutation(len(batches)) if shuffle else range(len(batches))\n"
-                f"                for step in range(steps):\n"
-                f"                    for replica in range(local):\n"
-                f"                        yield batches[int(order[(step * context.num_input_pipelines + context.input_pipeline_id) * local + replica])]\n"
-                f"                epoch[0] += 1\n"
-                f"                if hasattr(batches, {q('on_epoch_end')}):\n"
-                f"                    alike(batches.on_epoch_end)\n"
-                f"            for batch in stream or ():\n"
-                f"                place = position[0] % context.num_replicas_in_sync // local\n"
-                f"                position[0] += 1\n"
-                f"                if place == context.input_pipeline_id:\n"
-                f"                    yield batch\n"
-                f"        return {{tf}}.data.Dataset.from_generator(read, output_signature=spec)\n"
-                f"    return {{strategy}}.distribute_datasets_from_function(pipeline)",
-                "tf.distribute splits only datasets: a Sequence (an ImageDataGenerator flow, a PyDataset) or a "
-                "generator becomes one. Every step takes num_replicas_in_sync of its batches, one per replica, each "
-                "worker reading its own (a disjoint, equal share: of a generator, which every worker runs, the "
-                "batches at its replicas' places). A Sequence's batch order is shuffled each epoch as fit() shuffles "
-                "it, and whatever it draws from NumPy to order its samples (its first batch, on_epoch_end) it draws "
-                "alike on every worker, so the shares stay disjoint; its stream never ends: steps_per_epoch bounds "
-                "each epoch.",
-            ))
-        if "write_path" in bound:
-            out.append((
-                f"def {{write_path}}(path):\n"
-                f"    if {{strategy}}.extended.should_checkpoint:\n"
-                f"        return path\n"
-                f"    import atexit, shutil, tempfile\n"
-                f"    directory = tempfile.mkdtemp()\n"
-                f"    atexit.register(shutil.rmtree, directory, ignore_errors=True)\n"
-                f"    return {{os}}.path.join(directory, {{os}}.path.basename({{os}}.path.normpath(str(path))))",
-                "tf.distribute: every worker saves (saving can run collective operations); "
-                "only the chief writes to the real path, the others to a temporary directory removed at exit.",
-            ))
-        if "shard_by_data" in bound:
-            out.append((
-                f"def {{shard_by_data}}(dataset):\n"
-                f"    options = {{tf}}.data.Options()\n"
-                f"    options.experimental_distribute.auto_shard_policy = {{tf}}.data.experimental.AutoShardPolicy.DATA\n"
-                f"    return dataset.with_options(options)",
-                "tf.distribute: an in-memory source has no files to split: workers split it by sample.",
-            ))
+        out.extend(helper(q) for key, helper in _SETUP_HELPERS if key in bound)
         return out
 
     def _keras3_multi_worker_reduce(self, ctx) -> Tuple[str, str]:

@@ -17,6 +17,7 @@ the class they name.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from ..engine.analysis import ClassFact, ProjectContext
 from ..engine.objects import ROOT_KINDS
 from ..engine.names import canonical
+from .ipython import mask
 
 # Cheap test, on bytes, for "may use TensorFlow or Keras" (no syntax tree).
 TF_IMPORT = re.compile(rb"\b(?:import|from)[ \t]+[^\n;]*?\b(?:tensorflow|keras|tf_keras)\b|\btf_keras\b")
@@ -379,10 +381,6 @@ def summary_of_source(path: str, data: bytes) -> ModuleSummary:
 
 def notebook_summary(path: str) -> Optional[ModuleSummary]:
     """Imports of a notebook's code cells (IPython syntax masked), for the index."""
-    import json
-
-    from .notebook import _mask
-
     try:
         with open(path, "rb") as f:
             nb = json.loads(f.read(MAX_INDEX_BYTES * 4).decode("utf-8-sig"))
@@ -392,7 +390,7 @@ def notebook_summary(path: str) -> Optional[ModuleSummary]:
             if isinstance(c, dict) and c.get("cell_type") == "code":
                 src = c.get("source", "")
                 src = "".join(src) if isinstance(src, list) else src
-                masked = _mask(src, magics) if isinstance(src, str) else None
+                masked = mask(src, magics) if isinstance(src, str) else None
                 if masked is not None:
                     code.append(masked)
     except (OSError, ValueError, AttributeError, TypeError, RecursionError):

@@ -8,14 +8,10 @@ changed cell is rewritten, *inside the original JSON text*: markdown cells,
 outputs, metadata, cell ids, key order and indentation of everything else
 stay byte-identical.
 
-IPython syntax that is not Python (``%matplotlib inline``, ``!pip install
-x``, ``files = !ls``, ``obj?``, a ``%%time`` first line) is masked with a
-placeholder statement before parsing and restored afterwards (only at the
-start of a logical line, as IPython does). A cell whose lines all start with
-the same indent is dedented for parsing (IPython strips that indent) and
-gets it back on output. Cells run by
-a non-Python cell magic (``%%bash``, ``%%writefile``...) are left out of the
-module and never touched.
+IPython syntax that is not Python is masked before parsing and restored
+afterwards, and an indented cell dedented and indented again (project/ipython.py).
+Cells run by a non-Python cell magic (``%%bash``, ``%%writefile``...) are left
+out of the module and never touched.
 """
 from __future__ import annotations
 
@@ -29,30 +25,10 @@ from ..engine import findings as F
 from ..engine.analysis import ProjectContext
 from ..engine.source import looks_like_python2
 from ..assembly import convert_path
+from .ipython import automagic_cell, dedent, mask, python_error, reindent, unmask
 
-PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
-# IPython 9's line magics (with the shell aliases it defines on POSIX, and
-# those ipykernel adds) that IPython's automagic runs without their ``%``.
-AUTOMAGIC_NAMES = {
-    "alias", "alias_magic", "autoawait", "autocall", "automagic", "bookmark", "cat", "cd", "clear", "code_wrap",
-    "colors", "conda", "config", "connect_info", "cp", "debug", "dhist", "dirs", "doctest_mode", "ed", "edit",
-    "env", "gui", "hist", "history", "killbgscripts", "ldir", "less", "lf", "lk", "ll", "load", "load_ext",
-    "loadpy", "logoff", "logon", "logstart", "logstate", "logstop", "ls", "lsmagic", "lx", "macro", "magic",
-    "mamba", "man", "matplotlib", "micromamba", "mkdir", "more", "mv", "notebook", "page", "pastebin", "pdb",
-    "pdef", "pdoc", "pfile", "pinfo", "pinfo2", "pip", "popd", "pprint", "precision", "prun", "psearch", "psource",
-    "pushd", "pwd", "pycat", "pylab", "qtconsole", "quickref", "recall", "rehashx", "reload_ext", "rep", "rerun",
-    "reset", "reset_selective", "rm", "rmdir", "run", "save", "sc", "set_env", "sx", "system", "tb", "time",
-    "timeit", "unalias", "unload_ext", "uv", "who", "who_ls", "whos", "xdel", "xmode",
-}
 MARKER = "__tfdist_cell_{}__"
-MAGIC = "__tfdist_magic_{}__"
 _MARKER_LINE = re.compile(r"^__tfdist_cell_(\d+)__[ \t]*\n?", re.M)
-_MAGIC_LINE = re.compile(r"^([ \t]*)__tfdist_magic_(\d+)__[ \t]*$", re.M)
-_LINE_MAGIC = re.compile(
-    r"^[ \t]*(?:[%!?]"  # %magic, !shell, ?help
-    r"|[A-Za-z_][\w.]*[ \t]*\?{1,2}[ \t]*$"  # obj? / obj??
-    r"|[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%])"  # x = !ls / x = %sx ls
-)
 
 
 class NotebookError(Exception):
@@ -178,19 +154,6 @@ class _Cell:
     unparsable: Optional[str] = None  # why Python cannot compile it: left out, never rewritten
 
 
-def _python_error(source: str) -> Optional[str]:
-    """Why Python cannot compile a cell ("IndentationError: unexpected
-    indent, line 2"), or None. Jupyter compiles a cell whole before running
-    it, so such a cell runs nothing and defines nothing."""
-    try:
-        compile(source, "<cell>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
-    except SyntaxError as e:  # IndentationError and TabError are SyntaxErrors
-        return f"{type(e).__name__}: {e.msg}, line {e.lineno}"
-    except (ValueError, RecursionError) as e:
-        return f"{type(e).__name__}: {e}"
-    return None
-
-
 _DEFINED = re.compile(r"^[ \t]*(?:def|class)[ \t]+([A-Za-z_]\w*)|^[ \t]*([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)"
                       r"[ \t]*(?:\[[^\]]*\])?[ \t]*=(?!=)", re.M)
 
@@ -239,137 +202,6 @@ def _read_later(cells: List["_Cell"]) -> bool:
                 if name in stores:
                     wanted.discard(name)
     return False
-
-
-def automagic_cell(source: str) -> bool:
-    """Whether IPython runs this cell as a line magic written without its
-    ``%`` (automagic: ``pip install x``, ``ls data/``). IPython does so only
-    for a cell of one line (blank lines before it aside); in a longer cell
-    the same line is a syntax error there too. A line that is Python is left
-    to Python: it defines nothing either way."""
-    lines = source.lstrip(" \t\n").splitlines()
-    if len(lines) != 1:
-        return False
-    first = re.match(r"([A-Za-z_]\w*)(?:[ \t]|$)", lines[0])
-    return bool(first) and first.group(1) in AUTOMAGIC_NAMES and _python_error(lines[0]) is not None
-
-
-def _mask(source: str, magics: List[str]) -> Optional[str]:
-    """Source with IPython-only lines replaced by placeholders; None for a non-Python cell.
-
-    Like IPython, only a line that starts a logical line can be a magic: a
-    line inside open brackets or a multi-line string, or after a backslash
-    continuation (``  %(a, b))`` continuing a ``"..." %`` formatting), is Python.
-    """
-    automagic = automagic_cell(source)
-    lines = source.splitlines(keepends=True)
-    out = []
-    i = 0
-    first = lines[0].strip() if lines else ""
-    if first.startswith("%%"):
-        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
-        if name not in PY_CELL_MAGICS:
-            return None
-    state = _LineState()
-    while i < len(lines):
-        line = lines[i]
-        if state.at_logical_start() and (_LINE_MAGIC.match(line) or automagic and line.strip()):
-            group = [line]
-            while group[-1].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
-                i += 1
-                group.append(lines[i])
-            indent = re.match(r"[ \t]*", line).group(0)
-            body = "".join(group)
-            end = "\n" if body.endswith("\n") else ""
-            magics.append(body[len(indent):len(body) - len(end)] if end else body[len(indent):])
-            out.append(f"{indent}{MAGIC.format(len(magics) - 1)}{end}")
-        else:
-            state.feed(line)
-            out.append(line)
-        i += 1
-    return "".join(out)
-
-
-class _LineState:
-    """Where a line starts: inside brackets, a multi-line string, or after a
-    backslash continuation (a cheap scan; no tokenizer, which IPython-only
-    lines would stop)."""
-
-    def __init__(self):
-        self.depth = 0
-        self.quote: Optional[str] = None  # the open string's quote (''', ", ...)
-        self.continued = False
-
-    def at_logical_start(self) -> bool:
-        return self.depth == 0 and self.quote is None and not self.continued
-
-    def feed(self, line: str) -> None:
-        text = line.rstrip("\r\n")
-        i, n = 0, len(text)
-        self.continued = False
-        while i < n:
-            c = text[i]
-            if self.quote is not None:
-                if c == "\\":
-                    i += 2
-                    continue
-                if text.startswith(self.quote, i):
-                    i += len(self.quote)
-                    self.quote = None
-                    continue
-                i += 1
-                continue
-            if c == "#":
-                break
-            if c in "\"'":
-                self.quote = c * 3 if text.startswith(c * 3, i) else c
-                i += len(self.quote)
-                continue
-            if c in "([{":
-                self.depth += 1
-            elif c in ")]}":
-                self.depth = max(0, self.depth - 1)
-            elif c == "\\" and i == n - 1:
-                self.continued = True
-            i += 1
-        if self.quote is not None and len(self.quote) == 1 and not text.endswith("\\"):
-            self.quote = None  # an unterminated one-line string: a syntax error Python will report
-
-
-def _dedent(source: str) -> Tuple[str, str]:
-    """IPython's leading-indent cleanup: when the cell's first non-blank line
-    is indented, that indent is removed from every line starting with it.
-    Returns (dedented source, removed indent)."""
-    lines = source.splitlines(keepends=True)
-    first = next((ln for ln in lines if ln.strip()), None)
-    m = re.match(r"[ \t]+", first) if first is not None else None
-    if not m:
-        return source, ""
-    prefix = m.group(0)
-    return "".join(ln[len(prefix):] if ln.startswith(prefix) else ln for ln in lines), prefix
-
-
-def _reindent(new: str, dedented: str, original: str, prefix: str) -> str:
-    """The converted text of a dedented cell with its indent put back: lines
-    the conversion kept are the original lines, byte for byte; new lines get
-    the cell's indent (IPython strips it again)."""
-    if not prefix:
-        return new
-    old_lines = dedented.splitlines(keepends=True)
-    orig_lines = original.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
-    out: List[str] = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            out += orig_lines[i1:i2]
-        else:
-            out += [prefix + ln if ln.strip() else ln for ln in new_lines[j1:j2]]
-    return "".join(out)
-
-
-def _unmask(text: str, magics: List[str]) -> str:
-    return _MAGIC_LINE.sub(lambda m: m.group(1) + magics[int(m.group(2))], text)
 
 
 # ------------------------------------------------------------- result
@@ -448,51 +280,103 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
                      project: Optional[ProjectContext] = None) -> NotebookResult:
     bom = data.startswith(b"\xef\xbb\xbf")
     try:
-        text = data[3:].decode("utf-8") if bom else data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return _failed(path, f"cannot decode notebook as UTF-8: {e.reason} at byte {e.start}")
-    if not text.strip():
-        return _failed(path, "empty file: nothing to convert")
-    try:
-        nb = json.loads(text)
-    except json.JSONDecodeError as e:
-        return _failed(path, f"invalid notebook JSON: {e.msg} (column {e.colno})", e.lineno)
-    except RecursionError:
-        return _failed(path, "invalid notebook JSON: too deeply nested")
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        if isinstance(nb, dict) and "worksheets" in nb:
-            return _failed(path, "nbformat 3 notebooks are not supported (open and save it with Jupyter to upgrade to nbformat 4)")
-        return _failed(path, "not a Jupyter notebook (no \"cells\" list)")
-    lang = ((nb.get("metadata") or {}).get("kernelspec") or {}).get("language") or \
-        ((nb.get("metadata") or {}).get("language_info") or {}).get("name") or "python"
+        text, nb = _load(data, bom)
+    except NotebookError as e:
+        return _failed(path, e.message, e.line)
+    lang = _language(nb)
     if not isinstance(lang, str) or lang.lower() != "python":
         r = F.FileResult(path=path, status=F.UNCHANGED, data=data)
         r.warnings.append(F.Finding("notebook", 1, 1, F.INFO, f"a {lang} notebook: left unchanged"))
         return NotebookResult(path, r)
-    cells: List[_Cell] = []
     magics: List[str] = []
+    try:
+        cells = _code_cells(nb, magics)
+    except NotebookError as e:
+        return _failed(path, e.message, e.line)
+    if not cells:
+        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data))
+    module, cell_of_line, marker_lines = _join(cells)
+    if not module.strip():
+        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data), cell_of_line)
+    # The markers are barriers: a block the conversion opens (a replication
+    # scope, a guard) closes in the cell that opened it.
+    result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
+    out = NotebookResult(path, result, cell_of_line)
+    if _fails_as_written(result, cells):
+        return out
+    result.warnings.sort(key=lambda f: (f.line or 0, f.col or 0))
+    if result.status == F.FAILED and result.error and result.error.startswith("empty file"):
+        result.status, result.error = F.UNCHANGED, None
+    if result.status != F.CONVERTED:
+        result.data = data if result.status in (F.UNCHANGED, F.ALREADY) else None
+        result.code = None
+        return out
+    try:
+        changed, new_text = _rewrite(cells, magics, result.code, text, nb)
+    except NotebookError as e:
+        return _refused(out, e.message)
+    out.changed = [(c.index + 1, c.source, c.new) for c in changed]
+    result.data = (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8")
+    result.code = None
+    if not changed:
+        result.status = F.UNCHANGED
+        result.data = data
+    return out
+
+
+def _load(data: bytes, bom: bool) -> Tuple[str, dict]:
+    """The notebook's text and its JSON; NotebookError when it is no notebook tfdist can read."""
+    try:
+        text = data[3:].decode("utf-8") if bom else data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NotebookError(f"cannot decode notebook as UTF-8: {e.reason} at byte {e.start}") from None
+    if not text.strip():
+        raise NotebookError("empty file: nothing to convert")
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NotebookError(f"invalid notebook JSON: {e.msg} (column {e.colno})", e.lineno) from None
+    except RecursionError:
+        raise NotebookError("invalid notebook JSON: too deeply nested") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        if isinstance(nb, dict) and "worksheets" in nb:
+            raise NotebookError("nbformat 3 notebooks are not supported (open and save it with Jupyter to upgrade to nbformat 4)")
+        raise NotebookError("not a Jupyter notebook (no \"cells\" list)")
+    return text, nb
+
+
+def _language(nb: dict):
+    """The notebook's kernel language (Python when it names none)."""
+    return ((nb.get("metadata") or {}).get("kernelspec") or {}).get("language") or \
+        ((nb.get("metadata") or {}).get("language_info") or {}).get("name") or "python"
+
+
+def _code_cells(nb: dict, magics: List[str]) -> List[_Cell]:
+    """The code cells Python runs, IPython syntax masked (into ``magics``);
+    NotebookError for a cell whose source is not text."""
+    cells: List[_Cell] = []
     for i, c in enumerate(nb["cells"]):
         if not isinstance(c, dict) or c.get("cell_type") != "code":
             continue
         src = c.get("source", "")
         if isinstance(src, list):
             if not all(isinstance(x, str) for x in src):
-                return _failed(path, f"cell {i + 1}: source is not text")
+                raise NotebookError(f"cell {i + 1}: source is not text")
             src = "".join(src)
         elif not isinstance(src, str):
-            return _failed(path, f"cell {i + 1}: source is not text")
+            raise NotebookError(f"cell {i + 1}: source is not text")
         # a cell written with Windows line ends: converted with "\n" (the
         # cells are joined into one module, which must end its lines alike)
         # and written back with its own
         crlf = "\r\n" in src
         if crlf:
             src = src.replace("\r\n", "\n")
-        dedented, indent = _dedent(src)
-        masked = _mask(dedented, magics)
+        dedented, indent = dedent(src)
+        masked = mask(dedented, magics)
         if masked is None:
             continue  # %%bash and friends
         cell = _Cell(i, src, masked, dedented=dedented, indent=indent, crlf=crlf)
-        cell.unparsable = _python_error(masked)
+        cell.unparsable = python_error(masked)
         if cell.unparsable is not None:
             # read as Jupyter runs it (nothing): a placeholder holds its place, the cell is never rewritten
             cell.masked = "pass\n"
@@ -500,8 +384,12 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
             cell.masked += "\n"
             cell.missing_newline = True
         cells.append(cell)
-    if not cells:
-        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data))
+    return cells
+
+
+def _join(cells: List[_Cell]) -> Tuple[str, List[Tuple[int, int]], List[int]]:
+    """The cells as one module, a marker line between two: (module, (first
+    line, cell number) of each cell, the marker lines)."""
     parts = []
     line = 1
     cell_of_line = []
@@ -515,13 +403,13 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         cell_of_line.append((line, cell.index + 1))
         parts.append(cell.masked)
         line += cell.masked.count("\n")
-    module = "".join(parts)
-    if not module.strip():
-        return NotebookResult(path, F.FileResult(path=path, status=F.UNCHANGED, data=data), cell_of_line)
-    # The markers are barriers: a block the conversion opens (a replication
-    # scope, a guard) closes in the cell that opened it.
-    result = convert_path(path, backend, project, data=module.encode("utf-8"), boundaries=marker_lines)
-    out = NotebookResult(path, result, cell_of_line)
+    return "".join(parts), cell_of_line, marker_lines
+
+
+def _fails_as_written(result: F.FileResult, cells: List[_Cell]) -> bool:
+    """Whether a cell Python cannot compile makes the notebook fail as
+    written (the result then says so); otherwise each such cell gets a
+    warning when the rest converted."""
     broken = [c for c in cells if c.unparsable is not None]
     if broken and (result.status != F.CONVERTED or _read_later(cells)
                    or any(looks_like_python2(c.source.encode("utf-8")) for c in broken)):
@@ -531,22 +419,20 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
             broken[0].start_line
         result.data = result.code = None
         result.changes, result.warnings = [], []
-        return out
+        return True
     for cell in broken:
         if result.status == F.CONVERTED:
             result.warnings.append(F.Finding("notebook", cell.start_line, 1, F.WARNING, (
                 f"this cell is not valid Python ({cell.unparsable}): left as written and read as Jupyter runs it, "
                 "defining nothing; if your kernel runs it (a newer Python), fix it and convert again, or convert "
                 "its code by hand")))
-    result.warnings.sort(key=lambda f: (f.line or 0, f.col or 0))
-    if result.status == F.FAILED and result.error and result.error.startswith("empty file"):
-        result.status, result.error = F.UNCHANGED, None
-    if result.status != F.CONVERTED:
-        result.data = data if result.status in (F.UNCHANGED, F.ALREADY) else None
-        result.code = None
-        return out
-    # Split back at the markers.
-    code = result.code
+    return False
+
+
+def _rewrite(cells: List[_Cell], magics: List[str], code: str, text: str, nb: dict) -> Tuple[List[_Cell], str]:
+    """The converted module split back at the markers into its cells: (the
+    cells it changed, the notebook's text with their sources rewritten);
+    NotebookError when the markers moved."""
     pieces = _MARKER_LINE.split(code)
     chunks = [pieces[0]]
     order = [0]
@@ -554,22 +440,28 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         order.append(int(pieces[j]))
         chunks.append(pieces[j + 1])
     if order != list(range(len(cells))):
-        return _refused(out, "internal error: notebook cell markers moved during conversion; nothing written")
+        raise NotebookError("internal error: notebook cell markers moved during conversion; nothing written")
     for cell, chunk in zip(cells, chunks):
         if cell.unparsable is not None:
             continue  # never rewritten
         if cell.missing_newline and chunk.endswith("\n"):
             chunk = chunk[:-1]
-        new = _unmask(chunk, magics)
+        new = unmask(chunk, magics)
         if new != cell.dedented:
-            cell.new = _reindent(new, cell.dedented, cell.source, cell.indent)
+            cell.new = reindent(new, cell.dedented, cell.source, cell.indent)
     changed = [c for c in cells if c.new is not None]
+    return changed, _rewritten_json(text, nb, changed)
+
+
+def _rewritten_json(text: str, nb: dict, changed: List[_Cell]) -> str:
+    """The notebook's text with the changed cells' sources replaced in place,
+    everything else byte for byte; NotebookError when that fails."""
     spans = _source_spans(text)
     ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text
     new_text = text
     for c in sorted(changed, key=lambda c: -c.index):
         if c.index not in spans:
-            return _refused(out, f"internal error: cell {c.index + 1} source not found in the JSON; nothing written")
+            raise NotebookError(f"internal error: cell {c.index + 1} source not found in the JSON; nothing written")
         s, e = spans[c.index]
         written = c.new.replace("\n", "\r\n") if c.crlf else c.new
         value = _format_source(written, text[s:e], nb["cells"][c.index].get("source"), text, s, ensure_ascii)
@@ -578,14 +470,8 @@ def convert_notebook(path: str, data: bytes, backend: str = "horovod",
         if json.loads(new_text)["cells"][changed[0].index]["source"] is None:  # pragma: no cover
             raise ValueError
     except (ValueError, KeyError, IndexError) as e:  # pragma: no cover - a bug here
-        return _refused(out, f"internal error: rewritten notebook is not valid JSON ({e}); nothing written")
-    out.changed = [(c.index + 1, c.source, c.new) for c in changed]
-    result.data = (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8")
-    result.code = None
-    if not changed:
-        result.status = F.UNCHANGED
-        result.data = data
-    return out
+        raise NotebookError(f"internal error: rewritten notebook is not valid JSON ({e}); nothing written") from None
+    return new_text
 
 
 def _refused(out: NotebookResult, message: str) -> NotebookResult:

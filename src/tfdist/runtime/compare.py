@@ -311,7 +311,8 @@ def best_of(comparisons: list[Comparison]) -> Comparison | None:
 # Text and picture
 # --------------------------------------------------------------------------
 
-def _num(value, fmt: str = ".4f") -> str:
+def format_number(value, fmt: str = ".4f") -> str:
+    """A number for a report line: ``fmt`` when finite, "-" for None."""
     return format(value, fmt) if _finite(value) else ("-" if value is None else str(value))
 
 
@@ -326,11 +327,12 @@ def format_table(comparisons: list[Comparison]) -> list[str]:
     lines = [head]
 
     def row(label, c: Curve, ratio, gap, verdict):
-        finals = "/".join(_num(f) for f in c.finals) or "-"
-        return (f"  {label:<28}{finals:>11}{_num(ratio, '.3f'):>8}{_num(gap, '.1%'):>10}  "
-                + "".join(f"{_num(c.metrics.get(m)):>13}" for m in metric_names)
+        finals = "/".join(format_number(f) for f in c.finals) or "-"
+        return (f"  {label:<28}{finals:>11}{format_number(ratio, '.3f'):>8}"
+                f"{format_number(gap, '.1%'):>10}  "
+                + "".join(f"{format_number(c.metrics.get(m)):>13}" for m in metric_names)
                 + f"{c.samples_seen if c.samples_seen is not None else '-':>14}{c.steps:>7}"
-                + f"{_num(c.wall_s, '.1f'):>8}  {verdict}")
+                + f"{format_number(c.wall_s, '.1f'):>8}  {verdict}")
 
     lines.append(row(orig.label, orig, None, None, ""))
     for c in comparisons:

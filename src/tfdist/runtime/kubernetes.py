@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from . import launcher
+
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 TRAINER_GROUP = "trainer.kubeflow.org"
 V1_API = "kubeflow.org/v1"
@@ -325,8 +327,6 @@ def jobset_workers(np: int, env, port: int | None = None, job: str = NODE_JOB):
     (one pod each, Trainer v2's layout): worker i is
     ``<JOBSET_NAME>-node-0-<i>.<JOBSET_NAME>:PORT``; this pod is worker
     ``JOB_COMPLETION_INDEX``."""
-    from . import launcher
-
     name = env.get("JOBSET_NAME")
     index = env.get("JOB_COMPLETION_INDEX")
     if not name or index is None or not index.isdigit():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -18,13 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+import tfdist
+
+from .process_trees import descendants, kill_leftovers, kill_tree, kill_trees, proc_table
+
 INSTALL_HINT = (
     "run `bash scripts/setup_runtime.sh` from the tfdist checkout, or "
     "`HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 pip install --no-build-isolation horovod==0.28.1`"
 )
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
-KILL_GRACE_S = 5.0
 
 #: Environment variables that make a process think it is one rank of a job;
 #: removed for single-process reference runs.
@@ -81,113 +83,6 @@ def horovodrun_command(np: int, command: Sequence[str], *, horovodrun: str, host
 def single_process_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items()
             if not k.startswith(LAUNCHER_ENV_PREFIXES) and k not in LAUNCHER_ENV_NAMES}
-
-
-# --------------------------------------------------------------------------
-# Process-tree bookkeeping (Linux /proc; elsewhere only the process group).
-# horovodrun starts each rank under a "middleman" that calls setsid(), so
-# killing horovodrun's process group alone would not reach the ranks.
-# --------------------------------------------------------------------------
-
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (ppid, start time) for every visible process."""
-    table = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        rest = data[data.rfind(")") + 2:].split()
-        try:
-            table[int(name)] = (int(rest[1]), rest[19])
-        except (IndexError, ValueError):
-            continue
-    return table
-
-
-def _descendants(root: int, table: dict[int, tuple[int, str]]) -> dict[int, str]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out, stack = {}, [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in out:
-                out[child] = table[child][1]
-                stack.append(child)
-    return out
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    if start is None:
-        try:
-            os.kill(pid, 0)
-            return True
-        except OSError:
-            return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return False
-    rest = data[data.rfind(")") + 2:].split()
-    return len(rest) > 19 and rest[19] == start and rest[0] != "Z"
-
-
-def kill_tree(proc: subprocess.Popen, known: dict[int, str], grace: float = KILL_GRACE_S) -> list[int]:
-    """SIGTERM the launcher, its process group and every known descendant;
-    SIGKILL whatever is still alive after ``grace`` seconds.  Returns the
-    pids that were signalled."""
-    return kill_trees([(proc, known)], grace)
-
-
-def kill_trees(jobs: Sequence[tuple[subprocess.Popen, dict[int, str]]], grace: float = KILL_GRACE_S) -> list[int]:
-    """:func:`kill_tree` for several process trees at once (one grace period
-    for all of them)."""
-    jobs = [(proc, {**known, **_descendants(proc.pid, _proc_table())}) for proc, known in jobs]
-    signalled = []
-
-    def send(sig):
-        for proc, known in jobs:
-            if proc.poll() is None:
-                for target in (lambda: os.killpg(proc.pid, sig), lambda: proc.send_signal(sig)):
-                    try:
-                        target()
-                    except OSError:
-                        pass
-            for pid, start in known.items():
-                if _alive(pid, start):
-                    try:
-                        os.kill(pid, sig)
-                        if pid not in signalled:
-                            signalled.append(pid)
-                    except OSError:
-                        pass
-
-    def finished():
-        return all(proc.poll() is not None and not any(_alive(p, s) for p, s in known.items())
-                   for proc, known in jobs)
-
-    send(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if finished():
-            break
-        time.sleep(0.1)
-    send(signal.SIGKILL)
-    for proc, _ in jobs:
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    return signalled
 
 
 @dataclass
@@ -279,7 +174,7 @@ def execute(command: Sequence[str], *, timeout: float | None = None, env: Mappin
                 pass
             now = time.monotonic()
             if now - last_scan >= 1.0:
-                known.update(_descendants(proc.pid, _proc_table()))
+                known.update(descendants(proc.pid, proc_table()))
                 last_scan = now
             if deadline is not None and now >= deadline:
                 timed_out = True
@@ -293,7 +188,7 @@ def execute(command: Sequence[str], *, timeout: float | None = None, env: Mappin
         out.close()
         raise
     # The launcher is gone; anything it left behind would hold our pipe open.
-    leftovers = _kill_leftovers(known)
+    leftovers = kill_leftovers(known)
     reader.join(timeout=5)
     try:
         proc.stdout.close()
@@ -307,16 +202,6 @@ def execute(command: Sequence[str], *, timeout: float | None = None, env: Mappin
         rc = 128 - rc
     return LaunchResult(returncode=rc, timed_out=timed_out, duration_s=time.monotonic() - start,
                         command=command, tail=list(out.tail), killed_pids=killed, leftover_pids=leftovers)
-
-
-def _kill_leftovers(known: dict[int, str]) -> list[int]:
-    leftovers = [pid for pid, st in known.items() if _alive(pid, st)]
-    for pid in leftovers:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return leftovers
 
 
 # --------------------------------------------------------------------------
@@ -505,12 +390,8 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
     procs: list[subprocess.Popen] = []
     readers: list[threading.Thread] = []
     known: list[dict[int, str]] = []
-    timed_out = False
     killed: list[int] = []
-    failed: int | None = None
-    codes: dict[int, int | None] = {}
     deadline = start + timeout if timeout else None
-    last_scan = 0.0
     try:
         for w in local:
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -520,24 +401,7 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
             known.append({})
             readers.append(out.reader(proc.stdout, f"[{w.rank}]<stdout>:"))
             readers.append(out.reader(proc.stderr, f"[{w.rank}]<stderr>:"))
-        while True:
-            for w, proc in zip(local, procs):
-                if w.rank not in codes and proc.poll() is not None:
-                    codes[w.rank] = proc.returncode
-                    if proc.returncode != 0 and failed is None:
-                        failed = w.rank
-            if failed is not None or len(codes) == len(procs):
-                break
-            now = time.monotonic()
-            if now - last_scan >= 1.0:
-                for proc, kn in zip(procs, known):
-                    if proc.poll() is None:
-                        kn.update(_descendants(proc.pid, _proc_table()))
-                last_scan = now
-            if deadline is not None and now >= deadline:
-                timed_out = True
-                break
-            time.sleep(0.2)
+        codes, failed, timed_out = _watch(local, procs, known, deadline)
         if timed_out or failed is not None:
             running = [(p, kn) for p, kn in zip(procs, known) if p.poll() is None or kn]
             if running:
@@ -550,30 +414,63 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
             r.join(timeout=2)
         out.close()
         raise
-    leftovers = _kill_leftovers({pid: st for kn in known for pid, st in kn.items()})
+    leftovers = kill_leftovers({pid: st for kn in known for pid, st in kn.items()})
     for r in readers:
         r.join(timeout=5)
+    _close_pipes(procs)
+    out.close()
+    worker_codes = [_status(codes.get(w.rank)) for w in local]
+    if timed_out:
+        rc = EXIT_TIMEOUT
+    elif failed is not None:
+        rc = _status(codes[failed]) or 1
+    else:
+        rc = 0
+    return LaunchResult(returncode=rc, timed_out=timed_out, duration_s=time.monotonic() - start,
+                        command=command, tail=list(out.tail), killed_pids=killed, leftover_pids=leftovers,
+                        worker_returncodes=worker_codes, failed_worker=failed)
+
+
+def _watch(local: Sequence[Worker], procs: list[subprocess.Popen], known: list[dict[int, str]],
+           deadline: float | None) -> tuple[dict[int, int | None], int | None, bool]:
+    """Poll the workers until one exits non-zero, all have exited, or the
+    deadline passes: (exit code by rank, the first rank that failed, whether
+    time ran out). Every second each running worker's process tree is added
+    to ``known``, so its children can be killed with it."""
+    codes: dict[int, int | None] = {}
+    failed: int | None = None
+    last_scan = 0.0
+    while True:
+        for w, proc in zip(local, procs):
+            if w.rank not in codes and proc.poll() is not None:
+                codes[w.rank] = proc.returncode
+                if proc.returncode != 0 and failed is None:
+                    failed = w.rank
+        if failed is not None or len(codes) == len(procs):
+            return codes, failed, False
+        now = time.monotonic()
+        if now - last_scan >= 1.0:
+            for proc, kn in zip(procs, known):
+                if proc.poll() is None:
+                    kn.update(descendants(proc.pid, proc_table()))
+            last_scan = now
+        if deadline is not None and now >= deadline:
+            return codes, failed, True
+        time.sleep(0.2)
+
+
+def _close_pipes(procs: list[subprocess.Popen]) -> None:
     for proc in procs:
         for stream in (proc.stdout, proc.stderr):
             try:
                 stream.close()
             except OSError:
                 pass
-    out.close()
 
-    def status(code: int | None) -> int | None:
-        return None if code is None else (128 - code if code < 0 else code)
 
-    worker_codes = [status(codes.get(w.rank)) for w in local]
-    if timed_out:
-        rc = EXIT_TIMEOUT
-    elif failed is not None:
-        rc = status(codes[failed]) or 1
-    else:
-        rc = 0
-    return LaunchResult(returncode=rc, timed_out=timed_out, duration_s=time.monotonic() - start,
-                        command=command, tail=list(out.tail), killed_pids=killed, leftover_pids=leftovers,
-                        worker_returncodes=worker_codes, failed_worker=failed)
+def _status(code: int | None) -> int | None:
+    """A worker's exit status as a shell reports it (a signal N: 128 + N)."""
+    return None if code is None else (128 - code if code < 0 else code)
 
 
 def stream_to(stream) -> Callable[[str], None]:
@@ -585,8 +482,6 @@ def stream_to(stream) -> Callable[[str], None]:
 
 def tfdist_pythonpath() -> str:
     """The directory that makes ``import tfdist`` work (the src dir)."""
-    import tfdist
-
     return str(Path(tfdist.__file__).resolve().parent.parent)
 
 

@@ -10,12 +10,14 @@ lines, the JSON of --json and the report table.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from . import compare as C
 from .verify_records import TF_DISTRIBUTE, Observation, RankRecord
+from .verify_results import Check, CheckResults, SampleResults, brief, by_rank, rel_path, short_list  # noqa: F401
+from .verify_sample_checks import sample_checks
+
+# verify.py (another helper's) imports SampleResults, sample_checks and these three private names
+# from here: kept until it takes them from verify_results / verify_sample_checks.
+_brief, _rel, _short_list = brief, rel_path, short_list
 
 #: Allowed deviation of a rank's optimizer steps from reference/N: the larger
 #: of this fraction of the expectation and STEP_TOLERANCE_ABS steps.
@@ -44,85 +46,10 @@ CHECK_NAMES = (
 )
 
 
-@dataclass
-class Check:
-    """One thing verify established (``passed``) or found wrong."""
-    name: str
-    passed: bool
-    measured: Any = None
-    expected: Any = None
-    #: The sentence of the text report ("ok: ..." when passed, the failure
-    #: reason otherwise).  Empty for a passed check the text does not mention.
-    detail: str = ""
-    #: The name of the check whose sentence already tells this failure (the
-    #: text says it once); None: rendered on its own.
-    said_by: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class CheckResults:
-    """All checks of one distributed run against the original."""
-    checks: list[Check] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    samples: dict | None = None        # the sample summary (sample_checks), when samples were checked
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
-
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if not c.passed]
-
-    def named(self, name: str) -> list[Check]:
-        return [c for c in self.checks if c.name == name]
-
-
-@dataclass
-class SampleResults:
-    """The sample checks (sample_checks)."""
-    checks: list[Check] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    summary: dict | None = None
-    identical: bool = False
-
-
 def expected_steps(reference_steps: int, np: int) -> tuple[float, float]:
     """(expected steps per rank, allowed deviation)."""
     expected = reference_steps / np
     return expected, max(STEP_TOLERANCE_ABS, STEP_TOLERANCE_REL * expected)
-
-
-# --------------------------------------------------------------------------
-# Text helpers shared with verify_report
-# --------------------------------------------------------------------------
-
-def _rel(path: str, root: str | None) -> str:
-    if root:
-        try:
-            rel = os.path.relpath(path, root)
-            if not rel.startswith(".."):
-                return rel
-        except ValueError:
-            pass
-    return path
-
-
-def _brief(text: str, limit: int = 160) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first if len(first) <= limit else first[: limit - 3] + "..."
-
-
-def _short_list(items: list[str], limit: int = 4) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f", ... (+{len(items) - limit} more)" if len(items) > limit else "")
-
-
-def _by_rank(values: dict) -> dict:
-    """{rank: value} with string keys, as JSON has them."""
-    return {str(k): v for k, v in sorted(values.items())}
 
 
 # --------------------------------------------------------------------------
@@ -149,18 +76,7 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
     checks.extend(_exit_checks(reference, ref, distributed, ranks, np, tfd))
     if strays:
         warnings.append(f"{len(strays)} extra probe record(s) (processes started by the script?)")
-    if tfd:
-        checks.extend(_span_checks(ranks, np))
-        if local_devices > 1:
-            checks.extend(_local_replica_checks([r for r in ranks if not r.missing and r.exit_code == 0],
-                                                np * local_devices))
-    else:
-        sizes = {r.size for r in ranks if not r.missing}
-        if sizes:
-            ok = sizes == {np}
-            checks.append(Check("world-size", ok, measured=sorted(sizes), expected=np,
-                                detail="" if ok else f"ranks report world size {sorted(sizes)}, expected {np} "
-                                                     "(did the script call hvd.init()?)"))
+    checks.extend(_topology_checks(ranks, np, tfd, local_devices))
 
     present = [r for r in ranks if not r.missing]
 
@@ -189,6 +105,43 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
             checks.append(rate)
 
     # 4. samples: pairs intact, work divided --------------------------------
+    _add_sample_checks(out, ref, present, np, tfd, steps)
+
+    # 5. only rank 0 writes checkpoints / summaries / models ----------------
+    if tfd:
+        checks.extend(_writer_checks_tf_distribute(present, distributed))
+    else:
+        checks.extend(_writer_checks_horovod(present, distributed))
+    warnings.extend(_file_warnings(ref, present, distributed))
+    for r in [ref, *present]:
+        for err in r.probe_errors[:3]:
+            warnings.append(f"probe ({'original' if r is ref else f'rank {r.rank}'}): {err}")
+    return out
+
+
+def _topology_checks(ranks: list[RankRecord], np: int, tfd: bool, local_devices: int) -> list[Check]:
+    """tf-distribute: every worker's strategy spans the cluster (and, with
+    --local-devices, replicates over its devices); Horovod: every rank reports
+    the world size N."""
+    if tfd:
+        out = list(_span_checks(ranks, np))
+        if local_devices > 1:
+            out.extend(_local_replica_checks([r for r in ranks if not r.missing and r.exit_code == 0],
+                                             np * local_devices))
+        return out
+    sizes = {r.size for r in ranks if not r.missing}
+    if not sizes:
+        return []
+    ok = sizes == {np}
+    return [Check("world-size", ok, measured=sorted(sizes), expected=np,
+                  detail="" if ok else f"ranks report world size {sorted(sizes)}, expected {np} "
+                                       "(did the script call hvd.init()?)")]
+
+
+def _add_sample_checks(out: CheckResults, ref: RankRecord, present: list[RankRecord], np: int, tfd: bool,
+                       steps: Check | None) -> None:
+    """The sample checks, with why they could not run; a work-divided
+    failure the steps check already explains is said there once."""
     sampled = sample_checks(ref, present, np)
     skipped = sorted({note for r in [ref, *present] if not r.missing for note in r.samples_skipped})
     if skipped and sampled.summary is None:
@@ -202,20 +155,9 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
         divided = next(c for c in sampled.checks if c.name == "work-divided")
         steps.detail += "; the samples confirm it: " + divided.detail.split(": ", 1)[1]
         divided.said_by = steps.name
-    checks.extend(sampled.checks)
-    warnings.extend(sampled.warnings)
+    out.checks.extend(sampled.checks)
+    out.warnings.extend(sampled.warnings)
     out.samples = sampled.summary
-
-    # 5. only rank 0 writes checkpoints / summaries / models ----------------
-    if tfd:
-        checks.extend(_writer_checks_tf_distribute(present, distributed))
-    else:
-        checks.extend(_writer_checks_horovod(present, distributed))
-    warnings.extend(_file_warnings(ref, present, distributed))
-    for r in [ref, *present]:
-        for err in r.probe_errors[:3]:
-            warnings.append(f"probe ({'original' if r is ref else f'rank {r.rank}'}): {err}")
-    return out
 
 
 def _exit_checks(reference: Observation, ref: RankRecord, distributed: Observation, ranks: list[RankRecord],
@@ -231,20 +173,20 @@ def _exit_checks(reference: Observation, ref: RankRecord, distributed: Observati
     elif ref.exit_code != 0:
         out.append(Check("original-exit", False, measured=ref.exit_code, expected=0,
                          detail=f"the original script failed single-process (exit {ref.exit_code}"
-                                + (f": {_brief(ref.exception)}" if ref.exception else "") + ")"))
+                                + (f": {brief(ref.exception)}" if ref.exception else "") + ")"))
     else:
         out.append(Check("original-exit", True, measured=0, expected=0))
     if distributed.timed_out:
         out.append(Check("distributed-finished", False, measured=round(distributed.duration_s, 2),
                          detail=f"the distributed run timed out after {distributed.duration_s:.0f}s and was killed"))
-    measured = {"ranks": _by_rank({r.rank: None if r.missing else r.exit_code for r in ranks}),
+    measured = {"ranks": by_rank({r.rank: None if r.missing else r.exit_code for r in ranks}),
                 "launcher": distributed.returncode}
     bad = []
     for r in ranks:
         if r.missing:
             bad.append(f"rank {r.rank} left no probe record (killed or crashed hard)")
         elif r.exit_code != 0:
-            bad.append(f"rank {r.rank} exited {r.exit_code}" + (f" ({_brief(r.exception)})" if r.exception else ""))
+            bad.append(f"rank {r.rank} exited {r.exit_code}" + (f" ({brief(r.exception)})" if r.exception else ""))
     if bad:
         out.append(Check("exit-codes", False, measured, 0, "; ".join(bad)))
     elif distributed.returncode != 0 and not distributed.timed_out:
@@ -265,13 +207,13 @@ def _span_checks(ranks: list[RankRecord], np: int) -> list[Check]:
     if off:
         detail = ", ".join(f"rank {k}: " + ("no tf.distribute strategy" if v is None else f"{v} worker(s)")
                            for k, v in sorted(off.items()))
-        return [Check("strategy-spans-workers", False, _by_rank(spans), np,
+        return [Check("strategy-spans-workers", False, by_rank(spans), np,
                       f"the workers did not build a tf.distribute strategy spanning all {np} workers ({detail}); "
                       "does the script create a MultiWorkerMirroredStrategy when TF_CONFIG is set?")]
     if spans:
         classes = sorted({s.get("class", "?") for r in ranks if not r.missing for s in r.strategies
                           if int(s.get("num_workers") or 1) == np})
-        return [Check("strategy-spans-workers", True, _by_rank(spans), np,
+        return [Check("strategy-spans-workers", True, by_rank(spans), np,
                       f"every worker built a {'/'.join(classes)} spanning the {np} workers")]
     return []
 
@@ -282,7 +224,7 @@ def _local_replica_checks(present: list[RankRecord], replicas: int) -> list[Chec
     name = "local-replicas"
     off = {r.rank: r.replicas_in_sync for r in present if r.replicas_in_sync != replicas}
     if off:
-        return [Check(name, False, {"replicas_in_sync": _by_rank({r.rank: r.replicas_in_sync for r in present})},
+        return [Check(name, False, {"replicas_in_sync": by_rank({r.rank: r.replicas_in_sync for r in present})},
                       replicas,
                       f"the strategy does not replicate over all {replicas} devices ("
                       + ", ".join(f"rank {k}: {v or 'no strategy'}" for k, v in sorted(off.items()))
@@ -290,11 +232,11 @@ def _local_replica_checks(present: list[RankRecord], replicas: int) -> list[Chec
     differing = {r.rank: r.replica_copies.get("differing") or [] for r in present}
     differing = {k: v for k, v in differing.items() if v}
     checked = sum(int(r.replica_copies.get("checked") or 0) for r in present)
-    measured = {"replicas_in_sync": replicas, "variables_checked": checked, "differing": _by_rank(differing)}
+    measured = {"replicas_in_sync": replicas, "variables_checked": checked, "differing": by_rank(differing)}
     if differing:
         return [Check(name, False, measured, replicas,
                       "the replicas' copies of trainable variables differ within a process (gradients not "
-                      "all-reduced across devices?): " + "; ".join(f"rank {k}: {_short_list(v)}"
+                      "all-reduced across devices?): " + "; ".join(f"rank {k}: {short_list(v)}"
                                                                     for k, v in sorted(differing.items())))]
     if not checked:
         return [Check(name, False, measured, replicas,
@@ -309,8 +251,8 @@ def _variables_check(present: list[RankRecord]) -> Check:
     name = "variables-identical"
     counts = {r.trainable_count for r in present}
     hashes = {r.trainable_sha256 for r in present}
-    measured = {"count": _by_rank({r.rank: r.trainable_count for r in present}),
-                "sha256": _by_rank({r.rank: r.trainable_sha256 for r in present})}
+    measured = {"count": by_rank({r.rank: r.trainable_count for r in present}),
+                "sha256": by_rank({r.rank: r.trainable_sha256 for r in present})}
     if counts == {0}:
         return Check(name, False, measured, "identical", "no trainable variables were observed on any rank")
     if len(counts) > 1:
@@ -350,7 +292,7 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
         what = "optimizer steps"
         ref_steps = ref.optimizer_steps
         rank_steps = {r.rank: r.optimizer_steps for r in present}
-    measured = {"original": ref_steps, "ranks": _by_rank(rank_steps), "planned": use_planned,
+    measured = {"original": ref_steps, "ranks": by_rank(rank_steps), "planned": use_planned,
                 "whole_dataset": False}
     share = np * local_devices
     if ref_steps is None or any(v is None for v in rank_steps.values()):
@@ -379,7 +321,7 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
         every = None if use_planned else _all_optimizers_steps(ref, present, share)
         if every is not None and every[1]:
             totals, expected_total, tol_total = every[0], *expected_steps(every[2], share)
-            measured["all_optimizers"] = {"original": every[2], "ranks": _by_rank(totals)}
+            measured["all_optimizers"] = {"original": every[2], "ranks": by_rank(totals)}
             return Check(name, False, measured, wanted,
                          f"the original stepped several optimizers ({every[2]} steps in all); a rank's are not "
                          f"~1/{share} of them (expected {expected_total:g} +/- {tol_total:g}; "
@@ -440,118 +382,11 @@ def _rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Ch
     wrong = {k: v for k, v in rates.items() if not right(v)}
     what = f"the original's {said(original)} x {factor:.6g}"
     if not wrong:
-        return Check("learning-rate-scaled", True, measured=_by_rank(rates), expected=expected,
+        return Check("learning-rate-scaled", True, measured=by_rank(rates), expected=expected,
                      detail=f"the first fit trains with learning rate {said(expected)} on every rank ({what})")
-    return Check("learning-rate-scaled", False, measured=_by_rank(rates), expected=expected,
+    return Check("learning-rate-scaled", False, measured=by_rank(rates), expected=expected,
                  detail=f"the first fit's learning rate is not {what} = {said(expected)} ("
                         + "; ".join(f"rank {k}: {said(v)}" for k, v in sorted(wrong.items())) + ")")
-
-
-def sample_checks(ref: RankRecord, ranks: list[RankRecord], np: int) -> SampleResults:
-    """Sample checks, when the original and the ranks recorded samples.
-
-    * sample-pairs-intact: every (sample, labels) row a rank consumed, whose
-      sample the original also fed, carries labels the original fed with it;
-    * work-divided: the ranks did not all consume the identical sequence;
-      reported: distinct samples per rank, the overlap between ranks within
-      their first epoch (the first len(original's distinct samples)/N rows of
-      each), and how much of the original's samples the ranks covered."""
-    out = SampleResults()
-    ref_stream = None if ref.missing else ref.sample_stream()
-    streams = {r.rank: r.sample_stream() for r in ranks if not r.missing}
-    if ref_stream is None and not any(streams.values()):
-        return out
-    if ref_stream is None or not streams or not all(streams.values()):
-        have = (["the original"] if ref_stream else []) + [f"rank {k}" for k, v in sorted(streams.items()) if v]
-        out.warnings.append("samples not checked: only " + (", ".join(have) or "no run")
-                            + " recorded the samples it trained on")
-        return out
-    sources = {ref_stream.source} | {st.source for st in streams.values()}
-    if len(sources) > 1:
-        out.warnings.append("samples not checked: the runs recorded different sources ("
-                            + f"original: {ref_stream.source}; "
-                            + ", ".join(f"rank {k}: {v.source}" for k, v in sorted(streams.items())) + ")")
-        return out
-
-    ref_pairs: dict[str, set] = {}
-    for sample, labels in ref_stream.rows:
-        ref_pairs.setdefault(sample, set()).add(labels)
-    ref_distinct = set(ref_pairs)
-    has_labels = any(labels for _, labels in ref_stream.rows)
-    summary = {"source": ref_stream.source, "original": {"rows": len(ref_stream.rows), "distinct": len(ref_distinct),
-                                                          "capped": ref_stream.capped}, "ranks": {}}
-
-    # pairs intact
-    broken, unknown_only, per_rank_seen = [], [], []
-    for rank, st in sorted(streams.items()):
-        seen = st.distinct() & ref_distinct
-        bad = {s for s, labels in st.rows if s in ref_pairs and labels not in ref_pairs[s]}
-        unknown = len(st.distinct() - ref_distinct)
-        summary["ranks"][rank] = {"rows": len(st.rows), "distinct": len(st.distinct()), "known": len(seen),
-                                  "unknown": unknown, "mispaired": len(bad), "capped": st.capped}
-        per_rank_seen.append(f"rank {rank}: {len(seen)}")
-        if bad:
-            broken.append(f"rank {rank} fed {len(bad)} of {len(seen)} samples with labels that are not theirs")
-        if not seen:
-            unknown_only.append(rank)
-        elif unknown:
-            out.warnings.append(f"rank {rank} fed {unknown} sample(s) the original never fed "
-                                "(random augmentation? different data?)")
-    if unknown_only:
-        out.warnings.append("samples of " + ", ".join(f"rank {r}" for r in unknown_only)
-                            + " never appeared in the original run: sample/label pairs not checked for them")
-    pairs = {"mispaired": _by_rank({k: v["mispaired"] for k, v in summary["ranks"].items()}),
-             "checked": _by_rank({k: v["known"] for k, v in summary["ranks"].items()})}
-    if broken:
-        out.checks.append(Check("sample-pairs-intact", False, pairs, 0,
-                                "sample/label pairs broken: " + "; ".join(broken)
-                                + " (the original fed those samples with other labels: were the labels "
-                                "sliced or reordered differently from the samples?)"))
-    elif has_labels and len(unknown_only) < len(streams):
-        out.checks.append(Check("sample-pairs-intact", True, pairs, 0,
-                                "sample/label pairs intact: every sample a rank fed carried the labels the "
-                                f"original fed it with ({', '.join(per_rank_seen)} samples checked)"))
-
-    # divided
-    sequences = [st.samples for _, st in sorted(streams.items())]
-    out.identical = (np > 1 and len(sequences) > 1 and bool(sequences[0])
-                     and all(seq == sequences[0] for seq in sequences[1:]))
-    window = max(1, len(ref_distinct) // max(1, np))
-    firsts = {rank: set(st.samples[:window]) for rank, st in sorted(streams.items())}
-    counts: dict[str, int] = {}
-    for first in firsts.values():
-        for sample in first:
-            counts[sample] = counts.get(sample, 0) + 1
-    overlap = sum(1 for c in counts.values() if c > 1)
-    union: set[str] = set()
-    for st in streams.values():
-        union |= st.distinct()
-    covered = len(union & ref_distinct)
-    coverage = covered / len(ref_distinct) if ref_distinct else 0.0
-    summary.update({"first_epoch_window": window, "first_epoch_overlap": overlap,
-                    "covered": covered, "coverage": round(coverage, 4)})
-    per_rank = ", ".join(f"rank {r}: {len(st.distinct())}" for r, st in sorted(streams.items()))
-    text = (f"distinct samples per rank ({per_rank}); {overlap} sample(s) shared between ranks within the first "
-            f"epoch ({window} per rank); the ranks together covered {coverage:.1%} of the original's "
-            f"{len(ref_distinct)} samples")
-    measured = {"identical_sequences": out.identical, "first_epoch_overlap": overlap, "coverage": round(coverage, 4),
-                "distinct": _by_rank({r: len(st.distinct()) for r, st in streams.items()})}
-    if out.identical:
-        out.checks.append(Check("work-divided", False, measured, "different sequences per rank",
-                                f"work not divided: every rank consumed the identical sequence of "
-                                f"{len(sequences[0])} samples (data not sharded by rank?); " + text))
-    else:
-        out.checks.append(Check("work-divided", True, measured, "different sequences per rank",
-                                f"work divided ({ref_stream.source}): " + text))
-        if np > 1 and overlap:
-            out.warnings.append(f"{overlap} sample(s) were read by more than one rank within the first epoch "
-                                "(each rank shuffles the whole dataset instead of reading its own shard?)")
-        if coverage < 0.9:
-            out.warnings.append(f"the ranks together covered only {coverage:.1%} of the original's samples")
-    if ref_stream.capped or any(st.capped for st in streams.values()):
-        out.warnings.append("sample recording was capped (TFDIST_PROBE_SAMPLE_ROWS): checks use the first rows only")
-    out.summary = summary
-    return out
 
 
 def _writer_checks_horovod(present: list[RankRecord], distributed: Observation) -> list[Check]:
@@ -562,11 +397,11 @@ def _writer_checks_horovod(present: list[RankRecord], distributed: Observation) 
         gated = r.gated_files()
         if gated:
             kinds = sorted({f.kind for f in gated})
-            paths = [_rel(f.path, distributed.cwd) for f in gated]
+            paths = [rel_path(f.path, distributed.cwd) for f in gated]
             measured[r.rank] = paths
-            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + _short_list(paths))
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + short_list(paths))
     if offenders:
-        return [Check("chief-writes", False, {"other_ranks": _by_rank(measured)}, "rank 0 only",
+        return [Check("chief-writes", False, {"other_ranks": by_rank(measured)}, "rank 0 only",
                       "only rank 0 may write checkpoints/summaries/models; " + "; ".join(offenders))]
     if present:
         r0 = next((r for r in present if r.rank == 0), None)
@@ -594,23 +429,23 @@ def _writer_checks_tf_distribute(present: list[RankRecord], distributed: Observa
         removed = [f for f in gated if f.removed_temp]
         if at_user:
             kinds = sorted({f.kind for f in at_user})
-            at_user_paths[r.rank] = [_rel(f.path, distributed.cwd) for f in at_user]
-            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + _short_list(at_user_paths[r.rank]))
+            at_user_paths[r.rank] = [rel_path(f.path, distributed.cwd) for f in at_user]
+            offenders.append(f"rank {r.rank} wrote {'/'.join(kinds)} files: " + short_list(at_user_paths[r.rank]))
         if kept:
-            kept_paths[r.rank] = [_rel(f.path, distributed.cwd) for f in kept]
-            leftovers.append(f"rank {r.rank} left " + _short_list(kept_paths[r.rank]))
+            kept_paths[r.rank] = [rel_path(f.path, distributed.cwd) for f in kept]
+            leftovers.append(f"rank {r.rank} left " + short_list(kept_paths[r.rank]))
         if removed:
             temp_notes.append(f"rank {r.rank}: {len(removed)}")
     if not present:
         return []
     out = []
-    writers = {"other_ranks": _by_rank(at_user_paths)}
+    writers = {"other_ranks": by_rank(at_user_paths)}
     if offenders:
         out.append(Check("chief-writes", False, writers, "rank 0 only",
                          "only the chief (rank 0) may write checkpoints/summaries/models at the user's paths "
                          "(the other workers must save into temporary directories); " + "; ".join(offenders)))
     if leftovers:
-        out.append(Check("temp-files-removed", False, {"left": _by_rank(kept_paths)}, "removed",
+        out.append(Check("temp-files-removed", False, {"left": by_rank(kept_paths)}, "removed",
                          "multi-worker temporary files were not removed: " + "; ".join(leftovers)))
     else:
         out.append(Check("temp-files-removed", True, {"left": {}}, "removed"))
@@ -638,7 +473,7 @@ def _file_warnings(ref: RankRecord, present: list[RankRecord], distributed: Obse
     shared = [p for p, rs in by_path.items() if len(rs) > 1]
     if shared:
         warnings.append("several ranks wrote the same file(s): "
-                        + _short_list([_rel(p, distributed.cwd) for p in shared]))
+                        + short_list([rel_path(p, distributed.cwd) for p in shared]))
     if not ref.missing:
         ref_kinds = {f.kind for f in ref.gated_files()}
         r0 = next((r for r in present if r.rank == 0), None)
@@ -660,6 +495,7 @@ def loss_checks(comparison: C.Comparison) -> list[Check]:
         return [Check("loss-within-tolerance", False, measured, expected, f"does not learn like the original: {r}")
                 for r in comparison.reasons]
     return [Check("loss-within-tolerance", True, measured, expected,
-                  f"learns like the original: final loss {C._num(comparison.converted.final)} vs "
-                  f"{C._num(comparison.original.final)} (ratio {C._num(comparison.ratio, '.3f')}), within "
+                  f"learns like the original: final loss {C.format_number(comparison.converted.final)} vs "
+                  f"{C.format_number(comparison.original.final)} "
+                  f"(ratio {C.format_number(comparison.ratio, '.3f')}), within "
                   f"max({comparison.rel_tolerance:g} x original, {comparison.abs_tolerance:g})")]

@@ -65,7 +65,36 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     for old in probe_path.glob("rank-*.json"):
         old.unlink()
 
-    base_env = dict(os.environ if env is None else env)
+    run_env = _probe_env(dict(os.environ if env is None else env), pythonpath, probe_path, steps_cap,
+                         record_losses, seed, local_devices)
+    probe_cmd = ["-m", "tfdist.runtime.probe"]
+    if as_file is not None:
+        probe_cmd += ["--as-file", os.path.abspath(os.fspath(as_file))]
+    probe_cmd += [script, *args]
+    command, run_env, workers = _launch_command(backend, single, np, probe_cmd, run_env, python, horovodrun)
+    try:
+        if workers is not None:
+            result = launcher.execute_workers(workers, command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
+                                              log_path=log_path)
+        else:
+            result = launcher.execute(command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
+                                      log_path=log_path)
+        ranks = read_records(probe_path, np)
+    finally:
+        if own_probe_dir:
+            shutil.rmtree(probe_path, ignore_errors=True)
+    what = "workers" if backend == TF_DISTRIBUTE else "ranks"
+    return Observation(label=label or ("single process" if single else f"{np} {what}"), np=np, cwd=str(cwd),
+                       ranks=ranks, returncode=result.returncode, timed_out=result.timed_out,
+                       duration_s=result.duration_s, command=result.command, tail=result.tail,
+                       log_path=os.fspath(log_path) if log_path else None, backend=backend)
+
+
+def _probe_env(base_env: dict, pythonpath: Sequence[str | os.PathLike], probe_path: Path, steps_cap: int | None,
+               record_losses: bool, seed: int | None, local_devices: int) -> dict:
+    """The environment of a run under the probe: ``pythonpath`` first on the
+    script's PYTHONPATH, tfdist importable, and the probe's settings set or
+    removed."""
     if pythonpath:
         entries = [os.path.abspath(os.fspath(p)) for p in pythonpath]
         if base_env.get("PYTHONPATH"):
@@ -91,11 +120,14 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
         run_env[LOCAL_DEVICES_ENV] = str(int(local_devices))
     else:
         run_env.pop(LOCAL_DEVICES_ENV, None)
+    return run_env
 
-    probe_cmd = ["-m", "tfdist.runtime.probe"]
-    if as_file is not None:
-        probe_cmd += ["--as-file", os.path.abspath(os.fspath(as_file))]
-    probe_cmd += [script, *args]
+
+def _launch_command(backend: str, single: bool, np: int, probe_cmd: list[str], run_env: dict, python: str | None,
+                    horovodrun: str | None) -> tuple[list[str], dict, list | None]:
+    """(command, environment, tf.distribute workers or None) that start the
+    probe: one plain process, horovodrun's N ranks, or N TF_CONFIG workers.
+    Raises launcher.RuntimeMissing when horovodrun is needed and not found."""
     workers = None
     if backend == TF_DISTRIBUTE:
         python = python or sys.executable
@@ -116,19 +148,4 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
             raise launcher.RuntimeMissing()
         command = launcher.horovodrun_command(np, [python or launcher.python_for(hvdrun), *probe_cmd],
                                               horovodrun=hvdrun)
-    try:
-        if workers is not None:
-            result = launcher.execute_workers(workers, command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
-                                              log_path=log_path)
-        else:
-            result = launcher.execute(command, timeout=timeout, env=run_env, cwd=cwd, sink=sink,
-                                      log_path=log_path)
-        ranks = read_records(probe_path, np)
-    finally:
-        if own_probe_dir:
-            shutil.rmtree(probe_path, ignore_errors=True)
-    what = "workers" if backend == TF_DISTRIBUTE else "ranks"
-    return Observation(label=label or ("single process" if single else f"{np} {what}"), np=np, cwd=str(cwd),
-                       ranks=ranks, returncode=result.returncode, timed_out=result.timed_out,
-                       duration_s=result.duration_s, command=result.command, tail=result.tail,
-                       log_path=os.fspath(log_path) if log_path else None, backend=backend)
+    return command, run_env, workers

@@ -1,6 +1,7 @@
 """What verify observed: one RankRecord per process (parsed from the probe's
 rank-<N>.json), the files it wrote, and the Observation of a whole run.
-Plain data; the checks are in verify_checks, the rendering in verify_report."""
+Plain data; the checks are in verify_checks (their results in verify_results),
+the rendering in verify_report."""
 from __future__ import annotations
 
 import json

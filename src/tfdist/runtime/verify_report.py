@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import compare as C
-from .verify_checks import Check, _brief, _rel
+from .verify_results import Check, brief, rel_path
 from .verify_records import HOROVOD, TF_DISTRIBUTE, Observation, RankRecord
 
 
@@ -106,15 +106,16 @@ class SweepReport:
         lines = [f"tfdist verify --sweep {self.script}  ({self.np} {'workers' if engine == TF_DISTRIBUTE else 'ranks'}; "
                  f"the original once, the conversion under {len(self.reports)} learning-rate policies)"]
         for policy, why in self.skipped:
-            lines.append(f"  {policy}: not tried: {_brief(why, 220)}")
+            lines.append(f"  {policy}: not tried: {brief(why, 220)}")
         for r in self.reports:
             lines.append(f"  {r.policy}: {'PASS' if r.passed else 'FAIL'}"
-                         + ("" if r.passed else ": " + "; ".join(_brief(x, 220) for x in r.reasons)))
+                         + ("" if r.passed else ": " + "; ".join(brief(x, 220) for x in r.reasons)))
         lines.extend(C.format_table(self.comparisons))
         best = next((r for r in self.reports if r.policy == self.best), None)
         if best is not None:
             lines.append(f"best: {self.best} tracks the original best (final loss ratio "
-                         f"{C._num(best.comparison.ratio, '.3f')}, curve gap {C._num(best.comparison.curve_gap, '.1%')})"
+                         f"{C.format_number(best.comparison.ratio, '.3f')}, "
+                         f"curve gap {C.format_number(best.comparison.curve_gap, '.1%')})"
                          + ("" if best.passed else " but FAILs"))
         if self.workdir:
             lines.append(f"  (run directories and logs kept in {self.workdir})")
@@ -128,10 +129,10 @@ def _files_cell(rec: RankRecord, root: str) -> str:
     if not gated:
         return "-"
     if len(gated) <= 3:
-        return ", ".join(f"{_rel(f.path, root)} ({f.kind})" for f in gated)
+        return ", ".join(f"{rel_path(f.path, root)} ({f.kind})" for f in gated)
     groups: dict[tuple[str, str], int] = {}
     for f in gated:
-        rel = _rel(f.path, root)
+        rel = rel_path(f.path, root)
         parent = os.path.dirname(rel)
         key = ((parent + "/") if parent else rel, f.kind)
         groups[key] = groups.get(key, 0) + 1

@@ -1,6 +1,6 @@
 """The training samples one process consumed, as the probe recorded them:
 which source counts as "what was trained on", and the stream of (sample,
-labels) rows it gives.  The sample checks themselves are in verify_checks."""
+labels) rows it gives.  The sample checks themselves are in verify_sample_checks."""
 from __future__ import annotations
 
 from dataclasses import dataclass

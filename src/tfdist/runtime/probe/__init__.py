@@ -113,10 +113,10 @@ import os
 import sys
 import types
 
-from .files import _audit_hook, _compute_ignore_prefixes
-from .hooks import _PostImportFinder, _run_hook
-from .ranks import _rank_and_size
-from .record import _atexit_write, write_record
+from .files import audit_hook, compute_ignore_prefixes
+from .hooks import PostImportFinder, run_hook
+from .ranks import rank_and_size
+from .record import atexit_write, write_record
 from .state import (ADDED_PATH_ENV, LOSSES_ENV, MAX_STEPS_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV, SAMPLE_ROWS_ENV,
                     SAMPLE_VALUES_ENV, SEED_ENV, STATE)
 from .tables import POST_IMPORT_HOOKS
@@ -174,14 +174,14 @@ def install() -> None:
         STATE.sample_values_cap = int(values)
     STATE.record_losses = os.environ.get(LOSSES_ENV, "").strip() == "1"
     _seed_generators(os.environ.get(SEED_ENV, "").strip())
-    STATE.ignore_prefixes = _compute_ignore_prefixes()
-    sys.addaudithook(_audit_hook)
+    STATE.ignore_prefixes = compute_ignore_prefixes()
+    sys.addaudithook(audit_hook)
     _wrap_os_exit()
-    sys.meta_path.insert(0, _PostImportFinder())
+    sys.meta_path.insert(0, PostImportFinder())
     for name in list(POST_IMPORT_HOOKS):
         if name in sys.modules:
-            _run_hook(name, sys.modules[name])
-    atexit.register(_atexit_write)
+            run_hook(name, sys.modules[name])
+    atexit.register(atexit_write)
 
 
 def _seed_generators(text: str) -> None:
@@ -189,7 +189,7 @@ def _seed_generators(text: str) -> None:
     imported (importing it here would come before the script's own set-up)."""
     if not text.isdigit():
         return
-    STATE.seed = int(text) + _rank_and_size()[0]
+    STATE.seed = int(text) + rank_and_size()[0]
     import random
 
     random.seed(STATE.seed)    # Keras 3 draws its initializers' seeds from here

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 
-from .patch import _patch
-from .state import LOCAL_DEVICES_ENV, STATE, _ProbeBusy, _note_error
+from .patch import install_patch
+from .state import LOCAL_DEVICES_ENV, STATE, ProbeBusy, note_error
 from .tables import TF_DEFAULT_STRATEGY_CLASS_NAMES, TF_STRATEGY_BASE_CLASS
-from .variables import _is_float_variable
+from .variables import is_float_variable
 
 
-def _install_strategy_tracking():
+def install_strategy_tracking():
     def make(orig):
         def __init__(self, *args, **kwargs):
             orig(self, *args, **kwargs)
@@ -21,22 +21,22 @@ def _install_strategy_tracking():
                         if not any(s is self for s in STATE.strategies):
                             STATE.strategies.append(self)
             except Exception as exc:  # noqa: BLE001
-                _note_error("strategy_init", exc)
+                note_error("strategy_init", exc)
         return __init__
 
     module_name, cls_name = TF_STRATEGY_BASE_CLASS
-    _patch(module_name, cls_name + ".__init__", make)
+    install_patch(module_name, cls_name + ".__init__", make)
 
 
-def _strategies_info() -> list[dict]:
+def strategies_info() -> list[dict]:
     out = []
     for strategy in list(STATE.strategies):
         entry = {"class": type(strategy).__name__}
-        with _ProbeBusy():
+        with ProbeBusy():
             try:
                 entry["num_replicas_in_sync"] = int(strategy.num_replicas_in_sync)
             except Exception as exc:  # noqa: BLE001
-                _note_error("strategy_replicas", exc)
+                note_error("strategy_replicas", exc)
             extended = getattr(strategy, "extended", None)
             workers = getattr(extended, "_num_workers", None)
             entry["num_workers"] = int(workers) if isinstance(workers, int) else 1
@@ -51,7 +51,7 @@ def _strategies_info() -> list[dict]:
     return out
 
 
-def _split_local_cpu(tf_module) -> None:
+def split_local_cpu(tf_module) -> None:
     """Present the CPU as N logical devices before TensorFlow initialises its
     devices: ``MirroredStrategy()`` replicates over every local GPU, else over
     every logical CPU (``all_local_devices`` in
@@ -66,7 +66,7 @@ def _split_local_cpu(tf_module) -> None:
     STATE.local_devices = int(text)
 
 
-def _replica_copies() -> dict:
+def replica_copies_info() -> dict:
     """Compare, per trainable tf.distribute variable, the copies this process
     holds on its devices (MirroredStrategy over several local devices): they
     must be bitwise identical after every step (gradients all-reduced)."""
@@ -74,11 +74,11 @@ def _replica_copies() -> dict:
     dist_cls = STATE.distributed_var_class
     if dist_cls is None:
         return {"checked": 0, "differing": []}
-    with _ProbeBusy():
+    with ProbeBusy():
         import numpy
 
         for var in list(STATE.variables):
-            if not isinstance(var, dist_cls) or not getattr(var, "trainable", False) or not _is_float_variable(var):
+            if not isinstance(var, dist_cls) or not getattr(var, "trainable", False) or not is_float_variable(var):
                 continue
             copies = list(getattr(var, "_values", None) or ())
             if len(copies) < 2:
@@ -87,7 +87,7 @@ def _replica_copies() -> dict:
                 first = copies[0].numpy()
                 same = all(numpy.array_equal(first, c.numpy()) for c in copies[1:])
             except Exception as exc:  # noqa: BLE001
-                _note_error("replica_copies", exc)
+                note_error("replica_copies", exc)
                 continue
             checked += 1
             if not same:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .patch import _get_arg, _patch
-from .state import STATE, _busy, _note_error
+from .patch import get_arg, install_patch
+from .state import STATE, probe_busy, note_error
 from .tables import H5PY_FILE_CLASS, PATH_KIND_PATTERNS, TEMP_FILE_PATTERNS, WRITE_MODE_ARGS
 
 
@@ -31,7 +31,7 @@ def _path_to_str(path):
     return path if isinstance(path, str) and path else None
 
 
-def _compute_ignore_prefixes():
+def compute_ignore_prefixes():
     """(always-ignored prefixes, temp prefix, cwd prefix)."""
     import site
     import tempfile
@@ -110,17 +110,17 @@ def _record_file(path, kind: str, via: str) -> None:
                 if via not in entry["via"]:
                     entry["via"].append(via)
     except Exception as exc:  # noqa: BLE001
-        _note_error("record_file", exc)
+        note_error("record_file", exc)
 
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
-def _audit_hook(event, args):
+def audit_hook(event, args):
     if event != "open":
         return
     try:
-        if STATE.pid != os.getpid() or _busy():
+        if STATE.pid != os.getpid() or probe_busy():
             return
         path, mode, flags = args
         if isinstance(flags, int) and flags >= 0:
@@ -163,7 +163,7 @@ def _note_in_place(path) -> None:
             STATE.updated_in_place.setdefault(full, (st.st_mtime_ns, st.st_size))
 
 
-def _drop_unchanged_in_place() -> None:
+def drop_unchanged_in_place() -> None:
     """A file only opened read-write, and unchanged since: not written."""
     for full, (mtime, size) in list(STATE.updated_in_place.items()):
         entry = STATE.files.get(full)
@@ -175,33 +175,33 @@ def _drop_unchanged_in_place() -> None:
             del STATE.files[full]
 
 
-def _make_file_wrapper(qualname: str, path_spec: str, kind: str):
+def make_file_wrapper(qualname: str, path_spec: str, kind: str):
     mode_spec = WRITE_MODE_ARGS.get(qualname)
 
     def make(orig):
         def wrapper(*args, **kwargs):
             result = orig(*args, **kwargs)
-            if STATE.pid == os.getpid() and not _busy():
+            if STATE.pid == os.getpid() and not probe_busy():
                 try:
-                    mode = _get_arg(mode_spec, args, kwargs) if mode_spec is not None else None
+                    mode = get_arg(mode_spec, args, kwargs) if mode_spec is not None else None
                     if mode_spec is None or _is_write_mode(mode):
-                        path = _get_arg(path_spec, args, kwargs, result)
+                        path = get_arg(path_spec, args, kwargs, result)
                         if mode_spec is not None and _opens_in_place(mode):
                             _note_in_place(path)
                         _record_file(path, kind, qualname)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error(qualname, exc)
+                    note_error(qualname, exc)
             return result
         return wrapper
     return make
 
 
-def _install_h5py(module, group):
+def install_h5py(module, group):
     mod_name, cls_name = H5PY_FILE_CLASS
-    _patch(mod_name, cls_name + ".__init__", _make_file_wrapper("File.__init__", "arg:1:name", "model"))
+    install_patch(mod_name, cls_name + ".__init__", make_file_wrapper("File.__init__", "arg:1:name", "model"))
 
 
-def _exists(path: str) -> bool:
+def path_exists(path: str) -> bool:
     """The path, or files it is the prefix of (a TF checkpoint prefix
     ``ckpt/model`` is ``ckpt/model.index`` + ``ckpt/model.data-*``)."""
     if "://" in path:

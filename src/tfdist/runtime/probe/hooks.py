@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from .devices import _install_strategy_tracking, _split_local_cpu
-from .files import _install_h5py, _make_file_wrapper
-from .keras import _install_keras_model, _install_keras_optimizer
-from .keras3 import _install_keras3_model, _install_keras3_trainer
-from .patch import _patch
-from .samples import _install_iterator_hook
-from .state import STATE, _note_error
+from .devices import install_strategy_tracking, split_local_cpu
+from .files import install_h5py, make_file_wrapper
+from .keras import install_keras_model, install_keras_optimizer
+from .keras3 import install_keras3_model, install_keras3_trainer
+from .patch import install_patch
+from .samples import install_iterator_hook
+from .state import STATE, note_error
 from .tables import FILE_WRITE_HOOKS, POST_IMPORT_HOOKS
-from .tape import _install_keras_losses, _install_tape_hooks
-from .tf1 import _install_session_hooks
-from .variables import _install_variable_tracking
+from .tape import install_keras_losses, install_tape_hooks
+from .tf1 import install_session_hooks
+from .variables import install_variable_tracking
 
 
 def _install_tensorflow(module, group):
@@ -22,44 +22,44 @@ def _install_tensorflow(module, group):
         try:
             module.random.set_seed(STATE.seed)
         except Exception as exc:  # noqa: BLE001
-            _note_error("seed", exc)
+            note_error("seed", exc)
     try:
-        _split_local_cpu(module)
+        split_local_cpu(module)
     except Exception as exc:  # noqa: BLE001 - recorded; verify then sees the replicas missing
-        _note_error("local_devices", exc)
-    _install_variable_tracking()
-    _install_session_hooks()
-    _install_iterator_hook()
-    _install_tape_hooks()
-    _install_strategy_tracking()
+        note_error("local_devices", exc)
+    install_variable_tracking()
+    install_session_hooks()
+    install_iterator_hook()
+    install_tape_hooks()
+    install_strategy_tracking()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
-        _patch(mod_name, qualname, _make_file_wrapper(qualname, spec, kind))
+        install_patch(mod_name, qualname, make_file_wrapper(qualname, spec, kind))
 
 
 _INSTALLERS = {
     "tensorflow": _install_tensorflow,
-    "keras_model": _install_keras_model,
-    "keras_optimizer": _install_keras_optimizer,
-    "keras_legacy_optimizer": _install_keras_optimizer,
-    "keras_losses": _install_keras_losses,
-    "keras3_optimizer": _install_keras_optimizer,
-    "keras3_model": _install_keras3_model,
-    "keras3_trainer": _install_keras3_trainer,
-    "h5py": _install_h5py,
+    "keras_model": install_keras_model,
+    "keras_optimizer": install_keras_optimizer,
+    "keras_legacy_optimizer": install_keras_optimizer,
+    "keras_losses": install_keras_losses,
+    "keras3_optimizer": install_keras_optimizer,
+    "keras3_model": install_keras3_model,
+    "keras3_trainer": install_keras3_trainer,
+    "h5py": install_h5py,
 }
 
 
-def _run_hook(name, module):
+def run_hook(name, module):
     group = POST_IMPORT_HOOKS.get(name)
     if group is None:
         return
     try:
         _INSTALLERS[group](module, group)
     except Exception as exc:  # noqa: BLE001
-        _note_error(f"install {name}", exc)
+        note_error(f"install {name}", exc)
 
 
-class _PostImportFinder:
+class PostImportFinder:
     """Meta-path finder that runs an installer right after selected modules
     finish executing.  It delegates the actual finding to the other finders
     and only wraps the found loader's ``exec_module``."""
@@ -95,7 +95,7 @@ class _PostImportFinder:
                 del loader.exec_module  # back to the class method
             except Exception:  # noqa: BLE001
                 pass
-            _run_hook(fullname, module)
+            run_hook(fullname, module)
 
         try:
             loader.exec_module = exec_module

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 
-from .files import _make_file_wrapper
-from .patch import _patch
-from .samples import _as_array_struct, _record_batch, _slice_struct, _step_counter
-from .state import MAX_LOSS_POINTS, STATE, _busy, _note_error, _ProbeBusy
+from .files import make_file_wrapper
+from .patch import install_patch
+from .samples import as_array_struct, record_batch, slice_struct, step_counter
+from .state import MAX_LOSS_POINTS, STATE, probe_busy, note_error, ProbeBusy
 from .tables import KERAS_ITERATIONS_ATTR, KERAS_MODEL_CLASS, KERAS_OPTIMIZER_BASES, KERAS_SAVE_METHODS
-from .variables import _eager_value
-from .tape import _make_model_call_wrapper
+from .variables import eager_value
+from .tape import make_model_call_wrapper
 
 
 def _multi_worker_model(model) -> bool:
@@ -26,7 +26,7 @@ def _is_sequence(x) -> bool:
     length), not an array or a dataset."""
     kind = type(x)
     return hasattr(kind, "__getitem__") and hasattr(kind, "__len__") and hasattr(kind, "on_epoch_end") \
-        and _as_array_struct(x) is None and not isinstance(x, (list, tuple, dict))
+        and as_array_struct(x) is None and not isinstance(x, (list, tuple, dict))
 
 
 def _record_sequence_batches(x) -> None:
@@ -40,12 +40,12 @@ def _record_sequence_batches(x) -> None:
 
     def __getitem__(self, index):
         batch = kind.__getitem__(self, index)
-        if STATE.pid == os.getpid() and not _busy():
+        if STATE.pid == os.getpid() and not probe_busy():
             try:
                 items = list(batch) if isinstance(batch, (tuple, list)) else [batch]
-                _record_batch("keras-sequence", items, index=int(index), steps_before=_step_counter())
+                record_batch("keras-sequence", items, index=int(index), steps_before=step_counter())
             except Exception as exc:  # noqa: BLE001
-                _note_error("sequence_samples", exc)
+                note_error("sequence_samples", exc)
         return batch
 
     x.__class__ = type(kind.__name__, (kind,), {"__getitem__": __getitem__, "_tfdist_records_batches": True,
@@ -77,7 +77,7 @@ def _record_fit(bound) -> None:
     if x is not None and _is_sequence(x):
         _record_sequence_batches(x)
         return
-    if x is None or _as_array_struct(x) is None:
+    if x is None or as_array_struct(x) is None:
         return
     if _multi_worker_model(args.get("self")):
         # MultiWorkerMirroredStrategy gives each worker its shard of the
@@ -87,22 +87,22 @@ def _record_fit(bound) -> None:
         if note not in STATE.sample_skipped:
             STATE.sample_skipped.append(note)
         return
-    items = [x] + ([y] if y is not None and _as_array_struct(y) is not None else [])
+    items = [x] + ([y] if y is not None and as_array_struct(y) is not None else [])
     epochs = int(args.get("epochs", 1) or 1) - int(args.get("initial_epoch", 0) or 0)
     split = float(args.get("validation_split", 0.0) or 0.0)
     if split:
         import math
 
-        n = len(_as_array_struct(x))
+        n = len(as_array_struct(x))
         cut = int(math.floor(n * (1.0 - split)))
-        items = [_slice_struct(v, cut) for v in items]
+        items = [slice_struct(v, cut) for v in items]
     STATE.fit_samples_calls += 1
-    _record_batch("keras-fit", items, fit=STATE.fit_samples_calls, steps_before=_step_counter(),
+    record_batch("keras-fit", items, fit=STATE.fit_samples_calls, steps_before=step_counter(),
                   epochs=max(0, epochs), validation_split=split, steps_per_epoch=args.get("steps_per_epoch"),
                   batch_size=args.get("batch_size"))
 
 
-def _rate_at_start(optimizer):
+def rate_at_start(optimizer):
     """The learning rate ``optimizer`` trains its first step with: a
     schedule evaluated at step 0, a variable's value, a callable's result;
     None when it cannot be read. Keras 3 and Keras 2's optimizers keep a
@@ -126,7 +126,7 @@ def _iterations(optimizer):
     """Steps the optimizer took (0 before its step counter exists: legacy
     Keras optimizers make it at their first step)."""
     it = getattr(optimizer, KERAS_ITERATIONS_ATTR, None)
-    return 0 if it is None else int(_eager_value(it))
+    return 0 if it is None else int(eager_value(it))
 
 
 def _rates_before_fit() -> list:
@@ -135,7 +135,7 @@ def _rates_before_fit() -> list:
     out = []
     for opt in list(STATE.keras_optimizers):
         try:
-            out.append((opt, _iterations(opt), _rate_at_start(opt)))
+            out.append((opt, _iterations(opt), rate_at_start(opt)))
         except Exception:  # noqa: BLE001
             out.append((opt, None, None))
     return out
@@ -155,7 +155,7 @@ def _record_fit_rates(before: list) -> None:
     STATE.fit_rates.append(stepped)
 
 
-def _install_keras_optimizer(module, group):
+def install_keras_optimizer(module, group):
     cls_name = KERAS_OPTIMIZER_BASES[group]
 
     def make(orig):
@@ -167,18 +167,18 @@ def _install_keras_optimizer(module, group):
                         STATE.keras_optimizer_ids.add(id(self))
                         STATE.keras_optimizers.append(self)
             except Exception as exc:  # noqa: BLE001
-                _note_error("keras_optimizer_init", exc)
+                note_error("keras_optimizer_init", exc)
         return __init__
 
-    _patch(module.__name__, cls_name + ".__init__", make)
+    install_patch(module.__name__, cls_name + ".__init__", make)
 
 
-def _install_keras_model(module, group):
+def install_keras_model(module, group):
     for method, spec in KERAS_SAVE_METHODS:
-        _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
-               _make_file_wrapper(f"Model.{method}", spec, "model"))
-    _install_fit(module)
-    _patch(module.__name__, KERAS_MODEL_CLASS + ".__call__", _make_model_call_wrapper)
+        install_patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
+               make_file_wrapper(f"Model.{method}", spec, "model"))
+    install_fit(module)
+    install_patch(module.__name__, KERAS_MODEL_CLASS + ".__call__", make_model_call_wrapper)
 
 
 def _step_cap_callback(model_module_name):
@@ -212,7 +212,7 @@ def _step_cap_callback(model_module_name):
                 if spe is not None:
                     self._per_call = max(1, int(spe.numpy()) if hasattr(spe, "numpy") else int(spe))
             except Exception as exc:  # noqa: BLE001
-                _note_error("fit_cap_begin", exc)
+                note_error("fit_cap_begin", exc)
 
         def on_train_batch_end(self, batch, logs=None):
             STATE.cap_done += self._per_call
@@ -270,19 +270,19 @@ def _loss_callback(model_module_name):
                     if len(STATE.loss_batches) >= MAX_LOSS_POINTS:
                         STATE.loss_batches = STATE.loss_batches[::2]
             except Exception as exc:  # noqa: BLE001
-                _note_error("fit_loss_batch", exc)
+                note_error("fit_loss_batch", exc)
 
         def on_epoch_end(self, epoch, logs=None):
             try:
                 STATE.loss_epochs.append([self._call, int(epoch), _plain_logs(logs)])
             except Exception as exc:  # noqa: BLE001
-                _note_error("fit_loss_epoch", exc)
+                note_error("fit_loss_epoch", exc)
 
     _LOSS_CLASSES[model_module_name] = _LossRecorder
     return _LossRecorder
 
 
-def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str | None = None):
+def install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str | None = None):
     """Wrap Model.fit: record the NumPy samples it is given (keras-fit source)
     and, with TFDIST_PROBE_MAX_STEPS, add the step-cap callback."""
     import inspect
@@ -298,18 +298,18 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
 
         def fit(*args, **kwargs):
             bound = None
-            if STATE.pid == os.getpid() and not _busy():
+            if STATE.pid == os.getpid() and not probe_busy():
                 try:
                     if sig is None:
                         raise RuntimeError("Model.fit has no signature")
                     bound = sig.bind(*args, **kwargs)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_bind", exc)
+                    note_error("fit_bind", exc)
             if bound is not None:
                 try:
                     _record_fit(bound)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_samples", exc)
+                    note_error("fit_samples", exc)
             if bound is not None and STATE.record_losses:
                 try:
                     cbs = bound.arguments.get("callbacks")
@@ -319,7 +319,7 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     bound.arguments["callbacks"] = cbs
                     args, kwargs = bound.args, bound.kwargs
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_losses", exc)
+                    note_error("fit_losses", exc)
             if bound is not None and STATE.max_steps is not None:
                 try:
                     cap_cls = _step_cap_callback(cap_key)
@@ -330,14 +330,14 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                     STATE.fit_calls += 1
                     args, kwargs = bound.args, bound.kwargs
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_cap", exc)
+                    note_error("fit_cap", exc)
             before = None
             if bound is not None:
                 try:
-                    with _ProbeBusy():
+                    with ProbeBusy():
                         before = _rates_before_fit()
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_rate", exc)
+                    note_error("fit_rate", exc)
             STATE.keras_fit_depth += 1
             try:
                 result = orig(*args, **kwargs)
@@ -345,11 +345,11 @@ def _install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: st
                 STATE.keras_fit_depth -= 1
             if before is not None:
                 try:
-                    with _ProbeBusy():
+                    with ProbeBusy():
                         _record_fit_rates(before)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("fit_rate", exc)
+                    note_error("fit_rate", exc)
             return result
         return fit
 
-    _patch(module_name, cls_name + ".fit", make)
+    install_patch(module_name, cls_name + ".fit", make)

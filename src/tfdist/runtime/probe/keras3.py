@@ -2,30 +2,30 @@
 trainer's fit."""
 from __future__ import annotations
 
-from .files import _make_file_wrapper
-from .keras import _install_fit
-from .patch import _patch, _patch_inherited
+from .files import make_file_wrapper
+from .keras import install_fit
+from .patch import install_patch, patch_inherited
 from .state import STATE
 from .tables import (KERAS3_CALLBACKS_MODULE, KERAS3_PEEK_METHODS, KERAS3_TRAINER_CLASS, KERAS_MODEL_CLASS,
                      KERAS_SAVE_METHODS)
-from .tape import _make_model_call_wrapper
+from .tape import make_model_call_wrapper
 
 
-def _install_keras3_model(module, group):
+def install_keras3_model(module, group):
     """Keras 3: Model.save / save_weights, and Model.__call__ (inherited from
     Layer: wrapped on Model so that plain layer calls are not seen)."""
     for method, spec in KERAS_SAVE_METHODS:
-        _patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
-               _make_file_wrapper(f"Model.{method}", spec, "model"))
+        install_patch(module.__name__, f"{KERAS_MODEL_CLASS}.{method}",
+               make_file_wrapper(f"Model.{method}", spec, "model"))
     model_cls = getattr(module, KERAS_MODEL_CLASS, None)
     if isinstance(model_cls, type):
-        _patch_inherited(model_cls, "__call__", _make_model_call_wrapper)
+        patch_inherited(model_cls, "__call__", make_model_call_wrapper)
 
 
-def _install_keras3_trainer(module, group):
+def install_keras3_trainer(module, group):
     """Keras 3: fit is TensorFlowTrainer.fit (Model inherits it); the batch
     it peeks at to build the model is no training sample."""
-    _install_fit(module, KERAS3_TRAINER_CLASS, KERAS3_CALLBACKS_MODULE)
+    install_fit(module, KERAS3_TRAINER_CLASS, KERAS3_CALLBACKS_MODULE)
 
     def make_peek(orig):
         def peek(*args, **kwargs):
@@ -37,4 +37,4 @@ def _install_keras3_trainer(module, group):
         return peek
 
     for method in KERAS3_PEEK_METHODS:
-        _patch(module.__name__, f"{KERAS3_TRAINER_CLASS}.{method}", make_peek)
+        install_patch(module.__name__, f"{KERAS3_TRAINER_CLASS}.{method}", make_peek)

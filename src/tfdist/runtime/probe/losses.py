@@ -5,7 +5,7 @@ from __future__ import annotations
 from .state import MAX_LOSS_POINTS, STATE
 
 
-def _record_loss_values(values) -> None:
+def record_loss_values(values) -> None:
     """One training step's losses (tape targets, TF1 losses), in order."""
     import numpy as np  # noqa: PLC0415
 
@@ -51,7 +51,7 @@ def _records_this_replica() -> bool:
     return replica is None or int(replica) % STATE.local_devices == 0
 
 
-def _record_gradient_target(target, grads):
+def record_gradient_target(target, grads):
     """Record the value of a tape.gradient target (the loss): directly when
     eager; inside a tf.function through a py_function the returned gradients
     depend on, so it runs at every execution of the step."""
@@ -61,7 +61,7 @@ def _record_gradient_target(target, grads):
         return grads
     scale = _replicas_dividing_the_loss()
     if tf.executing_eagerly():
-        _record_loss_values(target.numpy() * scale)
+        record_loss_values(target.numpy() * scale)
         return grads
     value = tf.reduce_mean(tf.cast(target, tf.float32)) * float(scale)
 

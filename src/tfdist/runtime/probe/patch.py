@@ -5,11 +5,11 @@ import functools
 import sys
 import types
 
-from .state import _note_error
+from .state import note_error
 from .tables import API_ALIAS_PREFIX, API_ALIAS_ROOT
 
 
-def _resolve(module_name: str, qualname: str):
+def resolve(module_name: str, qualname: str):
     """Return (owner, attr name, current value) or None if missing."""
     mod = sys.modules.get(module_name)
     if mod is None:
@@ -45,9 +45,9 @@ def _install_wrapper(owner, attr: str, orig, make_wrapper):
     return wrapper
 
 
-def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
+def install_patch(module_name: str, qualname: str, make_wrapper) -> bool:
     try:
-        found = _resolve(module_name, qualname)
+        found = resolve(module_name, qualname)
         if found is None:
             return False
         owner, attr, orig = found
@@ -58,7 +58,7 @@ def _patch(module_name: str, qualname: str, make_wrapper) -> bool:
             _replace_api_aliases(orig, wrapper)
         return True
     except Exception as exc:  # noqa: BLE001
-        _note_error(f"patch {module_name}.{qualname}", exc)
+        note_error(f"patch {module_name}.{qualname}", exc)
         return False
 
 
@@ -84,7 +84,7 @@ def replace_aliases(orig, wrapper, module_accepted) -> None:
                     pass
 
 
-def _get_arg(spec: str, args, kwargs, result=None):
+def get_arg(spec: str, args, kwargs, result=None):
     if spec == "ret":
         return result
     _, index, name = spec.split(":")
@@ -96,7 +96,7 @@ def _get_arg(spec: str, args, kwargs, result=None):
     return None
 
 
-def _patch_inherited(owner, attr: str, make_wrapper) -> bool:
+def patch_inherited(owner, attr: str, make_wrapper) -> bool:
     """Wrap ``owner.attr`` even when ``owner`` inherits it (the wrapper is set
     on ``owner`` itself, so only it and its subclasses see it)."""
     try:
@@ -108,5 +108,5 @@ def _patch_inherited(owner, attr: str, make_wrapper) -> bool:
         _install_wrapper(owner, attr, orig, make_wrapper)
         return True
     except Exception as exc:  # noqa: BLE001
-        _note_error(f"patch {getattr(owner, '__name__', owner)}.{attr}", exc)
+        note_error(f"patch {getattr(owner, '__name__', owner)}.{attr}", exc)
         return False

@@ -5,11 +5,11 @@ import json
 import os
 import sys
 
-from .state import _note_error
+from .state import note_error
 from .tables import RANK_ENV_VARS, SIZE_ENV_VARS, TF_CONFIG_ENV, TF_CONFIG_RANKED_TASKS
 
 
-def _rank_and_size():
+def rank_and_size():
     rank = size = None
     source = "default"
     for var in RANK_ENV_VARS:
@@ -63,5 +63,5 @@ def _tf_config_rank():
             return None, None
         return offsets[kind] + index, size
     except Exception as exc:  # noqa: BLE001
-        _note_error("tf_config", exc)
+        note_error("tf_config", exc)
         return None, None

@@ -7,33 +7,33 @@ import socket
 import sys
 import time
 
-from .devices import _replica_copies, _strategies_info
-from .files import _drop_unchanged_in_place, _exists
+from .devices import replica_copies_info, strategies_info
+from .files import drop_unchanged_in_place, path_exists
 from .hashing import digest_arrays
-from .keras import _rate_at_start
-from .ranks import _rank_and_size
-from .samples import _samples_record
-from .state import RECORD_VERSION, STATE, _ProbeBusy, _note_error
+from .keras import rate_at_start
+from .ranks import rank_and_size
+from .samples import samples_record
+from .state import RECORD_VERSION, STATE, ProbeBusy, note_error
 from .tables import KERAS_ITERATIONS_ATTR, MULTI_WORKER_TEMP_DIR
-from .tf1 import _snapshot_session
-from .variables import _eager_value, _is_float_variable, _is_graph_variable
+from .tf1 import snapshot_session
+from .variables import eager_value, is_float_variable, is_graph_variable
 
 
 def _collect_variables():
     """([(name, value)] trainable, [(name, value)] other, unreadable count).
     Eager variables in creation order, then each TF1 graph's snapshot."""
     trainable, non_trainable, unreadable = [], [], 0
-    with _ProbeBusy():
+    with ProbeBusy():
         for var in list(STATE.variables):
-            if id(var) in STATE.component_ids or _is_graph_variable(var):
+            if id(var) in STATE.component_ids or is_graph_variable(var):
                 continue
             try:
-                value = _eager_value(var)
+                value = eager_value(var)
             except Exception:  # noqa: BLE001
                 unreadable += 1
                 continue
             name = getattr(var, "name", "?")
-            if getattr(var, "trainable", False) and _is_float_variable(var):
+            if getattr(var, "trainable", False) and is_float_variable(var):
                 trainable.append((name, value))
             else:
                 non_trainable.append((name, value))
@@ -41,7 +41,7 @@ def _collect_variables():
         for ref in list(STATE.sessions):
             sess = ref()
             if sess is not None:
-                _snapshot_session(sess)
+                snapshot_session(sess)
     for key in STATE.graph_order:
         snap = STATE.graph_snapshots[key]
         trainable.extend(zip(snap["names"], snap["values"]))
@@ -53,21 +53,21 @@ def _optimizer_info():
     snap_iters = {}
     for snap in STATE.graph_snapshots.values():
         snap_iters.update(snap.get("opt_iters", {}))
-    with _ProbeBusy():
+    with ProbeBusy():
         for opt in list(STATE.keras_optimizers):
             entry = {"class": type(opt).__name__, "iterations": None}
             try:
                 it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
                 if it is None:
                     entry["iterations"] = 0
-                elif not _is_graph_variable(it):
-                    entry["iterations"] = int(_eager_value(it))
+                elif not is_graph_variable(it):
+                    entry["iterations"] = int(eager_value(it))
                 elif str(id(opt)) in snap_iters:
                     entry["iterations"] = snap_iters[str(id(opt))]
             except Exception as exc:  # noqa: BLE001
-                _note_error("optimizer_iterations", exc)
+                note_error("optimizer_iterations", exc)
             try:  # its learning rate when the run ended (a schedule's at step 0)
-                entry["rate"] = _rate_at_start(opt)
+                entry["rate"] = rate_at_start(opt)
             except Exception:  # noqa: BLE001 -- a rate the probe cannot read (in a graph) is left unrecorded
                 entry["rate"] = None
             keras.append(entry)
@@ -102,7 +102,7 @@ def _optimizer_info():
 
 
 def build_record() -> dict:
-    rank, size, source, hvd_rank, hvd_size = _rank_and_size()
+    rank, size, source, hvd_rank, hvd_size = rank_and_size()
     record = {
         "version": RECORD_VERSION,
         "rank": rank,
@@ -121,49 +121,25 @@ def build_record() -> dict:
         "tensorflow_imported": "tensorflow" in sys.modules,
     }
     try:
-        trainable, non_trainable, unreadable = _collect_variables()
-        sha, fsum, items = digest_arrays([v for _, v in trainable])
-        nsha, _, _ = digest_arrays([v for _, v in non_trainable])
-        record["variables"] = {
-            "trainable_count": len(trainable),
-            "trainable_sha256": sha,
-            "trainable_sum": fsum,
-            "trainable": [
-                {"name": name, "shape": list(getattr(value, "shape", ())),
-                 "dtype": str(getattr(value, "dtype", "?")), "digest": digest}
-                for (name, value), digest in zip(trainable, items)
-            ],
-            "non_trainable_count": len(non_trainable),
-            "non_trainable_sha256": nsha,
-            "unreadable": unreadable,
-            "tf1_graphs": len(STATE.graph_order),
-        }
+        record["variables"] = _variables_record()
     except Exception as exc:  # noqa: BLE001
-        _note_error("variables", exc)
+        note_error("variables", exc)
         record["variables"] = None
     try:
         record["optimizer"] = _optimizer_info()
     except Exception as exc:  # noqa: BLE001
-        _note_error("optimizer", exc)
+        note_error("optimizer", exc)
         record["optimizer"] = None
-    record["files"] = []
-    for entry in list(STATE.files.values()):
-        entry = dict(entry)
-        try:
-            entry["exists_at_exit"] = _exists(entry["path"])
-        except Exception:  # noqa: BLE001
-            entry["exists_at_exit"] = None
-        entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
-        record["files"].append(entry)
+    record["files"] = _files_record()
     try:
-        record["replica_copies"] = _replica_copies()
+        record["replica_copies"] = replica_copies_info()
         record["local_devices"] = STATE.local_devices
     except Exception as exc:  # noqa: BLE001
-        _note_error("replica_copies", exc)
+        note_error("replica_copies", exc)
     try:
-        record["strategies"] = _strategies_info()
+        record["strategies"] = strategies_info()
     except Exception as exc:  # noqa: BLE001
-        _note_error("strategies", exc)
+        note_error("strategies", exc)
         record["strategies"] = []
     record["steps_cap"] = {
         "cap": STATE.max_steps,
@@ -172,9 +148,9 @@ def build_record() -> dict:
         "planned_steps": None if (STATE.planned_unknown or not STATE.fit_calls) else STATE.planned_steps,
     }
     try:
-        record["samples"] = _samples_record()
+        record["samples"] = samples_record()
     except Exception as exc:  # noqa: BLE001
-        _note_error("samples", exc)
+        note_error("samples", exc)
         record["samples"] = None
     if STATE.record_losses:
         record["losses"] = {"steps": [list(p) for p in STATE.loss_steps], "stride": STATE.loss_stride,
@@ -184,16 +160,52 @@ def build_record() -> dict:
     return record
 
 
+def _variables_record() -> dict:
+    """The digests of the trainable variables (each one's too) and of the others."""
+    trainable, non_trainable, unreadable = _collect_variables()
+    sha, fsum, items = digest_arrays([v for _, v in trainable])
+    nsha, _, _ = digest_arrays([v for _, v in non_trainable])
+    return {
+        "trainable_count": len(trainable),
+        "trainable_sha256": sha,
+        "trainable_sum": fsum,
+        "trainable": [
+            {"name": name, "shape": list(getattr(value, "shape", ())),
+             "dtype": str(getattr(value, "dtype", "?")), "digest": digest}
+            for (name, value), digest in zip(trainable, items)
+        ],
+        "non_trainable_count": len(non_trainable),
+        "non_trainable_sha256": nsha,
+        "unreadable": unreadable,
+        "tf1_graphs": len(STATE.graph_order),
+    }
+
+
+def _files_record() -> list[dict]:
+    """The files the process wrote, each with whether it still exists and
+    whether it lies in a multi-worker temporary directory."""
+    files = []
+    for entry in list(STATE.files.values()):
+        entry = dict(entry)
+        try:
+            entry["exists_at_exit"] = path_exists(entry["path"])
+        except Exception:  # noqa: BLE001
+            entry["exists_at_exit"] = None
+        entry["multi_worker_temp"] = bool(MULTI_WORKER_TEMP_DIR.search(entry["path"]))
+        files.append(entry)
+    return files
+
+
 def write_record() -> str | None:
     """Write this process's record once; returns its path."""
     if STATE.written or STATE.pid != os.getpid():
         return None
     STATE.written = True
     try:
-        _drop_unchanged_in_place()
+        drop_unchanged_in_place()
         record = build_record()
     except Exception as exc:  # noqa: BLE001
-        _note_error("build_record", exc)
+        note_error("build_record", exc)
         record = {"version": RECORD_VERSION, "rank": 0, "exit_code": STATE.exit_code,
                   "probe_errors": list(STATE.errors)}
     out_dir = STATE.probe_dir
@@ -207,7 +219,7 @@ def write_record() -> str | None:
         }) + "\n")
         return None
     try:
-        with _ProbeBusy():
+        with ProbeBusy():
             os.makedirs(out_dir, exist_ok=True)
             name = f"rank-{record.get('rank', 0)}.json"
             path = os.path.join(out_dir, name)
@@ -223,7 +235,7 @@ def write_record() -> str | None:
         return None
 
 
-def _atexit_write():
+def atexit_write():
     if STATE.exit_code is None:
         STATE.exit_code, STATE.exit_how = 0, "atexit"
     write_record()

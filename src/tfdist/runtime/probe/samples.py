@@ -6,11 +6,11 @@ import os
 import threading
 
 from .hashing import combine_row_hashes, row_hashes
-from .patch import _patch, _resolve
-from .state import SAMPLE_HASH, STATE, _ProbeBusy, _busy, _note_error
+from .patch import install_patch, resolve
+from .state import SAMPLE_HASH, STATE, ProbeBusy, probe_busy, note_error
 from .tables import (KERAS_ITERATIONS_ATTR, TF_DATA_ITERATOR_CLASS, TF_DISTRIBUTED_ITERATOR_CLASS,
                      TF_EAGER_TENSOR_CLASS, TF_PER_REPLICA_CLASS_NAMES)
-from .variables import _eager_value, _is_graph_variable
+from .variables import eager_value, is_graph_variable
 
 
 def _keep_value(digest: str, row) -> None:
@@ -32,7 +32,7 @@ def _columns(value):
     tuples/lists/dicts of arrays with one leading dimension are one column."""
     if isinstance(value, dict):
         parts = [_columns(v) for v in value.values()]
-    elif isinstance(value, (tuple, list)) and value and not _is_plain_list(value):
+    elif isinstance(value, (tuple, list)) and value and not is_plain_list(value):
         parts = [_columns(v) for v in value]
     else:
         arr = _as_array(value)
@@ -45,7 +45,7 @@ def _columns(value):
     return combine_row_hashes([p[0] for p in parts]), (parts[0][1] if len(parts) == 1 else None)
 
 
-def _is_plain_list(value) -> bool:
+def is_plain_list(value) -> bool:
     """A Python list of numbers (a literal batch) rather than a structure of
     arrays; NumPy scalars are numbers too (``[x]`` with ``x`` one float32 of
     a row, a batch of one sample)."""
@@ -67,13 +67,13 @@ def _as_array(value):
         except Exception:  # noqa: BLE001
             return None
         return arr if arr.dtype != object else None
-    eager = _resolve(*TF_EAGER_TENSOR_CLASS)
+    eager = resolve(*TF_EAGER_TENSOR_CLASS)
     if eager is not None and isinstance(value, eager[2]):
         return value.numpy()
     return None
 
 
-def _record_batch(source: str, items: list, **meta) -> dict | None:
+def record_batch(source: str, items: list, **meta) -> dict | None:
     """items: fed values / element components in order; the first with a
     leading dimension is the sample, the others with the same leading
     dimension its labels."""
@@ -112,42 +112,42 @@ def _record_batch(source: str, items: list, **meta) -> dict | None:
     return entry
 
 
-def _step_counter() -> int:
+def step_counter() -> int:
     """Optimizer steps so far in this process (eager Keras optimizers' iterations
     plus TF1 train runs / eager TF1 applies)."""
     total = STATE.tf1_train_runs + STATE.tf1_eager_applies
-    with _ProbeBusy():
+    with ProbeBusy():
         for opt in list(STATE.keras_optimizers):
             it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
-            if it is None or _is_graph_variable(it):
+            if it is None or is_graph_variable(it):
                 continue
             try:
-                total += int(_eager_value(it))
+                total += int(eager_value(it))
             except Exception:  # noqa: BLE001
                 pass
     return total
 
 
-def _record_feed(feed_dict, step: int) -> None:
+def record_feed(feed_dict, step: int) -> None:
     if not isinstance(feed_dict, dict) or not feed_dict:
         return
-    _record_batch("tf1-feed", list(feed_dict.values()), step=step)
+    record_batch("tf1-feed", list(feed_dict.values()), step=step)
 
 
-def _install_iterator_hook():
+def install_iterator_hook():
     def make(orig):
         def __next__(self):
             element = orig(self)
-            if STATE.pid == os.getpid() and not _busy() and not getattr(_DIST_NEXT, "depth", 0):
+            if STATE.pid == os.getpid() and not probe_busy() and not getattr(_DIST_NEXT, "depth", 0):
                 try:
                     _record_element(self, element)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("iterator_next", exc)
+                    note_error("iterator_next", exc)
             return element
         return __next__
 
     mod, cls = TF_DATA_ITERATOR_CLASS
-    _patch(mod, cls + ".__next__", make)
+    install_patch(mod, cls + ".__next__", make)
 
     def make_distributed(orig):
         def __next__(self):
@@ -157,19 +157,19 @@ def _install_iterator_hook():
                 element = orig(self)
             finally:
                 _DIST_NEXT.depth = depth
-            if depth == 0 and STATE.pid == os.getpid() and not _busy():
+            if depth == 0 and STATE.pid == os.getpid() and not probe_busy():
                 try:
                     from tensorflow.python.eager import context  # noqa: PLC0415
 
                     if context.executing_eagerly() and not STATE.peeking:
                         _record_element(self, _local_batches(element))
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("distributed_iterator_next", exc)
+                    note_error("distributed_iterator_next", exc)
             return element
         return __next__
 
     mod, cls = TF_DISTRIBUTED_ITERATOR_CLASS
-    _patch(mod, cls + ".__next__", make_distributed)
+    install_patch(mod, cls + ".__next__", make_distributed)
 
 
 #: Depth of DistributedIterator.__next__ calls in this thread: the tf.data
@@ -220,37 +220,37 @@ def _record_element(iterator, element) -> None:
         except Exception:  # noqa: BLE001
             pass
     STATE.fetch_seq += 1
-    steps_before = _step_counter()
+    steps_before = step_counter()
     in_fit = STATE.keras_fit_depth > 0
-    entry = _record_batch("iterator", items, iterator=key, seq=STATE.fetch_seq, steps_before=steps_before,
+    entry = record_batch("iterator", items, iterator=key, seq=STATE.fetch_seq, steps_before=steps_before,
                           in_fit=in_fit)
     if entry is not None and not in_fit:
         # The tape source leaves this step's batch to the iterator source.
         STATE.iterator_step_mark = steps_before
 
 
-def _as_array_struct(value):
+def as_array_struct(value):
     """The first array of a NumPy/eager-tensor structure (None: a dataset, generator, ...)."""
     if isinstance(value, dict):
         vals = list(value.values())
-        return _as_array_struct(vals[0]) if vals and all(_as_array_struct(v) is not None for v in vals) else None
+        return as_array_struct(vals[0]) if vals and all(as_array_struct(v) is not None for v in vals) else None
     if isinstance(value, (list, tuple)):
-        return _as_array_struct(value[0]) if value and all(_as_array_struct(v) is not None for v in value) else None
+        return as_array_struct(value[0]) if value and all(as_array_struct(v) is not None for v in value) else None
     import numpy as np
 
     if isinstance(value, np.ndarray):
         return value if value.ndim else None
-    eager = _resolve(*TF_EAGER_TENSOR_CLASS)
+    eager = resolve(*TF_EAGER_TENSOR_CLASS)
     if eager is not None and isinstance(value, eager[2]):
         return value if len(value.shape) else None
     return None
 
 
-def _slice_struct(value, cut):
+def slice_struct(value, cut):
     if isinstance(value, dict):
-        return {k: _slice_struct(v, cut) for k, v in value.items()}
+        return {k: slice_struct(v, cut) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_slice_struct(v, cut) for v in value)
+        return type(value)(slice_struct(v, cut) for v in value)
     return value[:cut]
 
 
@@ -271,11 +271,11 @@ def _finish_iterator_batches(final_counter: int) -> None:
             cur["trained"] = after > cur["steps_before"]
 
 
-def _samples_record() -> dict:
+def samples_record() -> dict:
     try:
-        _finish_iterator_batches(_step_counter())
+        _finish_iterator_batches(step_counter())
     except Exception as exc:  # noqa: BLE001
-        _note_error("samples_finish", exc)
+        note_error("samples_finish", exc)
     sources = sorted({b["source"] for b in STATE.sample_batches})
     return {
         "hash": SAMPLE_HASH,

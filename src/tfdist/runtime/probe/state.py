@@ -22,7 +22,7 @@ LOSSES_ENV = "TFDIST_PROBE_LOSSES"
 #: visible.  A script that seeds itself overrides it.
 SEED_ENV = "TFDIST_PROBE_SEED"
 #: TFDIST_PROBE_LOCAL_DEVICES=N (tfdist verify --local-devices N): this
-#: process's CPU is presented as N logical devices (see _split_local_cpu).
+#: process's CPU is presented as N logical devices (see split_local_cpu).
 LOCAL_DEVICES_ENV = "TFDIST_PROBE_LOCAL_DEVICES"
 #: Loss values kept per series before thinning to every other one (a long run
 #: keeps its whole curve at a coarser resolution).
@@ -112,7 +112,7 @@ class _State:
 STATE = _State()
 
 
-def _note_error(where: str, exc: BaseException) -> None:
+def note_error(where: str, exc: BaseException) -> None:
     try:
         if len(STATE.errors) < 50:
             STATE.errors.append(f"{where}: {type(exc).__name__}: {exc}"[:300])
@@ -120,15 +120,15 @@ def _note_error(where: str, exc: BaseException) -> None:
         pass
 
 
-def _busy() -> bool:
+def probe_busy() -> bool:
     return getattr(STATE.in_probe, "busy", False)
 
 
-class _ProbeBusy:
+class ProbeBusy:
     """Marks probe-internal TF calls so observers ignore them."""
 
     def __enter__(self):
-        self.prev = _busy()
+        self.prev = probe_busy()
         STATE.in_probe.busy = True
 
     def __exit__(self, *exc):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 
-from .losses import _record_gradient_target
-from .patch import _patch, replace_aliases
-from .samples import _as_array_struct, _is_plain_list, _record_batch, _step_counter
-from .state import STATE, _busy, _note_error
+from .losses import record_gradient_target
+from .patch import install_patch, replace_aliases
+from .samples import as_array_struct, is_plain_list, record_batch, step_counter
+from .state import STATE, probe_busy, note_error
 from .tables import (KERAS_ALIAS_PREFIXES, KERAS_ALIAS_ROOTS, KERAS_LOSS_CLASS, KERAS_LOSS_FUNCTION_PARAMS,
                      TF_GRADIENT_TAPE_CLASS)
 
@@ -26,7 +26,7 @@ def _tape_entered(tape) -> None:
     if depth:
         return                      # nested tape: same step as the outer one
     _TAPES.ctx = None
-    if STATE.pid != os.getpid() or _busy() or STATE.keras_fit_depth > 0:
+    if STATE.pid != os.getpid() or probe_busy() or STATE.keras_fit_depth > 0:
         return
     from tensorflow.python.eager import context  # noqa: PLC0415
 
@@ -52,7 +52,7 @@ def _tape_exited(tape) -> None:
 def _tape_model_input(ctx, args, kwargs) -> None:
     """First Keras model call in a recording tape: its input is the sample batch."""
     ctx["model_seen"] = True
-    if STATE.pid != os.getpid() or _busy() or STATE.keras_fit_depth > 0:
+    if STATE.pid != os.getpid() or probe_busy() or STATE.keras_fit_depth > 0:
         return
     from tensorflow.python.eager import context  # noqa: PLC0415
 
@@ -61,7 +61,7 @@ def _tape_model_input(ctx, args, kwargs) -> None:
     inputs = args[0] if args else kwargs.get("inputs")
     if inputs is None or not _has_rows(inputs):
         return                      # symbolic or scalar input: nothing to record
-    steps_before = _step_counter()
+    steps_before = step_counter()
     if STATE.iterator_step_mark == steps_before:
         return                      # a tf.data batch fetched for this step was recorded already
     ctx["sample"] = inputs
@@ -71,9 +71,9 @@ def _tape_model_input(ctx, args, kwargs) -> None:
 def _has_rows(value) -> bool:
     """NumPy arrays / eager tensors with a leading dimension (or a structure of
     them), or a literal batch; checked before hashing anything."""
-    if _as_array_struct(value) is not None:
+    if as_array_struct(value) is not None:
         return True
-    return isinstance(value, (list, tuple)) and bool(value) and _is_plain_list(value)
+    return isinstance(value, (list, tuple)) and bool(value) and is_plain_list(value)
 
 
 def _tape_labels(ctx, y_true) -> None:
@@ -88,7 +88,7 @@ def _record_tape_batch(ctx, labels) -> None:
     ctx["recorded"] = True
     items = [ctx["sample"]] + ([labels] if labels is not None else [])
     STATE.tape_batches += 1
-    entry = _record_batch("tape", items, seq=STATE.tape_batches, steps_before=ctx["steps_before"])
+    entry = record_batch("tape", items, seq=STATE.tape_batches, steps_before=ctx["steps_before"])
     if entry is not None:           # labels of another leading dimension are left out
         entry["labeled"] = bool(entry["rows"]) and ":" in entry["rows"][0]
     ctx["sample"] = None            # drop the reference to the user's array
@@ -101,14 +101,14 @@ def _current_tape_ctx():
     return ctx
 
 
-def _install_tape_hooks():
+def install_tape_hooks():
     def make_enter(orig):
         def __enter__(self):
             result = orig(self)
             try:
                 _tape_entered(self)
             except Exception as exc:  # noqa: BLE001
-                _note_error("tape_enter", exc)
+                note_error("tape_enter", exc)
             return result
         return __enter__
 
@@ -120,32 +120,32 @@ def _install_tape_hooks():
                 try:
                     _tape_exited(self)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("tape_exit", exc)
+                    note_error("tape_exit", exc)
         return __exit__
 
     def make_gradient(orig):
         def gradient(self, target, *args, **kwargs):
             grads = orig(self, target, *args, **kwargs)
-            if STATE.keras_fit_depth == 0 and not _busy() and STATE.pid == os.getpid() and getattr(_TAPES, "depth", 0) == 0:
+            if STATE.keras_fit_depth == 0 and not probe_busy() and STATE.pid == os.getpid() and getattr(_TAPES, "depth", 0) == 0:
                 from tensorflow.python.eager import context  # noqa: PLC0415
 
                 if context.executing_eagerly():
                     STATE.eager_tape_gradients += 1
-            if STATE.record_losses and STATE.keras_fit_depth == 0 and not _busy() and STATE.pid == os.getpid():
+            if STATE.record_losses and STATE.keras_fit_depth == 0 and not probe_busy() and STATE.pid == os.getpid():
                 try:
-                    grads = _record_gradient_target(target, grads)
+                    grads = record_gradient_target(target, grads)
                 except Exception as exc:  # noqa: BLE001
-                    _note_error("tape_gradient_loss", exc)
+                    note_error("tape_gradient_loss", exc)
             return grads
         return gradient
 
     mod, cls = TF_GRADIENT_TAPE_CLASS
-    _patch(mod, cls + ".__enter__", make_enter)
-    _patch(mod, cls + ".__exit__", make_exit)
-    _patch(mod, cls + ".gradient", make_gradient)
+    install_patch(mod, cls + ".__enter__", make_enter)
+    install_patch(mod, cls + ".__exit__", make_exit)
+    install_patch(mod, cls + ".gradient", make_gradient)
 
 
-def _make_model_call_wrapper(orig):
+def make_model_call_wrapper(orig):
     def __call__(self, *args, **kwargs):
         ctx = _current_tape_ctx()
         if ctx is not None and not ctx["model_seen"]:
@@ -153,7 +153,7 @@ def _make_model_call_wrapper(orig):
                 _tape_model_input(ctx, args, kwargs)
             except Exception as exc:  # noqa: BLE001
                 ctx["model_seen"] = True
-                _note_error("tape_model_call", exc)
+                note_error("tape_model_call", exc)
         return orig(self, *args, **kwargs)
     return __call__
 
@@ -166,7 +166,7 @@ def _labels_hook(ctx, args, kwargs, first_positional: int) -> None:
         _tape_labels(ctx, y_true)
     except Exception as exc:  # noqa: BLE001
         ctx["labels_seen"] = True
-        _note_error("tape_loss_call", exc)
+        note_error("tape_loss_call", exc)
 
 
 def _make_loss_call_wrapper(orig):
@@ -187,10 +187,10 @@ def _make_loss_function_wrapper(orig):
     return loss_function
 
 
-def _install_keras_losses(module, group):
+def install_keras_losses(module, group):
     import inspect
 
-    _patch(module.__name__, KERAS_LOSS_CLASS + ".__call__", _make_loss_call_wrapper)
+    install_patch(module.__name__, KERAS_LOSS_CLASS + ".__call__", _make_loss_call_wrapper)
     loss_base = getattr(module, KERAS_LOSS_CLASS, None)
     for name, value in list(vars(module).items()):
         if name.startswith("_") or isinstance(value, type) or not callable(value):
@@ -205,7 +205,7 @@ def _install_keras_losses(module, group):
             continue
         if loss_base is not None and isinstance(value, loss_base):
             continue
-        if _patch(module.__name__, name, _make_loss_function_wrapper):
+        if install_patch(module.__name__, name, _make_loss_function_wrapper):
             wrapper = getattr(module, name)
             if wrapper is not value:
                 _replace_keras_aliases(value, wrapper)

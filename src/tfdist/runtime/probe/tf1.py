@@ -3,14 +3,15 @@ graph variables read before a session closes."""
 from __future__ import annotations
 
 import os
+import weakref
 
-from .losses import _record_loss_values
-from .patch import _patch, _resolve
-from .samples import _record_feed
-from .state import STATE, _ProbeBusy, _busy, _note_error
+from .losses import record_loss_values
+from .patch import install_patch, resolve
+from .samples import record_feed
+from .state import STATE, ProbeBusy, probe_busy, note_error
 from .tables import (KERAS_ITERATIONS_ATTR, TF1_GLOBAL_STEP, TF1_OPTIMIZER_CLASS, TF1_TRAINABLE_COLLECTION,
                      TF_OPERATION_CLASS, TF_SESSION_CLASS, TF_TENSOR_CLASS)
-from .variables import _graph_fetch, _is_float_variable, _is_graph_variable
+from .variables import graph_fetch, is_float_variable, is_graph_variable
 
 
 def _tf1_losses_run(graph, fetches) -> list:
@@ -45,7 +46,7 @@ def _with_fetches(args, kwargs, extra):
     return tuple(args), kwargs
 
 
-def _snapshot_session(sess) -> None:
+def snapshot_session(sess) -> None:
     """Read the trainable variables (and step counters) of a TF1 session's
     graph just before it closes."""
     if STATE.pid != os.getpid():
@@ -54,26 +55,26 @@ def _snapshot_session(sess) -> None:
         if getattr(sess, "_closed", False) or getattr(sess, "_session", None) is None:
             return
         graph = sess.graph
-        trainable = [v for v in graph.get_collection(TF1_TRAINABLE_COLLECTION) if _is_float_variable(v)]
-        fetches = {"trainable": [_graph_fetch(v) for v in trainable]}
-        step_fn = _resolve(*TF1_GLOBAL_STEP)
+        trainable = [v for v in graph.get_collection(TF1_TRAINABLE_COLLECTION) if is_float_variable(v)]
+        fetches = {"trainable": [graph_fetch(v) for v in trainable]}
+        step_fn = resolve(*TF1_GLOBAL_STEP)
         if step_fn is not None:
             try:
                 gstep = step_fn[2](graph)
                 if gstep is not None:
-                    fetches["global_step"] = _graph_fetch(gstep)
+                    fetches["global_step"] = graph_fetch(gstep)
             except Exception:  # noqa: BLE001
                 pass
         opt_iters = {}
         for opt in list(STATE.keras_optimizers):
             it = getattr(opt, KERAS_ITERATIONS_ATTR, None)
-            if it is not None and _is_graph_variable(it) and getattr(it, "graph", None) is graph:
-                opt_iters[str(id(opt))] = _graph_fetch(it)
+            if it is not None and is_graph_variable(it) and getattr(it, "graph", None) is graph:
+                opt_iters[str(id(opt))] = graph_fetch(it)
         if opt_iters:
             fetches["opt_iters"] = opt_iters
         if not fetches["trainable"] and len(fetches) == 1:
             return
-        with _ProbeBusy():
+        with ProbeBusy():
             values = sess.run(fetches)
         snap = {
             "names": [getattr(v, "name", "?") for v in trainable],
@@ -88,7 +89,7 @@ def _snapshot_session(sess) -> None:
                 STATE.graph_order.append(key)
             STATE.graph_snapshots[key] = snap
     except Exception as exc:  # noqa: BLE001
-        _note_error("session_snapshot", exc)
+        note_error("session_snapshot", exc)
 
 
 _OP_CLASSES: list = []      # [Operation class, Tensor class], resolved at install
@@ -170,133 +171,145 @@ def _depends_on_train_op(gid, root) -> bool:
     return False
 
 
-def _install_session_hooks():
-    import weakref
-
+def install_session_hooks():
+    """Patch TF1's Session and Optimizer classes (see the patches below)."""
     cls_mod, cls_name = TF_SESSION_CLASS
-    op_found, tensor_found = _resolve(*TF_OPERATION_CLASS), _resolve(*TF_TENSOR_CLASS)
+    op_found, tensor_found = resolve(*TF_OPERATION_CLASS), resolve(*TF_TENSOR_CLASS)
     if op_found is None or tensor_found is None:
-        _note_error("session hooks", RuntimeError("Operation/Tensor classes not found"))
+        note_error("session hooks", RuntimeError("Operation/Tensor classes not found"))
         return
     _OP_CLASSES[:] = [op_found[2], tensor_found[2]]
 
-    def make_init(orig):
-        def __init__(self, *args, **kwargs):
-            orig(self, *args, **kwargs)
-            try:
-                if STATE.pid == os.getpid():
-                    with STATE.lock:
-                        STATE.sessions.append(weakref.ref(self))
-            except Exception as exc:  # noqa: BLE001
-                _note_error("session_init", exc)
-        return __init__
-
-    def make_close(orig):
-        def close(self, *args, **kwargs):
-            if not _busy():
-                _snapshot_session(self)
-            return orig(self, *args, **kwargs)
-        return close
-
-    def make_run(orig):
-        def run(self, *args, **kwargs):
-            losses = None
-            if STATE.record_losses and STATE.tf1_losses and not _busy():
-                try:
-                    fetches = args[0] if args else kwargs.get("fetches")
-                    losses = _tf1_losses_run(self.graph, fetches)
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run_loss", exc)
-            if losses:
-                args, kwargs = _with_fetches(args, kwargs, losses)
-                both = orig(self, *args, **kwargs)
-                result = both[0]
-                try:
-                    _record_loss_values(both[1])
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run_loss_value", exc)
-                args, kwargs = _with_fetches(args, kwargs, None)
-            else:
-                result = orig(self, *args, **kwargs)
-            if STATE.train_ops and not _busy():
-                try:
-                    fetches = args[0] if args else kwargs.get("fetches")
-                    if _runs_train_op(self.graph, fetches):
-                        step = STATE.tf1_train_runs
-                        STATE.tf1_train_runs += 1
-                        feed = args[1] if len(args) > 1 else kwargs.get("feed_dict")
-                        if feed:
-                            try:
-                                _record_feed(feed, step)
-                            except Exception as exc:  # noqa: BLE001
-                                _note_error("session_run_samples", exc)
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("session_run", exc)
-            return result
-        return run
-
-    def make_make_callable(orig):
-        def make_callable(self, *args, **kwargs):
-            fn = orig(self, *args, **kwargs)
-            try:
-                fetches = args[0] if args else kwargs.get("fetches")
-                if STATE.train_ops and _runs_train_op(self.graph, fetches):
-                    inner = fn
-
-                    def counted(*a, **k):
-                        out = inner(*a, **k)
-                        STATE.tf1_train_runs += 1
-                        return out
-                    return counted
-            except Exception as exc:  # noqa: BLE001
-                _note_error("make_callable", exc)
-            return fn
-        return make_callable
-
-    _patch(cls_mod, cls_name + ".__init__", make_init)
-    _patch(cls_mod, cls_name + ".close", make_close)
-    _patch(cls_mod, cls_name + ".run", make_run)
-    _patch(cls_mod, cls_name + ".make_callable", make_make_callable)
-
-    def make_apply(orig):
-        def apply_gradients(self, *args, **kwargs):
-            result = orig(self, *args, **kwargs)
-            try:
-                graph = getattr(result, "graph", None)
-                name = getattr(result, "name", None)
-                if graph is not None and name is not None and not _is_func_graph(graph):
-                    with STATE.lock:
-                        STATE.train_ops.add((id(graph), name))
-                        STATE.train_dep_cache.clear()
-                        loss = STATE.tf1_pending_loss.pop(id(graph), None)
-                        if loss is not None:
-                            STATE.tf1_losses[(id(graph), name)] = loss
-                else:
-                    from tensorflow.python.eager import context  # noqa: PLC0415
-                    if context.executing_eagerly():
-                        STATE.tf1_eager_applies += 1
-            except Exception as exc:  # noqa: BLE001
-                _note_error("tf1_apply_gradients", exc)
-            return result
-        return apply_gradients
-
-    def make_compute(orig):
-        def compute_gradients(self, *args, **kwargs):
-            result = orig(self, *args, **kwargs)
-            if STATE.record_losses:
-                try:
-                    loss = args[0] if args else kwargs.get("loss")
-                    graph = getattr(loss, "graph", None)
-                    if graph is not None and not _is_func_graph(graph) and hasattr(loss, "op"):
-                        STATE.tf1_pending_loss[id(graph)] = loss
-                except Exception as exc:  # noqa: BLE001
-                    _note_error("tf1_compute_gradients", exc)
-            return result
-        return compute_gradients
+    install_patch(cls_mod, cls_name + ".__init__", _session_init_patch)
+    install_patch(cls_mod, cls_name + ".close", _session_close_patch)
+    install_patch(cls_mod, cls_name + ".run", _session_run_patch)
+    install_patch(cls_mod, cls_name + ".make_callable", _session_make_callable_patch)
 
     opt_mod, opt_name = TF1_OPTIMIZER_CLASS
-    _patch(opt_mod, opt_name + ".apply_gradients", make_apply)
-    _patch(opt_mod, opt_name + ".compute_gradients", make_compute)
+    install_patch(opt_mod, opt_name + ".apply_gradients", _apply_gradients_patch)
+    install_patch(opt_mod, opt_name + ".compute_gradients", _compute_gradients_patch)
+
+
+def _session_init_patch(orig):
+    """Session.__init__ that registers the session (its variables are read before it closes)."""
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        try:
+            if STATE.pid == os.getpid():
+                with STATE.lock:
+                    STATE.sessions.append(weakref.ref(self))
+        except Exception as exc:  # noqa: BLE001
+            note_error("session_init", exc)
+    return __init__
+
+
+def _session_close_patch(orig):
+    """Session.close that first reads the graph variables of the session."""
+    def close(self, *args, **kwargs):
+        if not probe_busy():
+            snapshot_session(self)
+        return orig(self, *args, **kwargs)
+    return close
+
+
+def _session_run_patch(orig):
+    """Session.run that records the losses of the train ops it runs (verify
+    --compare) and counts those runs and their feeds."""
+    def run(self, *args, **kwargs):
+        losses = None
+        if STATE.record_losses and STATE.tf1_losses and not probe_busy():
+            try:
+                fetches = args[0] if args else kwargs.get("fetches")
+                losses = _tf1_losses_run(self.graph, fetches)
+            except Exception as exc:  # noqa: BLE001
+                note_error("session_run_loss", exc)
+        if losses:
+            args, kwargs = _with_fetches(args, kwargs, losses)
+            both = orig(self, *args, **kwargs)
+            result = both[0]
+            try:
+                record_loss_values(both[1])
+            except Exception as exc:  # noqa: BLE001
+                note_error("session_run_loss_value", exc)
+            args, kwargs = _with_fetches(args, kwargs, None)
+        else:
+            result = orig(self, *args, **kwargs)
+        if STATE.train_ops and not probe_busy():
+            try:
+                fetches = args[0] if args else kwargs.get("fetches")
+                if _runs_train_op(self.graph, fetches):
+                    step = STATE.tf1_train_runs
+                    STATE.tf1_train_runs += 1
+                    feed = args[1] if len(args) > 1 else kwargs.get("feed_dict")
+                    if feed:
+                        try:
+                            record_feed(feed, step)
+                        except Exception as exc:  # noqa: BLE001
+                            note_error("session_run_samples", exc)
+            except Exception as exc:  # noqa: BLE001
+                note_error("session_run", exc)
+        return result
+    return run
+
+
+def _session_make_callable_patch(orig):
+    """Session.make_callable whose callable counts the train-op runs it makes."""
+    def make_callable(self, *args, **kwargs):
+        fn = orig(self, *args, **kwargs)
+        try:
+            fetches = args[0] if args else kwargs.get("fetches")
+            if STATE.train_ops and _runs_train_op(self.graph, fetches):
+                inner = fn
+
+                def counted(*a, **k):
+                    out = inner(*a, **k)
+                    STATE.tf1_train_runs += 1
+                    return out
+                return counted
+        except Exception as exc:  # noqa: BLE001
+            note_error("make_callable", exc)
+        return fn
+    return make_callable
+
+
+def _apply_gradients_patch(orig):
+    """Optimizer.apply_gradients that records its train op (and the loss whose gradients it applies)."""
+    def apply_gradients(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        try:
+            graph = getattr(result, "graph", None)
+            name = getattr(result, "name", None)
+            if graph is not None and name is not None and not _is_func_graph(graph):
+                with STATE.lock:
+                    STATE.train_ops.add((id(graph), name))
+                    STATE.train_dep_cache.clear()
+                    loss = STATE.tf1_pending_loss.pop(id(graph), None)
+                    if loss is not None:
+                        STATE.tf1_losses[(id(graph), name)] = loss
+            else:
+                from tensorflow.python.eager import context  # noqa: PLC0415
+                if context.executing_eagerly():
+                    STATE.tf1_eager_applies += 1
+        except Exception as exc:  # noqa: BLE001
+            note_error("tf1_apply_gradients", exc)
+        return result
+    return apply_gradients
+
+
+def _compute_gradients_patch(orig):
+    """Optimizer.compute_gradients that remembers the loss, for the train op applying its gradients."""
+    def compute_gradients(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
+        if STATE.record_losses:
+            try:
+                loss = args[0] if args else kwargs.get("loss")
+                graph = getattr(loss, "graph", None)
+                if graph is not None and not _is_func_graph(graph) and hasattr(loss, "op"):
+                    STATE.tf1_pending_loss[id(graph)] = loss
+            except Exception as exc:  # noqa: BLE001
+                note_error("tf1_compute_gradients", exc)
+        return result
+    return compute_gradients
 
 
 def _is_func_graph(graph) -> bool:

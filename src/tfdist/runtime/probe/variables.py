@@ -2,24 +2,24 @@
 Keras 3 and tf.distribute variables."""
 from __future__ import annotations
 
-from .patch import _patch, _resolve
-from .state import STATE, _note_error
+from .patch import install_patch, resolve
+from .state import STATE, note_error
 from .tables import (KERAS3_VARIABLE_VALUE_ATTR, TF_DISTRIBUTED_VARIABLE_CLASS, TF_INTERNAL_VARIABLE_CREATORS,
                      TF_VARIABLE_ALIAS_CLASS_NAMES, TF_VARIABLE_METACLASS, TF_VARIABLE_STORAGE_CLASSES)
 
 
-def _install_variable_tracking():
+def install_variable_tracking():
     storage = []
     for module_name, cls_name in TF_VARIABLE_STORAGE_CLASSES:
-        found = _resolve(module_name, cls_name)
+        found = resolve(module_name, cls_name)
         if found is not None and isinstance(found[2], type):
             storage.append(found[2])
     STATE.storage_classes = tuple(storage)
     if not storage:
-        _note_error("variables", RuntimeError("no TF variable classes found"))
+        note_error("variables", RuntimeError("no TF variable classes found"))
         return
 
-    found = _resolve(*TF_DISTRIBUTED_VARIABLE_CLASS)
+    found = resolve(*TF_DISTRIBUTED_VARIABLE_CLASS)
     STATE.distributed_var_class = found[2] if found is not None and isinstance(found[2], type) else None
 
     def make(orig):
@@ -37,12 +37,12 @@ def _install_variable_tracking():
                         STATE.variable_ids.add(id(var))
                         STATE.variables.append(var)
             except Exception as exc:  # noqa: BLE001
-                _note_error("variable_created", exc)
+                note_error("variable_created", exc)
             return var
         return __call__
 
     module_name, cls_name = TF_VARIABLE_METACLASS
-    _patch(module_name, cls_name + ".__call__", make)
+    install_patch(module_name, cls_name + ".__call__", make)
 
     def make_internal(orig):
         def internal(*args, **kwargs):
@@ -54,7 +54,7 @@ def _install_variable_tracking():
         return internal
 
     for module_name, qualname in TF_INTERNAL_VARIABLE_CREATORS:
-        _patch(module_name, qualname, make_internal)
+        install_patch(module_name, qualname, make_internal)
 
 
 def _track_distributed_variable(var) -> None:
@@ -89,7 +89,7 @@ def _local_variable(var):
     return var
 
 
-def _is_graph_variable(var) -> bool:
+def is_graph_variable(var) -> bool:
     var = _local_variable(var)
     in_graph = getattr(var, "_in_graph_mode", None)
     if in_graph is None:
@@ -97,7 +97,7 @@ def _is_graph_variable(var) -> bool:
     return bool(in_graph)
 
 
-def _is_float_variable(var) -> bool:
+def is_float_variable(var) -> bool:
     """Trainable-in-practice: counters (int64 ``tf.Variable(0)``) are created
     with trainable=True by default but are never trained."""
     try:
@@ -107,7 +107,7 @@ def _is_float_variable(var) -> bool:
         return True
 
 
-def _graph_fetch(var):
+def graph_fetch(var):
     elem = getattr(var, "_graph_element", None)
     if elem is not None:
         return elem
@@ -115,5 +115,5 @@ def _graph_fetch(var):
     return inner if inner is not None else var
 
 
-def _eager_value(var):
+def eager_value(var):
     return _local_variable(var).numpy()
