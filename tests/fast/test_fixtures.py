@@ -11,6 +11,9 @@ Layout (one folder per case):
         the same input converted with --backend tf-distribute
   fixtures/<pattern>/<case>/expected.<backend>+<option>.py
         converted with options (``horovod+lr-sqrt``: --lr-scaling sqrt)
+The rules' own examples (src/tfdist/rules/examples/<pattern>/<case>/, shown
+by ``tfdist rules ID``) are fixtures of the same layout, checked alike
+(tests/fast/fixture_cases.py).
 """
 import difflib
 import io
@@ -19,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from fixture_cases import FIXTURES, glob
 from tfdist.api import convert_source
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CONVERTED = sorted(p for p in FIXTURES.glob("*/*") if (p / "expected.py").exists())
+CONVERTED = [p for p in glob("*/*") if (p / "expected.py").exists()]
 NOOP = sorted((FIXTURES / "noop").glob("*"))
 UNSUPPORTED = sorted((FIXTURES / "unsupported").glob("*"))
 PATTERN_OF_DIR = {"keras": "Keras", "gradient_tape": "GradientTape", "session": "Session",
@@ -30,7 +33,7 @@ PATTERN_OF_DIR = {"keras": "Keras", "gradient_tape": "GradientTape", "session": 
 
 
 TF_DISTRIBUTE = "tf-distribute"
-CONVERTED_TFD = sorted(p for p in FIXTURES.glob("*/*") if (p / f"expected.{TF_DISTRIBUTE}.py").exists())
+CONVERTED_TFD = [p for p in glob("*/*") if (p / f"expected.{TF_DISTRIBUTE}.py").exists()]
 TF1_DIRS = ("session", "monitored_session")
 
 
@@ -121,7 +124,7 @@ def test_unsupported_is_refused_with_line(case):
 
 def test_every_pattern_has_six_variants():
     for d, pattern in PATTERN_OF_DIR.items():
-        cases = [p for p in (FIXTURES / d).glob("*") if (p / "expected.py").exists()]
+        cases = [p for p in glob(f"{d}/*") if (p / "expected.py").exists()]
         assert len(cases) >= 6, f"{d}: only {len(cases)} fixtures"
 
 
@@ -164,7 +167,7 @@ def test_tf_distribute_has_six_fixtures_per_tf2_pattern():
         assert len(cases) >= 6, f"{d}: only {len(cases)} tf-distribute fixtures"
 
 
-@pytest.mark.parametrize("case", sorted(p for d in TF1_DIRS for p in (FIXTURES / d).glob("*")
+@pytest.mark.parametrize("case", sorted(p for d in TF1_DIRS for p in glob(f"{d}/*")
                                         if (p / "expected.py").exists()), ids=_id)
 def test_tf_distribute_refuses_tf1_training(case):
     """TF1 sessions cannot run under tf.distribute's strategies: refused
@@ -178,7 +181,7 @@ def test_tf_distribute_refuses_tf1_training(case):
 
 # ---------------------------------------------------------------- options
 OPTION_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
-                      for p in FIXTURES.glob("*/*/expected.*+*.py"))
+                      for p in glob("*/*/expected.*+*.py"))
 
 
 @pytest.mark.parametrize("case,key", OPTION_CASES, ids=lambda v: v if isinstance(v, str) else _id(v))

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-CASES = sorted(FIXTURES.glob("*/*/expected.tf-distribute.py"))
+from fixture_cases import glob
+
+CASES = glob("*/*/expected.tf-distribute.py")
 
 
 def _is_scope(node: ast.AST) -> bool:

@@ -26,7 +26,7 @@ import libcst as cst
 from .. import apis
 from ..engine.scopes import walk
 from ..facts.iterator_classes import ITERATOR_METHODS, bound_in_init, calls_reached, only_rows_read, reads_attribute, sample_attributes
-from . import sharding
+from . import shared_seeds
 from ..facts import shard_points
 
 
@@ -126,7 +126,7 @@ def _same_order_on_every_rank(ctx, klass, bindings, construction: cst.Call, loop
             attr=sorted(bindings)[0]))
         return False
     if not shard_points.global_seed_set_before(a, construction, apis.NUMPY_GLOBAL_SEED_SETTERS) \
-            and sharding.seed_numpy_alike_before(ctx, stmt, "{engine}: every rank loads the samples in the "
+            and shared_seeds.seed_numpy_alike_before(ctx, stmt, "{engine}: every rank loads the samples in the "
                                                                  "same order, so the shares it takes are disjoint."):
         ctx.change(construction, shard_points.RULE, f"{a.code(draws[0].func)}() in {klass.name.value}: NumPy "
                    "seeded the same on every rank before it is built, so every rank loads the same order")

@@ -17,7 +17,7 @@ import libcst as cst
 from ..engine import dataflow
 from ..facts.samplers import GLOBAL_STREAM, Sampler, keep_comments
 from ..facts.unseeded_orders import unseeded_orders
-from . import sharding
+from . import shared_seeds
 from ..facts import shard_points
 
 
@@ -93,7 +93,7 @@ def seed_alike_before(ctx, stmt, orders: List[str], comment: str):
     epoch. The statement seeded before."""
     stmt = dataflow.outermost_loop(ctx.a, stmt) or stmt
     if "numpy" in orders:
-        sharding.seed_numpy_alike_before(ctx, stmt, comment)
+        shared_seeds.seed_numpy_alike_before(ctx, stmt, comment)
     if "random" in orders:
         done = ctx.state("samplers.random_seeded")
         if stmt not in done:

@@ -11,9 +11,10 @@ from typing import Dict, List
 import libcst as cst
 from .. import apis
 from .keywords import keyword_free
-from ..facts.replica_state import BATCH_RULE, COMBINERS, RULE, SPLIT_RULE, batch_calls, batch_in_settings, batched_state, every_caller_scoped, global_batch_parameters, module_file, runs_user_code, scoped_state
+from ..facts.batches import COMBINERS, batch_calls, batch_in_settings, batched_state, global_batch_parameters
+from ..facts.replica_state import BATCH_RULE, RULE, SPLIT_RULE, every_caller_scoped, module_file, runs_user_code, scoped_state
 from ..facts.syntax import append_arg, find_arg, has_star_args, kwarg, source
-from . import sharding
+from . import shared_seeds
 from ..facts import dataset_flow
 from ..facts import shard_points
 
@@ -127,9 +128,9 @@ def split_by_engine(ctx, dataset, what: str) -> None:
         if src in done:
             continue
         done.add(src)
-        sharding.share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
+        shared_seeds.share_seed(ctx, src)  # a reader shuffling with its own random seed: one seed for every worker
         for upstream in dataset_flow.row_origins(a, src):
-            sharding.share_seed(ctx, upstream)  # the rows' order is its order: the same on every worker
+            shared_seeds.share_seed(ctx, upstream)  # the rows' order is its order: the same on every worker
         if a.is_name(src, apis.KNOWN_SIZE_SOURCES):
             new = ctx.expr(ctx.backend.shard_dataset(source(ctx.module, src, False)))
             ctx.plan.replace(src, lambda old, new=new: new)
@@ -148,7 +149,7 @@ def split_by_engine(ctx, dataset, what: str) -> None:
         if call in done or find_arg(call, *seed_arg) is not None:
             continue
         done.add(call)
-        sharding.add_kwarg(ctx, call, seed_arg[0], shard_points.SHARED_SEED)
+        shared_seeds.add_kwarg(ctx, call, seed_arg[0], shard_points.SHARED_SEED)
         ctx.change(call, SPLIT_RULE, message)
 
 
@@ -231,7 +232,7 @@ def external_helper_dataset(ctx, site: dataset_flow.HelperSite, what: str) -> No
             ctx.change(call, SPLIT_RULE, ctx.say("{what}: {engine} splits the dataset {helper}() returns between "
                                                  "workers (by file where it can)", what=what, helper=helper))
         shuffles = [c for r in rets for c in batch_calls(other, r, methods=("shuffle",)) or []]
-        if shuffles and not sharding.external_shuffles_alike(ctx, other, fdef, call, helper):
+        if shuffles and not shared_seeds.external_shuffles_alike(ctx, other, fdef, call, helper):
             shuffle = shuffles[0]
             ctx.warn(call, SPLIT_RULE, ctx.say(
                 "{what}: {helper}() shuffles without a seed that is the same on every worker ({module}, line "

@@ -15,12 +15,13 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
-from ..facts.array_reads import site_use
-from ..facts.seeding import dataframe_draw, random_splits, seeding_parameter
-from ..facts.shard_points import RULE, SHARED_SEED, adapted_downstream, after_attribute_reads, conditional_shards_state, conditional_template, feeds_fit_only, global_seed_set_before, held_directly, inline_slice_sites, later_point, new_parameter_name, positional_point, seeded_earlier_in, sharded_state, with_keyword_only
+from .shared_seeds import add_kwarg, external_shuffles_alike, same_random_split, seed_helper_shuffles, share_seed, tfds_fixed_file_order
+from ..facts.shard_points import RULE, SHARED_SEED, adapted_downstream, after_attribute_reads, conditional_shards_state, conditional_template, feeds_fit_only, global_seed_set_before, held_directly, inline_slice_sites, later_point, new_parameter_name, positional_point, sharded_state, site_use, with_keyword_only
 from ..facts.syntax import append_arg, find_arg, has_star_args, kwarg, method_name, source
 from ..facts import dataset_flow
-from ..facts import samplers
+from ..facts import dataset_splits
+from ..facts import external_functions
+from ..facts import sample_arrays
 
 
 def wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
@@ -77,10 +78,10 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             _shard_records(ctx, dataset, src, what)
             continue
         if ctx.a.is_name(src, apis.TFDS_LOAD):
-            if dataset_flow.tfds_shape(ctx.a, src) != ("single", False):
+            if dataset_splits.tfds_shape(ctx.a, src) != ("single", False):
                 ctx.warn(src, RULE, ctx.say("this tfds.load(...) returns several datasets: shard the one used for training with .shard({size}, {rank}).take(len // {size})"))
                 continue
-            _tfds_fixed_file_order(ctx, src)
+            tfds_fixed_file_order(ctx, src)
         share_seed(ctx, src)
         for upstream in dataset_flow.row_origins(ctx.a, src):
             share_seed(ctx, upstream)  # the rows' order is its order: the same on every rank
@@ -136,107 +137,6 @@ def _shard_after_positional(ctx, point: cst.Call, src: cst.Call, what: str) -> N
         ctx.change(point, RULE, f"{what}: dataset sharded by rank after {method_name(point)}(...), which depends on the order of the whole stream, equal share per rank")
 
 
-def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
-    """Arrays given to training that come from a random split or shuffle
-    (sklearn's train_test_split) without a seed: every process would draw
-    its own split, so the ranks' shares would overlap and hold each other's
-    test rows. The call gets the shared seed, unless NumPy's global
-    generator is seeded before it (the same draw everywhere then)."""
-    a = ctx.a
-    done = ctx.state("data_division.split_seeded")
-    names: set = set()
-    helpers: List[cst.Call] = []
-    splits = random_splits(a, arrays, names=names, helpers=helpers, ctx=ctx)
-    for call in helpers:
-        _seed_before_helper(ctx, call)
-    # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
-    # np.random.shuffle(x)): one seed for every rank before the first of them
-    draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
-        c for c in a.calls if a.names(c) & {"numpy.random.shuffle"} and c.args
-        and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value in names]
-    draws = [c for c in draws if a.enclosing_function(c) is None]
-    if draws:
-        first = min(draws, key=lambda c: (a.line(c), a.col(c)))
-        # before the loops around it: seeded once, each epoch still draws anew
-        outer = dataflow.outermost_loop(a, first)
-        stmt = a.statement_of(outer) if outer is not None else a.statement_of(first)
-        if stmt is not None and not global_seed_set_before(a, first, apis.NUMPY_GLOBAL_SEED_SETTERS) \
-                and seed_numpy_alike_before(ctx, stmt, "{engine}: every rank shuffles the data the same way, so "
-                                                       "the shares it takes are disjoint."):
-            ctx.change(first, RULE, f"{a.code(first.func)}(): NumPy seeded the same on every rank before it, so every "
-                                    f"rank draws the same order and the shares taken from it are disjoint")
-    for call in splits:
-        if dataframe_draw(a, call):
-            keyword, position = apis.DATAFRAME_RANDOM_DRAWS[method_name(call)], None
-        elif a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS):
-            keyword, position = apis.RANDOM_ARRAY_SPLITTERS[a.is_name(call, apis.RANDOM_ARRAY_SPLITTERS)]
-        else:
-            continue
-        if call in done or find_arg(call, keyword, position) is not None or has_star_args(call) \
-                or global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS):
-            continue
-        done.add(call)
-        add_kwarg(ctx, call, keyword, SHARED_SEED)
-        ctx.change(call, RULE, f"{a.code(call.func)}(): one {keyword} on every rank, so every rank draws the same "
-                               f"split and the shares taken from it are disjoint")
-
-
-def _seed_before_helper(ctx, call: cst.Call) -> None:
-    """A helper (of this module or another of the project) reorders or
-    splits the data with NumPy's global generator and no seed of its own
-    (``np.random.shuffle(data)`` inside ``get_data()``): NumPy gets one seed
-    on every rank right before the call, unless it is seeded before. Only
-    where the call runs once: at module level, or in a function never
-    called from a loop, and not in a loop itself (seeded there, every call
-    would draw the same order again)."""
-    a = ctx.a
-    external = dataset_flow.external_callable(a, call) if not isinstance(call.func, cst.Name) or \
-        not a.local_functions(call.func) else None
-    param = seeding_parameter(*external, call, apis.NUMPY_GLOBAL_SEED_SETTERS) if external is not None else None
-    if param is not None:
-        # it seeds NumPy itself, from its parameter: seeding before it would be undone there
-        if call in ctx.state("data_division.split_seeded"):
-            return
-        ctx.state("data_division.split_seeded").add(call)
-        value = dataset_flow.argument_at(*external, call, param)
-        if value is not param.default:  # handed None: that argument becomes the seed
-            new = ctx.expr(SHARED_SEED)
-            ctx.plan.replace(value, lambda old, new=new: new)
-        else:
-            add_kwarg(ctx, call, param.name.value, SHARED_SEED)
-        ctx.change(call, RULE, f"{a.code(call.func)}() seeds NumPy by its {param.name.value} argument, which this call left "
-                               f"None (a seed from the OS, different in every process): one seed given, the same on "
-                               f"every rank, so the shares taken from its data are disjoint")
-        return
-    stmt = a.statement_of(call)
-    if stmt is None or dataflow.outermost_loop(a, call) is not None:
-        return
-    fdef = a.enclosing_function(call)
-    if fdef is not None and any(dataflow.outermost_loop(a, site) is not None or a.enclosing_function(site) is not None
-                                for site in dataset_flow.call_sites(a, fdef)):
-        return
-    if global_seed_set_before(a, call, apis.NUMPY_GLOBAL_SEED_SETTERS) or seeded_earlier_in(a, stmt):
-        return
-    if not seed_numpy_alike_before(ctx, stmt, "{engine}: every rank shuffles the data the same way, so the shares "
-                                              "it takes are disjoint."):
-        return
-    ctx.change(call, RULE, f"{a.code(call.func)}() reorders the data with NumPy's global generator and no seed: "
-                           f"NumPy seeded the same on every rank before it, so the shares taken from it are disjoint")
-
-
-def seed_numpy_alike_before(ctx, stmt, comment: str) -> bool:
-    """Seed NumPy's global generator with the shared seed, the same on every
-    rank, right before ``stmt`` (once per statement, whichever rule asks).
-    True when the seed was put there now."""
-    done = ctx.state("data_division.numpy_seeded")
-    if stmt in done:
-        return False
-    done.add(stmt)
-    np_name = ctx.imports.require("numpy", "np")
-    ctx.plan.insert_before(stmt, ctx.stmts(f"{np_name}.random.seed({SHARED_SEED})", comment=ctx.say(comment)))
-    return True
-
-
 def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     """Slice in-memory arrays (NumPy, lists, tensors) given to fit(). A
     tuple, list or dict of arrays (several inputs or outputs) is sliced
@@ -246,11 +146,11 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
     same_random_split(ctx, values)
     leaves: List[cst.BaseExpression] = []
     for v in values:
-        found = dataset_flow.array_leaves(v, ctx.a)
+        found = sample_arrays.array_leaves(v, ctx.a)
         if found is None:
             ctx.warn(v, RULE, f"{what}: cannot slice {ctx.a.code(v)} safely; give each rank 1/size of the samples by hand")
             return False
-        mixed = [leaf for leaf in found if held_directly(ctx.a, leaf, [v]) and dataset_flow.array_structure(ctx.a, leaf) == "mixed"]
+        mixed = [leaf for leaf in found if held_directly(ctx.a, leaf, [v]) and sample_arrays.array_structure(ctx.a, leaf) == "mixed"]
         if mixed:
             ctx.warn(mixed[0], RULE, ctx.say(
                 "{what}: {name} is bound both to a list or dict of arrays (one per input or output) and to "
@@ -263,7 +163,7 @@ def shard_arrays(ctx, values: List[cst.BaseExpression], what: str) -> bool:
         # arithmetic (x - mu) once too, rather than computed twice
         once = isinstance(v, (cst.Call, cst.BinaryOperation, cst.UnaryOperation))
         template = ctx.backend.shard_array_once if once else ctx.backend.shard_array
-        structure = dataset_flow.array_structure(ctx.a, v) if held_directly(ctx.a, v, values) else None
+        structure = sample_arrays.array_structure(ctx.a, v) if held_directly(ctx.a, v, values) else None
         if structure is not None:
             # a model's several inputs or outputs (a list or dict of arrays, as Keras reads it): each
             # array sliced alike, not the list itself (that would drop whole inputs or outputs)
@@ -331,29 +231,6 @@ def divide_steps_taken(ctx, fed: cst.BaseExpression) -> None:
         divide(ctx, take.args[0].value, "steps taken from the dataset")
 
 
-def add_kwarg(ctx, call: cst.Call, name: str, value: str) -> None:
-    new = ctx.expr(value)
-    ctx.plan.replace(call, lambda c: append_arg(c, kwarg(name, new)))
-
-
-def share_seed(ctx, src: cst.Call) -> None:
-    """Sources shuffling with a per-process random seed get one shared seed."""
-    a = ctx.a
-    name = a.is_name(src, apis.SEEDED_SHUFFLE_SOURCES)
-    if name is None or (src, "seed") in sharded_state(ctx):
-        return
-    sharded_state(ctx).add((src, "seed"))
-    switch, switch_pos, seed_key, seed_pos, by_default = apis.SEEDED_SHUFFLE_SOURCES[name]
-    shuffle = find_arg(src, switch, switch_pos)
-    if shuffle is not None and dataset_flow.literal_false(shuffle.value) or shuffle is None and not by_default:
-        return
-    if find_arg(src, seed_key, seed_pos) is not None or has_star_args(src) or seed_pos is None and any(
-            arg.keyword is None for arg in src.args[3:]):
-        return  # the user's seed is the same on every rank
-    add_kwarg(ctx, src, seed_key, SHARED_SEED)
-    ctx.change(src, RULE, f"{a.code(src.func)}: one shuffle seed shared by every rank (it picks a random one per process otherwise, and the ranks' shards would overlap)")
-
-
 def _training_point(ctx, dataset, src: cst.Call):
     """The dataset given to training itself, as the place to shard a flow
     whose source also feeds an adapt(): when TensorFlow knows its size there
@@ -377,35 +254,6 @@ def _training_point(ctx, dataset, src: cst.Call):
     return dataset
 
 
-# --- tensorflow_datasets.load ------------------------------------------------
-
-
-def _tfds_fixed_file_order(ctx, src: cst.Call) -> None:
-    """shuffle_files=True shuffles the files with a random seed per process:
-    give every rank the same file order, so record shards stay disjoint."""
-    a = ctx.a
-    if (src, "seed") in sharded_state(ctx):
-        return
-    sharded_state(ctx).add((src, "seed"))
-    sf = find_arg(src, "shuffle_files", apis.TFDS_LOAD_POS["shuffle_files"])
-    if sf is None or not dataset_flow.literal_true(sf.value):
-        return
-    rc = find_arg(src, "read_config")
-    # tfds.load(...): the module it is called on (not a builder's as_dataset)
-    module = a.code(src.func.value) if isinstance(src.func, cst.Attribute) and a.is_name(
-        src, apis.TFDS_LOAD - {apis.TFDS_AS_DATASET}) else None
-    if rc is None and module is not None:
-        add_kwarg(ctx, src, "read_config", f"{module}.ReadConfig(shuffle_seed={SHARED_SEED})")
-        ctx.change(src, RULE, "shuffle_files: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
-        return
-    if rc is not None and isinstance(rc.value, cst.Call) and a.is_name(rc.value, {apis.TFDS_READ_CONFIG}):
-        if find_arg(rc.value, "shuffle_seed") is None:
-            add_kwarg(ctx, rc.value, "shuffle_seed", SHARED_SEED)
-            ctx.change(rc.value, RULE, "ReadConfig: one file-shuffle seed shared by every rank (a random one per process would make the ranks' shards overlap)")
-        return
-    ctx.warn(sf.value, RULE, f"shuffle_files: the file order must be the same on every rank for the shards to be disjoint: pass read_config=tfds.ReadConfig(shuffle_seed=<same seed on every rank>)")
-
-
 def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -> None:
     key = (assign, name)
     if key in sharded_state(ctx):
@@ -419,7 +267,7 @@ def _shard_after(ctx, assign: cst.Assign, name: str, src: cst.Call, what: str) -
 
 def prepare_source(ctx, src: cst.Call) -> None:
     if ctx.a.is_name(src, apis.TFDS_LOAD):
-        _tfds_fixed_file_order(ctx, src)
+        tfds_fixed_file_order(ctx, src)
     else:
         share_seed(ctx, src)
 
@@ -445,7 +293,7 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
             return all([_shard_passed(ctx, arg, what) for arg in passed])
         return _shard_external_helper(ctx, expr, what)
     if isinstance(expr, cst.Subscript):
-        src = dataset_flow.list_of_splits(a, expr.value) if dataset_flow.integer_index(expr) is not None else None
+        src = dataset_splits.list_of_splits(a, expr.value) if dataset_splits.integer_index(expr) is not None else None
         if src is not None:  # splits[1] of tfds.load(split=[...])
             if expr not in sharded_state(ctx):
                 sharded_state(ctx).add(expr)
@@ -475,11 +323,11 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
                 continue
             if not isinstance(origin, cst.Name):
                 continue
-            unpack = dataset_flow.unpacked(a, origin)
+            unpack = dataset_splits.unpacked(a, origin)
             if unpack is None:
                 continue
             assign, path = unpack
-            kind, src = dataset_flow.tuple_source_element(a, assign.value, path)
+            kind, src = dataset_splits.tuple_source_element(a, assign.value, path)
             if kind == "dataset":
                 prepare_source(ctx, src)
                 _shard_after(ctx, assign, origin.value, src, what)
@@ -503,13 +351,13 @@ def _dict_of_splits(ctx, expr) -> bool:
     if not isinstance(expr, cst.Name):
         return False
     for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and dataset_flow.tfds_shape(a, value) == ("dict", False):
+        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and dataset_splits.tfds_shape(a, value) == ("dict", False):
             prepare_source(ctx, value)
             return True
         if value is None and isinstance(origin, cst.Name):
-            unpack = dataset_flow.unpacked(a, origin)
+            unpack = dataset_splits.unpacked(a, origin)
             if unpack is not None:
-                kind, src = dataset_flow.tuple_source_element(a, unpack[0].value, unpack[1])
+                kind, src = dataset_splits.tuple_source_element(a, unpack[0].value, unpack[1])
                 if kind == "dict":
                     prepare_source(ctx, src)
                     return True
@@ -550,29 +398,8 @@ def _shard_call_site(ctx, call: cst.Call, helper: str, known: bool, batched: boo
         # a source shuffling with its own per-process seed (shuffle=True of
         # timeseries_dataset_from_array): one seed, or the shards overlap
         share_seed(ctx, src)
-    if shuffled and not _seed_helper_shuffles(ctx, call, helper):
+    if shuffled and not seed_helper_shuffles(ctx, call, helper):
         ctx.warn(call, RULE, f"{helper}() shuffles before this shard: each rank takes 1/size of its own shuffled stream (equal step counts, but shares may overlap); for disjoint shares, shard inside {helper}() before .shuffle(...)")
-    return True
-
-
-def _seed_helper_shuffles(ctx, call: cst.Call, helper: str) -> bool:
-    """Give the helper's dataset shuffles the shared seed where they have
-    none: every rank then shuffles in the same order each epoch, and the
-    shards taken after the shuffle are disjoint. False when a shuffle cannot
-    be found or seeded."""
-    a = ctx.a
-    shuffles = [c for fdef in dataflow.callees(a, call) for c in walk(fdef.body)
-                if isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"
-                and a.is_kind(c.func.value, A.DATASET)]
-    if not shuffles or any(find_arg(c, "seed", 1) is None and any(x.star for x in c.args) for c in shuffles):
-        return False
-    seeded = ctx.state("data_division.seeded_shuffles")
-    for c in shuffles:
-        if find_arg(c, "seed", 1) is None and c not in seeded:
-            seeded.add(c)
-            add_kwarg(ctx, c, "seed", SHARED_SEED)
-            ctx.change(c, RULE, f"{helper}() shuffles with a fixed seed, the same on every rank, so the shares "
-                                "each rank takes after it are disjoint")
     return True
 
 
@@ -667,14 +494,14 @@ def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> boo
             return False
         other, fdef, rets = found
     else:
-        found = dataset_flow.external_function(ctx, call)
+        found = external_functions.external_function(ctx, call)
         if found is None:
             return False
         other, fdef = found
         rets = returned_values(fdef)
         if not any(other.dataset_sources(r) for r in rets):
             return False
-    arrays = dataset_flow.external_array_arguments(other, fdef, call) if unpacked is None else None
+    arrays = sample_arrays.external_array_arguments(other, fdef, call) if unpacked is None else None
     if arrays:
         # the helper slices arrays it is handed: slice them where they are
         # handed to it, before any shuffle of the helper (disjoint shares)
@@ -685,57 +512,6 @@ def _shard_external_helper(ctx, call: cst.Call, what: str, unpacked=None) -> boo
     shuffled = "shuffle" in methods and not external_shuffles_alike(ctx, other, fdef, call, name)
     return _shard_call_site(ctx, call, name, known, any(m in ("batch", "padded_batch") for m in methods),
                             shuffled, what, "it is defined in another module", unpacked)
-
-
-def external_shuffles_alike(ctx, other, fdef: cst.FunctionDef, call: cst.Call, helper: str) -> bool:
-    """Every dataset shuffle of a helper of another module (and of the
-    functions of that module it calls) has a seed that is the same on every
-    rank: a number written there, or a parameter this call sets to one --
-    or leaves at None, when the shared seed is given here -- or none, with
-    TensorFlow's global seed set before the call. Then every rank shuffles
-    the same stream, and the shards taken at the call are disjoint. A
-    shuffle under the helper's own flag counts only where the call leaves
-    the flag on."""
-    bodies = [fdef] + [f for c in walk(fdef.body) if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
-                       for f in other.local_functions(c.func)]
-    shuffles = [c for body in bodies for c in walk(body.body) if isinstance(c, cst.Call)
-                and isinstance(c.func, cst.Attribute) and c.func.attr.value == "shuffle"]
-    if not shuffles or has_star_args(call):
-        return False
-    # a shuffle under the helper's own flag that this call turns off
-    # (``if shuffle: ds = ds.shuffle(...)``, called with shuffle=False) does not run here
-    shuffles = [c for c in shuffles if samplers.branch_taken(other, fdef, call, c) is not False]
-    if not shuffles:
-        return True
-    params = list(fdef.params.params)
-    missing = []
-    # TensorFlow's global seed set before this call: an unseeded shuffle takes its seed from it and
-    # from how many random ops ran before, the same on every rank running the same script
-    global_seed = global_seed_set_before(ctx.a, call)
-    for shuffle in shuffles:
-        seed = find_arg(shuffle, "seed", 1)
-        if seed is None and global_seed:
-            continue
-        if seed is None:
-            return False
-        if dataset_flow.same_on_every_rank(other, seed.value):
-            continue
-        param = dataset_flow.helper_param(other, fdef, seed.value)
-        if param is None:
-            return False
-        given = find_arg(call, param.name.value, params.index(param))
-        if given is not None:
-            if not dataset_flow.same_on_every_rank(ctx.a, given.value):
-                return False
-        elif isinstance(param.default, cst.Name) and param.default.value == "None":
-            missing.append(param.name.value)
-        elif param.default is None or not dataset_flow.same_on_every_rank(other, param.default):
-            return False  # else a default seed written as a number: the same on every rank
-    for name in sorted(set(missing)):
-        add_kwarg(ctx, call, name, SHARED_SEED)
-        ctx.change(call, RULE, f"{helper}() shuffles by its {name} argument: one seed given, the same on every "
-                               "rank, so the shares each rank takes at this call are disjoint")
-    return True
 
 
 # --- list_files pipelines: shard records, not files -------------------------
@@ -757,7 +533,7 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
             ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
     if point is None:
         point = src
-    elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and dataset_flow.literal_false(arg.value)
+    elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and dataset_splits.literal_false(arg.value)
              for arg in point.args):
         ctx.warn(point, RULE, "deterministic=False: records arrive in a different order on every rank, so the record shards may overlap; drop deterministic=False")
     if point in sharded_state(ctx):

@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import List, Optional
 import libcst as cst
 from ..engine import dataflow
-from ..facts.step_counts import DIVIDED, PER_RANK, Sliced, UNKNOWN, enumerated_cap, number_used_as_data, step_count, stream_of_steps, unwrapped
-from ..facts.step_orders import draws_own_order
+from ..facts.step_counts import DIVIDED, PER_RANK, Sliced, UNKNOWN, draws_own_order, enumerated_cap, number_used_as_data, step_count, stream_of_steps, unwrapped
 from ..facts.syntax import source
 from . import per_rank_draws
 from . import sharding
+from . import shared_seeds
 from ..facts import shard_points
 from ..facts import unseeded_orders
 
@@ -61,7 +61,7 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
         # top-level statement running the loop (every draw after it is the
         # same on every rank: the ranks run the same code)
         top = dataflow.module_statement(a, loop)
-        sharding.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
+        shared_seeds.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
                                                         "the shares each rank takes of them are disjoint.")
         if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
             ctx.plan.blank_lines_before(top, 2)

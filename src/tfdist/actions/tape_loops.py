@@ -15,9 +15,10 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from ..facts.gradient_tapes import RULE, eager_optimizer_sites, loop_dataset, over_a_display, random_index_draws, reaches, rows_drawn_at_random, rows_read, runs_optimizer_step, samplers_feeding, step_spots
+from ..facts.gradient_tapes import RULE
 from ..facts.keras_models import may_be_built_here, optimizer_constructions
 from ..facts.syntax import calls_in, receiver
+from ..facts.tape_rows import eager_optimizer_sites, loop_dataset, over_a_display, random_index_draws, reaches, rows_drawn_at_random, rows_read, runs_optimizer_step, samplers_feeding, step_spots
 from . import iterator_shards
 from . import learning_rate
 from . import per_rank_draws

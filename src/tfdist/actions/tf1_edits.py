@@ -6,12 +6,15 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
+from ..facts.batch_helpers import reorders_itself, rows_under, shuffled_with
 from ..facts.fed_arrays import fed_array_roots, fed_arrays_read, fed_from_streams, samplers_fed, sliced_for
 from ..facts.syntax import calls_in, find_arg, kwarg, mentions, method_name, receiver
-from ..facts.tf1_graphs import GPU_OPTIONS, PS_DISTRIBUTION, SlicePoint, add_kwarg, argument_values, bound_names, changed_in_place, feed_values, feeds, full_batch_feeds, full_size_uses, initialized_for_training, is_docstring, lifted_to_common_block, optimizer_calls, optimizer_loss_calls, per_rank_sizes_in_graph, pinned_configs, reorders_itself, returned_by_callers, rows_under, runs_train_op_through_calls, should_stop_loop, shuffle_off, shuffled_with, tf1_prefix, train_op_names, train_runs, until_out_of_range, whole_feeds
+from ..facts.tf1_graphs import SlicePoint, add_kwarg, argument_values, bound_names, changed_in_place, feed_values, feeds, full_batch_feeds, full_size_uses, is_docstring, lifted_to_common_block, optimizer_loss_calls, per_rank_sizes_in_graph, pinned_configs, returned_by_callers, shuffle_off, whole_feeds
+from ..facts.tf1_train_ops import GPU_OPTIONS, PS_DISTRIBUTION, initialized_for_training, optimizer_calls, runs_train_op_through_calls, should_stop_loop, tf1_prefix, train_op_names, train_runs, until_out_of_range
 from . import learning_rate
 from . import per_rank_draws
 from . import sharding
+from . import shared_seeds
 from . import step_division
 from . import warmup_edits
 from ..facts import learning_rates
@@ -280,7 +283,7 @@ def _slice_at(ctx, found: SlicePoint, what: str) -> step_counts.Sliced:
     if function is not None:  # parameters: what the callers hand in
         values += [arg for p in function.params.params for _, arg in a.argument_values(p)
                    if p.name.value in roots]
-    sharding.same_random_split(ctx, values)
+    shared_seeds.same_random_split(ctx, values)
     names = sorted(roots, key=lambda n: (a.line(bindings[n][0]) if bindings[n] else 0, n))
     # another training loop reading the same arrays sliced them already
     done = ctx.state("tf1_common.sliced")
@@ -327,7 +330,7 @@ def divide_fed_data(ctx, sharded: bool, where) -> List[cst.Call]:
     if fed_samplers:
         per_rank_draws.draw_per_rank(ctx, fed_samplers)
         # the rows are drawn from arrays a random split made: the same split on every rank
-        sharding.same_random_split(ctx, fed_arrays_read(a, runs, train_ops))
+        shared_seeds.same_random_split(ctx, fed_arrays_read(a, runs, train_ops))
     runs = divide_step_loops(ctx, sharded, sliced)
     if not sharded and sliced is not None:
         _unfed_runs_on_undivided_data(ctx, runs, train_ops, sliced)

@@ -33,6 +33,8 @@ class Rule:
     kinds: Tuple[str, ...] = ()
     refuses: str = ""
     example: str = ""
+    #: The option key part an example is converted with (``warmup-``), if any.
+    example_option: str = ""
     #: Where the rule runs in its pipeline (lower first): pattern rules,
     #: then cross-cutting ones, then setup, which places what the others asked for.
     order: int = 0

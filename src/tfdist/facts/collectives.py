@@ -1,22 +1,5 @@
-"""Files and console output on rank 0 only, for every pattern.
-
-Model saves, checkpoint saves, TF1 ``Saver.save`` and ``print`` statements go
-under ``if hvd.rank() == 0:``; summary writers are no-op writers on other
-ranks. Only statements that cannot run a collective operation are guarded
-(a guarded collective deadlocks): a print whose arguments call anything
-but pure built-ins, for instance, is left alone.
-
-Every other file a training run writes is written by rank 0 only too: the
-module functions of ``apis.FILE_WRITE_FUNCTIONS`` (NumPy, pickle, JSON,
-pyplot savefig/show, tf.io.write_file, OpenCV, imageio...), the writing
-methods of objects whose kind is known from what built them
-(``apis.WRITER_OBJECT_METHODS``: a PIL image's ``save``, a Figure's
-``savefig``, a DataFrame's ``to_csv``), and ``with open(path, "w")``
-statements, guarded whole when their body is collective-free and sets no
-name used after it. A ``save`` on an object of unknown type is never
-guarded. A write tfdist cannot guard safely (inside a statement that also
-trains, an ``open`` for writing kept in a variable) gets a warning with
-the edit to make by hand.
+"""Which calls may run a collective operation (a guarded collective deadlocks): a call is
+collective-free only when nothing it runs can be one.
 """
 from __future__ import annotations
 
@@ -25,7 +8,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from .syntax import calls_in, method_name, receiver
-from .tf1_graphs import names_train_op
+from .tf1_train_ops import names_train_op
 from .writes import INFERENCE_RUNS_COLLECTIVES, TF1_STEP_BUILDERS, TRAINING_METHODS, is_harmless_library_call, is_io_call, is_model_value, object_kind
 
 

@@ -1,4 +1,6 @@
-"""Pieces shared by the TF1 rules (Session and MonitoredSession)."""
+"""TF1 feeds: which arrays a ``feed_dict`` is fed from, through samplers and streams, and where
+they are sliced.
+"""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
@@ -6,8 +8,9 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
+from .batch_helpers import batch_helper_arrays, is_constant, is_schedule, pure_batch_function_argument, reorders_itself, rows_reshaped, rows_under
 from .syntax import method_name, receiver
-from .tf1_graphs import batch_helper_arrays, feed_values, feeds, is_constant, is_schedule, pure_batch_function_argument, reorders_itself, rows_reshaped, rows_under
+from .tf1_graphs import feed_values, feeds
 from . import samplers
 from . import step_counts
 

@@ -27,7 +27,7 @@ import libcst as cst
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import tf1_graphs
+from . import batch_helpers
 
 
 #: Methods that make an instance an iterator of batches.
@@ -88,7 +88,7 @@ def only_rows_read(a: A.Analysis, klass: cst.ClassDef, name: str, binding: cst.B
     for node in walk(klass.body):
         if _self_attribute(node) != name or any(node is n for n in walk(binding)):
             continue
-        if tf1_graphs.array_use(a, node) not in ("rows", "size", "shuffle"):
+        if batch_helpers.array_use(a, node) not in ("rows", "size", "shuffle"):
             return False
     return True
 

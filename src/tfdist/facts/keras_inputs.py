@@ -15,7 +15,9 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from ..engine.analysis import SEQUENCE, returned_values
-from .dataset_flow import call_sites, external_function_of, unpacked
+from .dataset_flow import call_sites
+from .dataset_splits import unpacked
+from .external_functions import external_function_of
 from .syntax import calls_in, method_name
 
 

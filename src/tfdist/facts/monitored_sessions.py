@@ -13,7 +13,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.findings import Evidence
-from . import tf1_graphs
+from . import tf1_train_ops
 
 
 PATTERN = P.MONITORED
@@ -24,6 +24,6 @@ def monitored(a: A.Analysis) -> List[cst.Call]:
 
 
 def detect(a: A.Analysis) -> List[Evidence]:
-    if not tf1_graphs.optimizer_calls(a):
+    if not tf1_train_ops.optimizer_calls(a):
         return []  # evaluation only: nothing to distribute
     return [Evidence(P.MONITORED, f"{a.code(c.func)}(...)", a.line(c)) for c in monitored(a)]

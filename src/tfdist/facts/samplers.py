@@ -19,9 +19,9 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from .dataset_flow import external_function_of, external_methods_of
+from .external_functions import external_function_of, external_methods_of
 from .syntax import method_name, receiver
-from . import dataset_flow
+from . import external_functions
 
 
 GLOBAL_STREAM = "global"  # draws from NumPy's global generator
@@ -106,7 +106,7 @@ def _test_truth(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], 
     param = next(p for p in params if p.name.value == test.value)
     if call is None:
         return None
-    value = dataset_flow.argument_at(a, fdef, call, param)
+    value = external_functions.argument_at(a, fdef, call, param)
     if compared is not None:
         if not (isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
             return None  # ``1 == True`` but not ``1 is True``: not decided here

@@ -13,11 +13,11 @@ import libcst as cst
 from .. import apis
 from ..engine import dataflow
 from ..engine.scopes import walk
-from .shard_points import numpy_order_draw
-from .syntax import method_name
+from .shard_points import dataframe_draw, numpy_order_draw
 from . import dataset_flow
+from . import dataset_splits
+from . import external_functions
 from . import samplers
-from . import writes
 
 
 def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None) -> bool:
@@ -55,7 +55,7 @@ def _seed_left_none(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Ca
     param = dataset_flow.helper_param(other, fdef, setter.args[0].value) if setter.args else None
     if param is None or samplers.branch_taken(other, fdef, call, setter) is False:
         return None
-    value = dataset_flow.argument_at(other, fdef, call, param)
+    value = external_functions.argument_at(other, fdef, call, param)
     return param if isinstance(value, cst.Name) and value.value == "None" else None
 
 
@@ -91,7 +91,7 @@ def helper_draws(ctx, call: cst.Call) -> bool:
         local = a.local_functions(call.func)
         if local:
             return any(draws_unseeded(a, f) for f in local)
-    external = dataset_flow.external_callable(a, call)
+    external = external_functions.external_callable(a, call)
     return external is not None and draws_unseeded(*external, call=call)
 
 
@@ -122,7 +122,7 @@ def random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None,
                 if value is not None:
                     out += [c for c in random_splits(a, [value], depth + 1, seen, names, helpers, ctx) if c not in out]
                 elif isinstance(origin, cst.Name):
-                    unpack = dataset_flow.unpacked(a, origin)
+                    unpack = dataset_splits.unpacked(a, origin)
                     if unpack is not None:
                         out += [c for c in random_splits(a, [unpack[0].value], depth + 1, seen, names, helpers, ctx)
                                 if c not in out]
@@ -131,10 +131,3 @@ def random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None,
                         out += [c for c in random_splits(a, [dataflow.assigned_by(a, origin)], depth + 1, seen,
                                                           names, helpers, ctx) if c not in out]
     return out
-
-
-def dataframe_draw(a, call) -> bool:
-    """``df.sample(frac=1)``: a pandas DataFrame method drawing rows at random
-    (apis.DATAFRAME_RANDOM_DRAWS), on a receiver known to be a DataFrame."""
-    return isinstance(call, cst.Call) and method_name(call) in apis.DATAFRAME_RANDOM_DRAWS \
-        and isinstance(call.func, cst.Attribute) and writes.object_kind(a, call.func.value) == apis.DATAFRAME

@@ -15,7 +15,7 @@ from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.findings import Evidence
 from .syntax import receiver
-from . import tf1_graphs
+from . import tf1_train_ops
 
 
 PATTERN = P.SESSION
@@ -26,7 +26,7 @@ def sessions(a: A.Analysis) -> List[cst.Call]:
 
 
 def detect(a: A.Analysis) -> List[Evidence]:
-    if not tf1_graphs.optimizer_calls(a):
+    if not tf1_train_ops.optimizer_calls(a):
         return []
     found = sessions(a)
     if any(a.is_name(c, apis.TF1_MONITORED_SESSIONS) for c in a.calls):
@@ -50,11 +50,11 @@ def _session_of(a: A.Analysis, run: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 def _trains(a: A.Analysis, session: cst.Call) -> bool:
-    train_ops = tf1_graphs.train_op_names(a)
+    train_ops = tf1_train_ops.train_op_names(a)
     interactive = a.is_name(session, {"tensorflow.InteractiveSession"})
     item = a.parent(session)
     with_stmt = a.parent(item) if isinstance(item, cst.WithItem) else None
-    for run in tf1_graphs.train_runs(a, a.module, train_ops):
+    for run in tf1_train_ops.train_runs(a, a.module, train_ops):
         if _session_of(a, run) is session:
             return True
         recv = receiver(run)

@@ -8,12 +8,15 @@ ranks that disagree on the number of steps deadlock in an allreduce.
 """
 from __future__ import annotations
 
+from typing import Optional
 import libcst as cst
 from .. import apis
 from ..engine.scopes import walk
 from .syntax import find_arg, fit_arg, has_star_args, method_name
+from . import collectives
 from . import dataset_flow
 from . import kinds
+from . import writes
 
 
 RULE = kinds.DATA_DIVISION
@@ -97,6 +100,13 @@ def numpy_order_draw(other, c: cst.Call) -> bool:
         keyword, position = apis.RANDOM_ARRAY_SPLITTERS[found]
         return find_arg(c, keyword, position) is None and not has_star_args(c)
     return False
+
+
+def dataframe_draw(a, call) -> bool:
+    """``df.sample(frac=1)``: a pandas DataFrame method drawing rows at random
+    (apis.DATAFRAME_RANDOM_DRAWS), on a receiver known to be a DataFrame."""
+    return isinstance(call, cst.Call) and method_name(call) in apis.DATAFRAME_RANDOM_DRAWS \
+        and isinstance(call.func, cst.Attribute) and writes.object_kind(a, call.func.value) == apis.DATAFRAME
 
 
 def global_seed_set_before(a, node, setters_table=None) -> bool:
@@ -235,12 +245,79 @@ def with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
     return params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, new])
 
 
+def site_use(a, site: cst.Call, depth: int = 0) -> Optional[str]:
+    """What a helper call's dataset is used for: "train" when it reaches
+    fit()'s training or validation data, or a loop that trains on it
+    (directly or through the name it is bound to; any other use then sees
+    the shard too), "other" when every use only evaluates or looks
+    (evaluate/predict, a loop that steps no optimizer, list()/print()),
+    None when tfdist cannot tell."""
+    parent = a.parent(site)
+    if isinstance(parent, cst.Assign) and parent.value is site and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0].target, cst.Name):
+        reads = a.reads_bound_to(parent.targets[0].target.value, site)
+    else:
+        reads = [site]
+    uses = [_read_use(a, r, depth) for r in reads]
+    if "train" in uses:
+        return "train"
+    # a name never read (rebound before any use) does not train either
+    return "other" if all(u == "look" for u in uses) else None
+
+
+def _read_use(a, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
+    """"train" (fit()'s data, or iterated by a loop that steps an optimizer
+    or runs a collective), "look" (evaluate/predict, a loop that does
+    neither, a built-in like list() whose value is dropped) or None."""
+    par = a.parent(node)
+    if isinstance(par, cst.Arg) and _fit_data_argument(a, par):
+        return "train"
+    child = node
+    for anc in a.ancestors(node):
+        if isinstance(anc, cst.For) and child is anc.iter:
+            free = all(collectives.collective_free(a, c) for c in walk(anc.body) if isinstance(c, cst.Call))
+            return "look" if free else "train"
+        if isinstance(anc, cst.CompFor) and child is anc.iter:
+            # [lengths for _, lengths, _ in ds.take(1000)]: what the comprehension computes decides
+            comp = a.parent(anc)
+            reading = {id(c) for c in walk(anc.iter)}
+            free = all(collectives.collective_free(a, c) for c in walk(comp) if isinstance(c, cst.Call)
+                       and id(c) not in reading)
+            return "look" if free else None
+        if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in apis.DATASET_METHODS:
+            child = anc
+        elif isinstance(anc, cst.Call) and anc.func is child:
+            child = anc
+        elif isinstance(anc, cst.Arg):
+            call = a.parent(anc)
+            if not isinstance(call, cst.Call):
+                return None
+            if method_name(call) in apis.KERAS_VERBOSE_METHODS:
+                return "look"
+            passed = dataset_flow.passed_datasets(a, call) if depth < 4 else None
+            if passed and any(p is anc.value for p in passed):
+                # crop(train_set): a helper of this module transforming the
+                # dataset it is handed; what its result is used for decides
+                use = site_use(a, call, depth + 1)
+                return "look" if use == "other" else use
+            if not a.names(call) & apis.READ_ONLY_BUILTINS:
+                return None
+            child = anc  # list(ds), enumerate(ds): what they feed decides
+        elif isinstance(anc, cst.Call) and isinstance(child, cst.Arg):
+            child = anc
+        elif isinstance(anc, cst.Expr):
+            return "look"  # a value computed and dropped (shown in a notebook)
+        else:
+            return None
+    return None
+
+
 def feeds_fit_only(a, value: cst.BaseExpression) -> bool:
     """Is this dataset (a call's value) only ever handed to fit() as its
     training or validation data -- directly, or through a name bound to it?"""
     parent = a.parent(value)
     if isinstance(parent, cst.Arg):
-        return fit_data_argument(a, parent)
+        return _fit_data_argument(a, parent)
     stmt = a.statement_of(value)
     if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
             and isinstance(parent.targets[0].target, cst.Name)):
@@ -248,10 +325,10 @@ def feeds_fit_only(a, value: cst.BaseExpression) -> bool:
     name = parent.targets[0].target.value
     reads = a.reads_bound_to(name, value)
     return bool(reads) and stmt is not None and all(
-        isinstance(a.parent(n), cst.Arg) and fit_data_argument(a, a.parent(n)) for n in reads)
+        isinstance(a.parent(n), cst.Arg) and _fit_data_argument(a, a.parent(n)) for n in reads)
 
 
-def fit_data_argument(a, arg: cst.Arg) -> bool:
+def _fit_data_argument(a, arg: cst.Arg) -> bool:
     call = a.parent(arg)
     if not isinstance(call, cst.Call) or method_name(call) not in apis.KERAS_FIT_METHODS:
         return False

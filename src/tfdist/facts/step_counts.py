@@ -17,7 +17,9 @@ import libcst as cst
 from .. import apis
 from ..engine import dataflow
 from ..engine.scopes import walk
-from . import dataset_flow
+from . import external_functions
+from . import seeding
+from . import shard_points
 
 
 DIVIDED = "divided"
@@ -343,7 +345,30 @@ def number_used_as_data(a, loop, counter: str):
     return None
 
 
-def unseen_helper(ctx, call: cst.Call) -> bool:
+def draws_own_order(ctx, iterable, depth: int = 0) -> Optional[str]:
+    """The iterable is made by a helper (of this module or the project's,
+    called there, or bound to a name from such a call) that reorders rows
+    with NumPy's global generator and sets no seed of its own
+    (data_division's check), with no global seed set at module level: each
+    process then makes its own order, and every size-th element of
+    different orders are not disjoint shares: "draws"; "unseen" when the
+    helper is imported from a module tfdist cannot read (:func:`_unseen_helper`);
+    None otherwise."""
+    a = ctx.a
+    if depth > 3:
+        return None
+    if isinstance(iterable, cst.Name):
+        found = [draws_own_order(ctx, v, depth + 1) for _, v in a.assigned_values(iterable) if v is not None]
+        return "draws" if "draws" in found else "unseen" if "unseen" in found else None
+    if not isinstance(iterable, cst.Call) or shard_points.global_seed_set_before(
+            a, iterable, apis.NUMPY_GLOBAL_SEED_SETTERS):
+        return None
+    if seeding.helper_draws(ctx, iterable):
+        return "draws"
+    return "unseen" if _unseen_helper(ctx, iterable) else None
+
+
+def _unseen_helper(ctx, call: cst.Call) -> bool:
     """A helper imported from a module tfdist cannot read (not a library it
     knows, not a module of the converted project): it may shuffle with
     NumPy's global generator (``random_mini_batches(X, Y, 64)`` of a course's
@@ -355,6 +380,6 @@ def unseen_helper(ctx, call: cst.Call) -> bool:
         return False  # a function, class or object of this file: not unseen
     if any(n.startswith(apis.KNOWN_LIBRARY_PREFIXES) for n in names):
         return False
-    if dataset_flow.external_function(ctx, call) is not None:
+    if external_functions.external_function(ctx, call) is not None:
         return False  # read, and found not to draw (helper_draws)
     return any(m == "numpy" or m.startswith("numpy.") for m in ctx.imports.import_stmt)

@@ -26,10 +26,10 @@ from ..actions import tape_loops
 from ..actions import train_on_batch
 from ..actions import warmup_edits
 from ..facts import batch_steps
-from ..facts import dataset_flow
 from ..facts import gradient_tapes
 from ..facts import keras_inputs
 from ..facts import kinds
+from ..facts import sample_arrays
 from ..facts import samplers
 from ..facts import shard_points
 from ..engine.rule import Rule, register
@@ -113,7 +113,7 @@ def _fit(ctx, call: cst.Call) -> None:
             if sw is not None:
                 values.append(sw.value)
             sharding.shard_arrays(ctx, values, "training data")
-        elif dataset_flow.numpy_array(a, x.value):
+        elif sample_arrays.numpy_array(a, x.value):
             # inputs only (an autoencoder's train_step reads x alone): sliced like any array
             sharding.shard_arrays(ctx, [x.value], "training data")
         elif sharding.shard_dataset(ctx, x.value, "training data"):
@@ -147,7 +147,7 @@ def _fit(ctx, call: cst.Call) -> None:
             sharding.shard_dataset(ctx, v, "validation data")
             per_rank["validation_steps"] = keras_inputs.data_names(a, v)
         elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
-                dataset_flow.array_leaves(e.value, a) is not None for e in v.elements):
+                sample_arrays.array_leaves(e.value, a) is not None for e in v.elements):
             # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
             sharding.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
         elif a.is_kind(v, A.SEQUENCE) or keras_inputs.external_sequence(a, v):

@@ -18,6 +18,7 @@ from ..actions import tf1_edits
 from ..facts import kinds
 from ..facts import sessions
 from ..facts import tf1_graphs
+from ..facts import tf1_train_ops
 from ..engine.rule import Rule, register
 
 
@@ -117,7 +118,7 @@ def _pin_creator(ctx, call: cst.Call) -> None:
     a = ctx.a
     arg = find_arg(call, "session_creator", 0)
     if arg is None:
-        tf1 = tf1_graphs.tf1_prefix(ctx, call)
+        tf1 = tf1_train_ops.tf1_prefix(ctx, call)
         new = ctx.expr(f"{tf1}.train.ChiefSessionCreator(config={ctx.backend.tf1_device_config(tf1)})")
         ctx.plan.replace(call, lambda c: tf1_graphs.add_kwarg(c, kwarg("session_creator", new)))
         ctx.change(call, "gpu-pinning", "session creator's config pins one GPU per process (by local rank)")
@@ -127,7 +128,7 @@ def _pin_creator(ctx, call: cst.Call) -> None:
         bound = a.assigned_values(creator)
         if len(bound) == 1 and isinstance(bound[0][1], cst.Call):
             creator = bound[0][1]
-    if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_graphs.CHIEF_SESSION_CREATOR}):
+    if isinstance(creator, cst.Call) and a.is_name(creator, {tf1_train_ops.CHIEF_SESSION_CREATOR}):
         tf1_edits.pin_config(ctx, creator, 2)
         return
     ctx.warn(arg.value, "gpu-pinning", ctx.say("pin one GPU per process in the session creator's config (visible_device_list = str({local_rank}))"))
@@ -137,7 +138,7 @@ def _file_writing_hooks(ctx, chief_only: Set[cst.CSTNode]) -> None:
     """CheckpointSaverHook, SummarySaverHook...: on rank 0 only."""
     a = ctx.a
     for c in a.calls:
-        if not a.is_name(c, tf1_graphs.FILE_WRITING_HOOKS):
+        if not a.is_name(c, tf1_train_ops.FILE_WRITING_HOOKS):
             continue
         what = f"{a.code(c.func)} runs on rank 0 only"
         par = a.parent(c)

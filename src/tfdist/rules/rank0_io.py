@@ -29,7 +29,7 @@ from ..actions.guards import guard_call
 from ..facts.collectives import call_collective_free, collective_free
 from ..facts.keras_models import layer_of_a_model
 from ..facts.syntax import calls_in, find_arg, method_name, receiver, source
-from ..facts.tf1_graphs import tf1_namespace
+from ..facts.tf1_train_ops import tf1_namespace
 from ..facts.writes import INFERENCE_RUNS_COLLECTIVES, RULE, is_model_value, object_kind, open_mode
 from ..actions import replicas
 from ..engine.rule import Rule, register
@@ -581,7 +581,7 @@ class Rank0Io(Rule):
     engines = ('horovod', 'tf-distribute')
     kinds = ('rank0-io', 'worker-writes')
     refuses = ""
-    example = "keras/optimizer_built_in_other_module"
+    example = "keras/rank0_calls_on_one_line"
     order = 50
 
     def apply(self, ctx) -> None:

@@ -19,15 +19,18 @@ from ..actions import per_rank_draws
 from ..actions import replica_train_step
 from ..actions import replicas
 from ..actions import sharding
+from ..actions import shared_seeds
 from ..actions import train_on_batch
 from ..actions import warmup_edits
 from ..facts import batch_steps
+from ..facts import batches
 from ..facts import dataset_flow
 from ..facts import gradient_tapes
 from ..facts import keras_inputs
 from ..facts import keras_models
 from ..facts import kinds
 from ..facts import replica_state
+from ..facts import sample_arrays
 from ..facts import samplers
 from ..facts import shard_points
 from ..engine.rule import Rule, register
@@ -327,8 +330,8 @@ def _fit(ctx, call: cst.Call) -> None:
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
     elif y is None and replica_state.external_helper_site(ctx, x.value) is not None:
         replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, x.value), "training data")
-    elif y is not None or dataset_flow.numpy_array(a, x.value):
-        sharding.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
+    elif y is not None or sample_arrays.numpy_array(a, x.value):
+        shared_seeds.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
         _arrays(ctx, call)
     elif _is_sequence(a, x.value):
         _sequence(ctx, call, x.value, "steps_per_epoch", "training data")
@@ -350,7 +353,7 @@ def _fit(ctx, call: cst.Call) -> None:
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_step and per_step[key] and keras_inputs.counts_sharded_data(ctx, arg.value, per_step[key]):
                 continue  # counted on the dataset batched per replica: global steps already
-            helper = replica_state.counted_on_global_batch(ctx, arg.value)
+            helper = batches.counted_on_global_batch(ctx, arg.value)
             if helper is not None:
                 ctx.change(arg.value, shard_points.RULE, ctx.say(
                     "{key}: {helper}() counts it in batches of the global batch it now makes: already the "

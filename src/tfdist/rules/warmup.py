@@ -29,6 +29,7 @@ import libcst as cst
 from ..engine import dataflow
 from ..facts.warmups import GIVE_STEPS, RULE, warmup_state
 from ..facts import gradient_tapes
+from ..facts import tape_rows
 from ..engine.rule import Rule, register
 
 
@@ -38,12 +39,12 @@ def _epoch_length(ctx) -> None:
     an epoch loop around it; set right before that epoch loop."""
     a = ctx.a
     applies = {id(p) for p in gradient_tapes.apply_calls(a)}
-    loops = [f for f in a.for_loops if gradient_tapes.runs_optimizer_step(a, f.body, applies)]
+    loops = [f for f in a.for_loops if tape_rows.runs_optimizer_step(a, f.body, applies)]
     inner = [f for f in loops if not any(o is not f and dataflow.is_inside(a, o, f) for o in loops)]
     first = warmup_state(ctx)["loop_optimizers"][0]
     places = []
     for loop in inner:
-        dataset, take = gradient_tapes.loop_dataset(a, loop.iter)
+        dataset, take = tape_rows.loop_dataset(a, loop.iter)
         epoch_loop = dataflow.outermost_loop(a, loop)
         reason = _why_not_epoch(a, loop, dataset, take, epoch_loop)
         if reason:
@@ -110,6 +111,7 @@ class LrWarmup(Rule):
     kinds = ('lr-warmup',)
     refuses = "a warmup whose epoch length it cannot see (give --steps-per-epoch); several training loops with epochs of their own; a schedule it cannot wrap"
     example = "keras/main_function"
+    example_option = "warmup-"
     order = 70
 
     def apply(self, ctx) -> None:
