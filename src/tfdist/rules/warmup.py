@@ -110,7 +110,7 @@ class LrWarmup(Rule):
     engines = ('horovod', 'tf-distribute')
     kinds = ('lr-warmup',)
     refuses = "a warmup whose epoch length it cannot see (give --steps-per-epoch); several training loops with epochs of their own; a schedule it cannot wrap"
-    example = "keras/main_function"
+    example = "gradient_tape/schedule_in_main"
     example_option = "warmup-"
     order = 70
 
