@@ -1,4 +1,6 @@
-"""Files and console output on rank 0 only, for every pattern.
+"""Running a statement on one process only: the rank guard around it.
+
+Files and console output on rank 0 only, for every pattern.
 
 Model saves, checkpoint saves, TF1 ``Saver.save`` and ``print`` statements go
 under ``if hvd.rank() == 0:``; summary writers are no-op writers on other

@@ -1,4 +1,6 @@
-"""Dividing the work for Keras inputs that are not tf.data: an
+"""Dividing Keras inputs that are not tf.data: Sequences and image flows.
+
+Dividing the work for Keras inputs that are not tf.data: an
 ImageDataGenerator flow (arrays sliced by rank, or one shuffled stream per
 rank with the steps divided), a keras.utils.Sequence (read through a
 rank-strided wrapper), and the step counts fit() is given for them.

@@ -1,4 +1,6 @@
-"""Keras ``compile``/``fit``: Horovod's Keras recipe.
+"""Wrapping and scaling the optimizers Keras compile is given, wherever they are built.
+
+Keras ``compile``/``fit``: Horovod's Keras recipe.
 
 The optimizer (wherever it is built) gets a scaled learning rate and is
 wrapped in ``DistributedOptimizer``; ``fit`` gets the broadcast and metric

@@ -1,4 +1,6 @@
-"""Small CST helpers shared by the rules: finding and editing call arguments,
+"""Adding a keyword argument to a call only where the user did not set it.
+
+Small CST helpers shared by the rules: finding and editing call arguments,
 list elements, parenthesisation. Formatting of the user's code is kept: new
 arguments and elements copy the separators already used in the call/list."""
 from __future__ import annotations

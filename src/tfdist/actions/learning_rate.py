@@ -1,4 +1,6 @@
-"""Learning rate x number of processes (Horovod's linear scaling rule), or
+"""Scaling a learning rate by the number of processes (linear or square root), schedules included.
+
+Learning rate x number of processes (Horovod's linear scaling rule), or
 the policy the backend was given (--lr-scaling sqrt / none).
 
 Works on an optimizer construction wherever it is: the learning rate given

@@ -1,4 +1,6 @@
-"""Each replica's loss: its share of the global mean.
+"""Making each replica's loss its share of the global mean.
+
+Each replica's loss: its share of the global mean.
 
 Under a strategy the optimizer SUMS the replicas' gradients, so every
 replica must differentiate its loss divided by the number of replicas --

@@ -1,4 +1,6 @@
-"""Samplers: objects that hand out a new batch on each call (TF1 tutorial
+"""Random draws that must differ per rank (each its own share) or agree (the same order).
+
+Samplers: objects that hand out a new batch on each call (TF1 tutorial
 data sets' ``mnist.train.next_batch(n)``, a user class with a
 ``next_batch`` drawing from NumPy's global generator).
 

@@ -1,4 +1,6 @@
-"""Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
+"""Converting a Keras ``train_step`` to run on every replica.
+
+Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
 engines that replicate variables (tf.distribute).
 
 ``fit()`` runs a model's ``train_step`` on every replica; the optimizer sums

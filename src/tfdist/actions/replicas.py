@@ -1,4 +1,6 @@
-"""What engines that replicate variables need (tf.distribute's strategies):
+"""Putting state in the replication scope and keeping the user's batch per replica.
+
+What engines that replicate variables need (tf.distribute's strategies):
 state created in the replication scope, the user's batch kept per replica,
 data split by the engine, saves written by every worker.
 

@@ -1,4 +1,7 @@
-"""Dividing the work: each rank reads 1/size of the data, or runs 1/size of
+"""Dividing the work along the data flow: each rank a disjoint, equal share, samples and labels
+still paired.
+
+Dividing the work: each rank reads 1/size of the data, or runs 1/size of
 the steps, so one epoch still covers the data set once.
 
 Sharding happens right at the tf.data source (before any shuffle or random

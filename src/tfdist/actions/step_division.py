@@ -1,4 +1,6 @@
-"""Step loops: find the number of training steps a loop runs, in every form
+"""Dividing a loop's steps: each rank 1/N of them.
+
+Step loops: find the number of training steps a loop runs, in every form
 real scripts write it, so the data-division rule can make each rank run
 1/size of them.
 

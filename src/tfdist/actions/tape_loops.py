@@ -1,4 +1,7 @@
-"""TF2 custom training loops with ``tf.GradientTape``.
+"""Wrapping GradientTape loops: the distributed tape, the broadcast after the first step, divided
+loops.
+
+TF2 custom training loops with ``tf.GradientTape``.
 
 Per Horovod's TF2 recipe: every tape whose gradients are applied becomes a
 ``DistributedGradientTape`` (right before its first ``gradient`` call); after

@@ -1,4 +1,6 @@
-"""Pieces shared by the TF1 rules (Session and MonitoredSession)."""
+"""Editing TF1 graphs: the distributed optimizer, one GPU per session, divided feeds and input.
+
+Pieces shared by the TF1 rules (Session and MonitoredSession)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Set

@@ -1,4 +1,6 @@
-"""--warmup-epochs K: gradual learning-rate warmup (Goyal et al., "Accurate,
+"""Writing the learning-rate warmup into optimizers, fit callbacks and loops.
+
+--warmup-epochs K: gradual learning-rate warmup (Goyal et al., "Accurate,
 Large Minibatch SGD", 2017). The scaled rate (--lr-scaling linear or sqrt) is
 reached linearly, step by step, from the single-process rate over the first
 K epochs: a rate N times larger from the first step can diverge.

@@ -1,4 +1,6 @@
-"""Keras ``train_on_batch`` loops (a GAN's discriminator and combined model,
+"""Which models a script trains with ``train_on_batch`` and how they are compiled.
+
+Keras ``train_on_batch`` loops (a GAN's discriminator and combined model,
 or one model stepped over slices): what each engine needs.
 
 Horovod (per-rank batches): every compiled optimizer is wrapped and its

@@ -1,4 +1,7 @@
-"""Where a dataset comes from: the read-only half of dividing the work.
+"""Where a dataset comes from and where it flows: its sources, the helpers that build it, the paths
+it takes to fit or to a loop.
+
+Where a dataset comes from: the read-only half of dividing the work.
 
 Follows the value given to training back to its sources -- through method
 chains, the binding of a name that reaches each use, unpacked and indexed

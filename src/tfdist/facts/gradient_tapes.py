@@ -1,4 +1,7 @@
-"""TF2 custom training loops with ``tf.GradientTape``.
+"""What a GradientTape loop is: its tapes, gradient calls, the optimizer steps that apply them and
+the variables they update.
+
+TF2 custom training loops with ``tf.GradientTape``.
 
 Per Horovod's TF2 recipe: every tape whose gradients are applied becomes a
 ``DistributedGradientTape`` (right before its first ``gradient`` call); after

@@ -1,4 +1,7 @@
-"""Training loops over an instance of an iterator class of the script's own
+"""Training loops over an instance of an iterator class of the script's own: which instance, which
+attributes hold its rows.
+
+Training loops over an instance of an iterator class of the script's own
 (``for images, labels in trainset:`` with ``trainset = Dataset(...)`` and
 ``class Dataset`` defining ``__iter__``/``__next__``): the YOLO-style data
 loader, which keeps its samples in attributes set in ``__init__`` (a list

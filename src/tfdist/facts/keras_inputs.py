@@ -1,4 +1,7 @@
-"""Dividing the work for Keras inputs that are not tf.data: an
+"""What Keras fit is fed when it is not tf.data: Sequences, generators, ImageDataGenerator flows,
+named inputs.
+
+Dividing the work for Keras inputs that are not tf.data: an
 ImageDataGenerator flow (arrays sliced by rank, or one shuffled stream per
 rank with the steps divided), a keras.utils.Sequence (read through a
 rank-strided wrapper), and the step counts fit() is given for them.

@@ -1,4 +1,6 @@
-"""Keras ``compile``/``fit``: Horovod's Keras recipe.
+"""What builds a Keras model and its optimizer, and how compile and fit are called.
+
+Keras ``compile``/``fit``: Horovod's Keras recipe.
 
 The optimizer (wherever it is built) gets a scaled learning rate and is
 wrapped in ``DistributedOptimizer``; ``fit`` gets the broadcast and metric

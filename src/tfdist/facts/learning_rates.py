@@ -1,4 +1,6 @@
-"""Learning rate x number of processes (Horovod's linear scaling rule), or
+"""What a learning rate is: a number, a schedule, a rate of the user's own, already scaled or not.
+
+Learning rate x number of processes (Horovod's linear scaling rule), or
 the policy the backend was given (--lr-scaling sqrt / none).
 
 Works on an optimizer construction wherever it is: the learning rate given

@@ -1,4 +1,7 @@
-"""Each replica's loss: its share of the global mean.
+"""What builds a loss and with what reduction, so each replica's loss can be its share of the
+global mean.
+
+Each replica's loss: its share of the global mean.
 
 Under a strategy the optimizer SUMS the replicas' gradients, so every
 replica must differentiate its loss divided by the number of replicas --

@@ -1,4 +1,6 @@
-"""TF1 ``tf.train.MonitoredTrainingSession`` / ``MonitoredSession`` training.
+"""Where a script trains with TF1's MonitoredTrainingSession (the pattern and its evidence).
+
+TF1 ``tf.train.MonitoredTrainingSession`` / ``MonitoredSession`` training.
 
 Horovod's recipe: ``BroadcastGlobalVariablesHook(0)`` in the hooks,
 checkpoints and summaries only on rank 0 (``checkpoint_dir=None``

@@ -1,4 +1,6 @@
-"""Endless inputs: a dataset ``.repeat()``-ed with no count.
+"""Which datasets repeat without end, and where an endless input can be divided.
+
+Endless inputs: a dataset ``.repeat()``-ed with no count.
 
 An input repeated forever is bounded by fit()'s steps_per_epoch (divided by
 the number of processes), not by its size: every rank runs the same number

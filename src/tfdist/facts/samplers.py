@@ -1,4 +1,7 @@
-"""Samplers: objects that hand out a new batch on each call (TF1 tutorial
+"""Which draws are random: samplers, generators and NumPy draws, what they feed and how they are
+seeded.
+
+Samplers: objects that hand out a new batch on each call (TF1 tutorial
 data sets' ``mnist.train.next_batch(n)``, a user class with a
 ``next_batch`` drawing from NumPy's global generator).
 

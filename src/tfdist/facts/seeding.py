@@ -1,4 +1,6 @@
-"""Dividing the work: each rank reads 1/size of the data, or runs 1/size of
+"""How the random draws that order the data are seeded, and where a seed is set.
+
+Dividing the work: each rank reads 1/size of the data, or runs 1/size of
 the steps, so one epoch still covers the data set once.
 
 Sharding happens right at the tf.data source (before any shuffle or random

@@ -1,4 +1,6 @@
-"""TF1 ``tf.Session`` training (also through ``tensorflow.compat.v1``).
+"""Where a script trains with a TF1 Session (the pattern and its evidence).
+
+TF1 ``tf.Session`` training (also through ``tensorflow.compat.v1``).
 
 Horovod's TF1 recipe: DistributedOptimizer with a scaled learning rate;
 ``hvd.broadcast_global_variables(0)`` run right after the variables are

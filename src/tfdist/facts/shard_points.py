@@ -1,4 +1,7 @@
-"""Dividing the work: each rank reads 1/size of the data, or runs 1/size of
+"""Where the work can be divided: the point along a data flow where rows are still whole and
+paired.
+
+Dividing the work: each rank reads 1/size of the data, or runs 1/size of
 the steps, so one epoch still covers the data set once.
 
 Sharding happens right at the tf.data source (before any shuffle or random

@@ -1,4 +1,7 @@
-"""Small CST helpers shared by the rules: finding and editing call arguments,
+"""Small questions about one node that every fact asks: a call's arguments, its method name, its
+receiver.
+
+Small CST helpers shared by the rules: finding and editing call arguments,
 list elements, parenthesisation. Formatting of the user's code is kept: new
 arguments and elements copy the separators already used in the call/list."""
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Pieces shared by the TF1 rules (Session and MonitoredSession)."""
+"""What a TF1 graph holds: its feeds, the sizes of its data, where its samples are sliced.
+
+Pieces shared by the TF1 rules (Session and MonitoredSession)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,6 @@
-"""Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
+"""What a Keras ``train_step`` does: its optimizer steps, its losses and how each is averaged.
+
+Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
 engines that replicate variables (tf.distribute).
 
 ``fit()`` runs a model's ``train_step`` on every replica; the optimizer sums

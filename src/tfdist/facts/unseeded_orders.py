@@ -1,4 +1,6 @@
-"""Samplers: objects that hand out a new batch on each call (TF1 tutorial
+"""Which data orders are drawn without a seed (each rank would draw its own).
+
+Samplers: objects that hand out a new batch on each call (TF1 tutorial
 data sets' ``mnist.train.next_batch(n)``, a user class with a
 ``next_batch`` drawing from NumPy's global generator).
 

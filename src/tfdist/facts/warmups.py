@@ -1,4 +1,7 @@
-"""--warmup-epochs K: gradual learning-rate warmup (Goyal et al., "Accurate,
+"""What --warmup-epochs needs to know: the epochs, the schedules already there, how they are
+phrased.
+
+--warmup-epochs K: gradual learning-rate warmup (Goyal et al., "Accurate,
 Large Minibatch SGD", 2017). The scaled rate (--lr-scaling linear or sqrt) is
 reached linearly, step by step, from the single-process rate over the first
 K epochs: a rate N times larger from the first step can diverge.

@@ -1,4 +1,6 @@
-"""Files and console output on rank 0 only, for every pattern.
+"""Which calls write files or print, and in what mode: the writes one process must make alone.
+
+Files and console output on rank 0 only, for every pattern.
 
 Model saves, checkpoint saves, TF1 ``Saver.save`` and ``print`` statements go
 under ``if hvd.rank() == 0:``; summary writers are no-op writers on other
