@@ -14,14 +14,18 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .backends import BACKENDS
-from .assembly import analyse
+from .assembly import analyse, convert_path, resolve_options
+from .engine import patterns as P
 from .engine.source import BadInput, load
+from .options import AUTO, BACKEND_CHOICES, Options, OptionsError
+from .project import cli_convert_many
+from .runtime import commands, job_commands
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3
 
 CONVERT_DESCRIPTION = """\
-Convert single-GPU TensorFlow training code to Horovod data-parallel code.
+Convert single-GPU TensorFlow training code to data-parallel code for
+Horovod or tf.distribute (--backend; by default chosen per file, see below).
 
   tfdist convert train.py                 converted script on stdout
   tfdist convert train.py -o train_hvd.py
@@ -42,6 +46,17 @@ followed (never replaced by --in-place); links to folders are not entered.
 Modules that a file imports (from nets import Net, relative imports,
 packages and their re-exports) are read to know which classes are Keras
 models.
+
+--backend auto (the default) chooses the engine per file, and says which
+and why for every file it converts:
+  1. TF1 Session code (tf.Session, tf.compat.v1.Session,
+     MonitoredTrainingSession...): horovod
+  2. Keras 3 code (import keras / from keras ..., keras_core) or tf_keras:
+     tf-distribute
+  3. else the installed TensorFlow (package metadata; not imported):
+     2.16+ tf-distribute, 2.15 or older horovod
+  4. no TensorFlow installed and nothing in the code decides: tf-distribute
+--fault-tolerant (a tf-distribute option) makes auto choose tf-distribute.
 """
 
 EPILOG = """exit codes:
@@ -75,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "would (as ruff format --diff, and gofmt -d / go fix -diff since Go 1.26)")
     c.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if any file would change (for CI and pre-commit)")
-    c.add_argument("--backend", default="horovod", choices=sorted(BACKENDS))
+    c.add_argument("--backend", default=AUTO, choices=BACKEND_CHOICES,
+                   help="the engine: horovod, tf-distribute, or auto (the default): chosen per file from its code "
+                        "and the installed TensorFlow (see above)")
     c.add_argument("--lr-scaling", choices=("linear", "sqrt", "none"), default="linear",
                    help="how learning rates follow the number of processes N: linear (x N, the default: "
                         "Horovod's rule), sqrt (x sqrt(N)), none (as written); the report names the policy "
@@ -104,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     an = sub.add_parser("analyze", help="explain which training pattern a script uses and why")
     an.add_argument("path", metavar="FILE")
     an.add_argument("--json", action="store_true")
-    an.add_argument("--backend", default="horovod", choices=sorted(BACKENDS),
-                    help="also say whether this engine converts the script, or why not")
+    an.add_argument("--backend", default=AUTO, choices=BACKEND_CHOICES,
+                    help="also say whether this engine converts the script, or why not (auto, the default: "
+                         "the engine tfdist convert would choose)")
     sub.add_parser("run", help="launch a (converted) script on N processes with horovodrun", add_help=False)
     sub.add_parser("verify", help="convert, run on N processes, and check the ranks trained correctly", add_help=False)
     sub.add_parser("job", help="run a converted script on Slurm (sbatch) or Kubernetes (Kubeflow TrainJob)",
@@ -116,10 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("run", "verify"):
-        from .runtime import commands
         return (commands.run_main if argv[0] == "run" else commands.verify_main)(argv[1:])
     if argv and argv[0] == "job":
-        from .runtime import job_commands
         return job_commands.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -131,32 +147,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     return EXIT_OK
 
 
+def options_from(args) -> Options:
+    """The conversion's Options from the command line (OptionsError: a bad combination)."""
+    return Options(backend=args.backend, lr_scaling=getattr(args, "lr_scaling", "linear"),
+                   warmup_epochs=getattr(args, "warmup_epochs", None),
+                   steps_per_epoch=getattr(args, "steps_per_epoch", None),
+                   fault_tolerant=bool(getattr(args, "fault_tolerant", False)))
+
+
 def cmd_convert(args) -> int:
     """Single files, stdin, notebooks and trees share one code path (tfdist.project.runner)."""
-    from .project import cli_convert_many
-
-    if args.fault_tolerant and args.backend != "tf-distribute":
-        print("tfdist convert: --fault-tolerant needs --backend tf-distribute (Keras BackupAndRestore under "
-              "tf.distribute)", file=sys.stderr)
+    try:
+        options = options_from(args)
+    except OptionsError as e:
+        print(f"tfdist convert: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-
-    warmup = getattr(args, "warmup_epochs", None)
-    if warmup is not None and warmup < 1:
-        print(f"tfdist convert: --warmup-epochs needs a whole number of epochs >= 1, not {warmup}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if warmup is not None and args.lr_scaling == "none":
-        print("tfdist convert: --warmup-epochs ramps the learning rate up to the scaled rate; with --lr-scaling none "
-              "nothing is scaled, so there is nothing to warm up to (use --lr-scaling linear or sqrt)",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-    steps = getattr(args, "steps_per_epoch", None)
-    if steps is not None and (steps < 1 or warmup is None):
-        print("tfdist convert: --steps-per-epoch S (S >= 1) is the epoch length of --warmup-epochs K: use both, "
-              f"not {'S = %d' % steps if steps < 1 else '--steps-per-epoch alone'}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-    return cli_convert_many(args)
+    return cli_convert_many(args, options)
 
 
 def cmd_analyze(args) -> int:
@@ -165,12 +171,13 @@ def cmd_analyze(args) -> int:
     except BadInput as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
-    a, evidence = analyse(src, backend=args.backend)
-    from .assembly import convert_path
-    from .engine import patterns as P
-    result = convert_path(args.path, backend=args.backend)
-    engine = {"backend": args.backend, "status": result.status, "error": result.error,
+    options, choice = resolve_options(Options(backend=args.backend), src.data)
+    a, evidence = analyse(src, backend=options)
+    result = convert_path(args.path, backend=options)
+    engine = {"backend": options.backend, "status": result.status, "error": result.error,
               "error_line": result.error_line, "changes": len(result.changes), "warnings": len(result.warnings)}
+    if choice is not None:
+        engine["backend_reason"] = choice.reason
     pattern = P.join_all(e.pattern for e in evidence)
     hierarchy = [f.describe() for f in a.classes.values() if f.kinds]
     types = a.describe_types()
@@ -189,11 +196,13 @@ def cmd_analyze(args) -> int:
         print(f"  class     {h}")
     for t in types:
         print(f"  type      {t}")
+    if choice is not None:
+        print(f"  chosen    {choice.describe()}")
     if pattern == P.UNKNOWN:
         print("  no training loop found")
     elif result.error:
         where = f"line {result.error_line}: " if result.error_line else ""
-        print(f"  engine    {args.backend}: not converted: {where}{result.error}")
+        print(f"  engine    {options.backend}: not converted: {where}{result.error}")
     else:
-        print(f"  engine    {args.backend}: {result.status} ({len(result.changes)} changes, {len(result.warnings)} warnings)")
+        print(f"  engine    {options.backend}: {result.status} ({len(result.changes)} changes, {len(result.warnings)} warnings)")
     return EXIT_OK

@@ -10,6 +10,7 @@ import pytest
 
 from tfdist.api import convert_file, convert_source
 from tfdist.cli import main
+from tfdist.options import Options
 
 KERAS = b'''import tensorflow as tf
 
@@ -34,7 +35,8 @@ def run(capsysbinary, *args):
 
 
 def expected():
-    r = convert_source(KERAS, "train.py")
+    """What the command line's default (--backend auto) makes of KERAS here."""
+    r = convert_source(KERAS, "train.py", backend="auto")
     assert r.status == "converted"
     return r
 
@@ -42,7 +44,7 @@ def expected():
 def test_stdout_is_the_converted_file(script, capsysbinary):
     code, out, err = run(capsysbinary, script)
     assert code == 0
-    assert out == convert_file(script).data == expected().data
+    assert out == convert_file(script, backend="auto").data == expected().data
     assert err.splitlines()[-1].startswith("tfdist: 1 file: converted 1, unchanged 0, already distributed 0, needs attention 0;")
     assert err.splitlines()[-1].endswith("(pattern: Keras)")
     assert script.read_bytes() == KERAS
@@ -154,7 +156,7 @@ def test_single_file_uses_sibling_modules(tmp_path, capsysbinary):
                                        "m.fit(tf.data.Dataset.range(4), epochs=1)\n")
     code, out, err = run(capsysbinary, tmp_path / "train.py")
     assert code == 0, err
-    with_siblings = convert_file(tmp_path / "train.py")
+    with_siblings = convert_file(tmp_path / "train.py", backend="auto")
     assert with_siblings.status == "converted"
     assert [e.construct for e in with_siblings.evidence] == ["m.fit(...) on a Keras model (Net)"]
     assert out == with_siblings.data
@@ -186,7 +188,8 @@ def test_pre_commit_hook(tmp_path):
                        capture_output=True, env=env, timeout=120)
     assert r.returncode == 1 and r.stdout == b""
     assert r.stderr.decode().splitlines() == [
-        "tfdist: 2 files: would convert 1, unchanged 1, already distributed 0, needs attention 0; 6 changes, 0 warnings to review",
+        f"tfdist: 2 files: would convert 1, unchanged 1, already distributed 0, needs attention 0; "
+        f"{len(expected().changes)} changes, 0 warnings to review",
         "  would convert: train.py"]
     (tmp_path / "train.py").write_bytes(expected().data)
     r = subprocess.run([sys.executable, "-m", "tfdist", *args, "train.py", "__init__.py"], cwd=tmp_path,
@@ -296,17 +299,17 @@ def test_skip_file_and_generated_markers_leave_the_file_alone(tmp_path, capsysbi
 
 # ---------------------------------------------------------------- --warmup-epochs
 def test_warmup_epochs_adds_the_warmup_callback(script, capsysbinary):
-    code, out, err = run(capsysbinary, script, "--warmup-epochs", "2")
+    code, out, err = run(capsysbinary, script, "--warmup-epochs", "2", "--backend", "horovod")
     assert code == 0, err
     assert b"hvd.callbacks.LearningRateWarmupCallback(" in out and b"warmup_epochs=2" in out
     assert "--warmup-epochs 2" in err
-    assert out == convert_source(KERAS, "train.py", backend="horovod+warmup-2").data
+    assert out == convert_source(KERAS, "train.py", backend=Options(backend="horovod", warmup_epochs=2)).data
 
 
 def test_warmup_epochs_with_sqrt_scaling_uses_the_key_with_both_options(script, capsysbinary):
     code, out, err = run(capsysbinary, script, "--warmup-epochs", "1", "--lr-scaling", "sqrt", "--backend", "tf-distribute")
     assert code == 0, err
-    assert out == convert_source(KERAS, "train.py", backend="tf-distribute+lr-sqrt+warmup-1").data
+    assert out == convert_source(KERAS, "train.py", backend=Options(backend="tf-distribute", lr_scaling="sqrt", warmup_epochs=1)).data
     assert b"LearningRateWarmup(1, strategy.num_replicas_in_sync ** 0.5)" in out
 
 
@@ -338,7 +341,7 @@ def test_steps_per_epoch_gives_a_tf1_loop_its_warmup(tmp_path, capsysbinary):
     assert code == 2 and out == b"" and "--steps-per-epoch S" in err
     code, out, err = run(capsysbinary, p, "--warmup-epochs", "1", "--steps-per-epoch", "60")
     assert code == 0, err
-    assert out == convert_source(src, "train.py", backend="horovod+steps-60+warmup-1").data
+    assert out == convert_source(src, "train.py", backend=Options(backend="horovod", warmup_epochs=1, steps_per_epoch=60)).data
     assert "--steps-per-epoch 60" in err
 
 

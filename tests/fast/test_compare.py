@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tfdist.options import Options
 from tfdist.runtime import compare as C
 from tfdist.runtime.verify import RankRecord, VerifyInputError, policy_options
 
@@ -132,10 +133,11 @@ def test_curve_gap_is_relative_and_infinite_when_a_curve_diverges():
 
 
 def test_policy_specs():
-    assert policy_options("linear") == ()
-    assert policy_options("sqrt") == ("lr-sqrt",)
-    assert policy_options("none:warmup=2") == ("lr-none", "warmup-2")
-    for bad in ("cubic", "linear:warmup=0", "linear:decay=2"):
+    assert policy_options("linear") == Options(backend="horovod")
+    assert policy_options("sqrt", backend="tf-distribute") == Options(backend="tf-distribute", lr_scaling="sqrt")
+    assert policy_options("linear:warmup=2", 50) == Options(backend="horovod", warmup_epochs=2, steps_per_epoch=50)
+    assert policy_options("sqrt", 50) == Options(backend="horovod", lr_scaling="sqrt")  # no warmup: no epoch length
+    for bad in ("cubic", "linear:warmup=0", "linear:decay=2", "none:warmup=2"):
         with pytest.raises(VerifyInputError):
             policy_options(bad)
 

@@ -10,7 +10,7 @@ Layout (one folder per case):
   fixtures/<pattern>/<case>/expected.tf-distribute.py
         the same input converted with --backend tf-distribute
   fixtures/<pattern>/<case>/expected.<backend>+<option>.py
-        converted with options (``horovod+lr-sqrt``: --lr-scaling sqrt)
+        converted with options (``horovod+lr-sqrt``: --lr-scaling sqrt; read by option_keys.options_of)
 The rules' own examples (src/tfdist/rules/examples/<pattern>/<case>/, shown
 by ``tfdist rules ID``) are fixtures of the same layout, checked alike
 (tests/fast/fixture_cases.py).
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import FIXTURES, glob
+from option_keys import options_of
 from tfdist.api import convert_source
 
 CONVERTED = [p for p in glob("*/*") if (p / "expected.py").exists()]
@@ -186,7 +187,7 @@ OPTION_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
 
 @pytest.mark.parametrize("case,key", OPTION_CASES, ids=lambda v: v if isinstance(v, str) else _id(v))
 def test_converts_with_options_to_expected(case, key):
-    result = convert_source((case / "input.py").read_bytes(), str(case / "input.py"), backend=key)
+    result = convert_source((case / "input.py").read_bytes(), str(case / "input.py"), backend=options_of(key))
     assert result.status == "converted", (result.error, result.error_line)
     expected = (case / f"expected.{key}.py").read_bytes()
     if result.data != expected:

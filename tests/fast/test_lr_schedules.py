@@ -4,6 +4,7 @@ schedule changes the rate at the same share of the data as the original."""
 import pytest
 
 from tfdist.api import convert_source
+from tfdist.options import Options
 
 TF1 = '''import tensorflow.compat.v1 as tf
 tf.disable_eager_execution()
@@ -137,7 +138,7 @@ model.fit(x, y, epochs=10, callbacks=[tf.keras.callbacks.LearningRateScheduler(s
         assert result.status == "converted" and result.warnings == [], (backend, result.warnings)
         assert f"LearningRateScheduler(scaled_epoch_rates(schedule, {size}), verbose=1 if " in result.code, result.code
         assert "def scaled_epoch_rates(schedule, factor):" in result.code
-    none = convert_source(source.encode(), "train.py", backend="horovod+lr-none")
+    none = convert_source(source.encode(), "train.py", backend=Options(backend="horovod", lr_scaling="none"))
     assert "scaled_epoch_rates" not in none.code
 
 

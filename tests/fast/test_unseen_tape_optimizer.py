@@ -5,6 +5,7 @@ the scaling would be an op run at every step."""
 import pytest
 
 from tfdist.api import convert_source
+from tfdist.options import Options
 
 HEAD = '''import tensorflow as tf
 
@@ -90,7 +91,7 @@ train(dataset, model, tf.keras.optimizers.SGD(0.1))
 
 
 def test_no_run_time_scaling_under_a_warmup_or_without_scaling():
-    for backend in ("horovod+warmup-1", "horovod+lr-none"):
+    for backend in (Options(backend="horovod", warmup_epochs=1), Options(backend="horovod", lr_scaling="none")):
         result = convert_source(EAGER.encode(), "train.py", backend=backend)
         assert result.status == "converted" and "with_scaled_learning_rate" not in result.code, backend
 

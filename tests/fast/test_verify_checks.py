@@ -5,9 +5,11 @@ text is the same lines check() has always returned."""
 import json
 from types import SimpleNamespace
 
+from tfdist.options import Options
 from tfdist.runtime import compare as C
 from tfdist.runtime.verify import (CHECK_NAMES, Check, FileWrite, Observation, RankRecord, VerifyReport, check,
                                    check_samples, run_checks)
+from tfdist.runtime.verify import expected_rate_factor
 from tfdist.runtime.verify_checks import loss_checks
 from tfdist.runtime.verify_report import as_text, check_lines, reason_lines
 
@@ -214,8 +216,7 @@ def test_the_learning_rate_check_fails_an_unscaled_or_twice_scaled_rate_and_pass
 
 
 def test_the_expected_rate_factor_follows_the_conversion_options():
-    from tfdist.runtime.verify import expected_rate_factor
-    assert expected_rate_factor((), 4) == 4.0
-    assert expected_rate_factor(("lr-sqrt",), 4) == 2.0
-    assert expected_rate_factor(("lr-none",), 4) == 1.0
-    assert expected_rate_factor(("warmup-1",), 4) is None
+    assert expected_rate_factor(Options(backend="horovod"), 4) == 4.0
+    assert expected_rate_factor(Options(backend="horovod", lr_scaling="sqrt"), 4) == 2.0
+    assert expected_rate_factor(Options(backend="tf-distribute", lr_scaling="none"), 4) == 1.0
+    assert expected_rate_factor(Options(backend="horovod", warmup_epochs=1), 4) is None

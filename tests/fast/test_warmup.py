@@ -1,11 +1,13 @@
-"""--warmup-epochs: pipeline keys with ``warmup-K`` built on demand, what is
-refused, and warmed-up output converted again changes nothing."""
+"""--warmup-epochs: pipelines built per Options (any K), what is refused,
+and warmed-up output converted again changes nothing."""
 from pathlib import Path
 
 import pytest
 
+from option_keys import options_of
 from tfdist.api import convert_file, convert_source
-from tfdist.assembly import pipeline_key
+from tfdist.assembly import pipeline
+from tfdist.options import Options, OptionsError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WARMUP_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
@@ -26,35 +28,40 @@ def test_there_are_warmup_fixtures_for_both_engines_and_every_pattern():
 @pytest.mark.parametrize("case,key", WARMUP_CASES, ids=lambda v: v if isinstance(v, str) else v.name)
 def test_warmed_up_output_converted_again_changes_nothing(case, key):
     data = (case / f"expected.{key}.py").read_bytes()
-    again = convert_source(data, "expected.py", backend=key)
+    again = convert_source(data, "expected.py", backend=options_of(key))
     assert again.status == "already-distributed"
     assert again.data == data
 
 
 @pytest.mark.parametrize("k", [1, 2, 7, 40])
-def test_any_number_of_epochs_is_a_key(k):
-    key = pipeline_key("horovod", "lr-sqrt", f"warmup-{k}")
-    assert key == f"horovod+lr-sqrt+warmup-{k}"
-    result = convert_file(KERAS, backend=key)
+def test_any_number_of_epochs_builds_its_pipeline(k):
+    options = Options(backend="horovod", lr_scaling="sqrt", warmup_epochs=k)
+    assert pipeline(options) is pipeline(Options(backend="horovod", lr_scaling="sqrt", warmup_epochs=k))  # cached
+    assert pipeline(options).backend.warmup_epochs == k
+    result = convert_file(KERAS, backend=options)
     assert result.status == "converted"
     assert f"LearningRateWarmup({k}, hvd.size() ** 0.5)".encode() in result.data
     rated = [c for c in result.changes if c.rule == "lr-scaling"]
     assert rated and all(f"--warmup-epochs {k}" in c.message for c in rated)
 
 
-@pytest.mark.parametrize("key,needle", [
-    ("horovod+lr-none+warmup-1", "--lr-scaling linear or sqrt"),
-    ("tf-distribute+lr-none+warmup-2", "--lr-scaling linear or sqrt"),
-    ("horovod+warmup-0", ">= 1"),
-    ("horovod+warmup-x", ">= 1"),
-    ("horovod+warmup-1+warmup-2", "two values"),
-    ("horovod+warmup", "unknown option"),
+@pytest.mark.parametrize("fields,needle", [
+    (dict(lr_scaling="none", warmup_epochs=1), "--lr-scaling linear or sqrt"),
+    (dict(backend="tf-distribute", lr_scaling="none", warmup_epochs=2), "--lr-scaling linear or sqrt"),
+    (dict(warmup_epochs=0), "--warmup-epochs needs a whole number of epochs >= 1, not 0"),
+    (dict(warmup_epochs="1"), "--warmup-epochs needs a whole number of epochs >= 1, not '1'"),
+    (dict(warmup_epochs=True), ">= 1"),
+    (dict(steps_per_epoch=10), "--steps-per-epoch alone"),
+    (dict(warmup_epochs=1, steps_per_epoch=0), "not S = 0"),
+    (dict(lr_scaling="cubic"), "unknown learning-rate scaling 'cubic'"),
+    (dict(backend="horovod+warmup-1"), "unknown backend 'horovod+warmup-1'"),
+    (dict(fault_tolerant=True), "--fault-tolerant needs --backend tf-distribute"),
 ])
-def test_bad_keys_are_refused_with_the_reason(key, needle):
-    """A key no pipeline can be built for fails the file (nothing written), saying why."""
-    result = convert_file(KERAS, backend=key)
-    assert result.status == "error" and result.data is None
-    assert needle in result.error
+def test_bad_options_are_refused_once_with_the_reason(fields, needle):
+    """Options validates itself when it is built: nothing downstream sees a bad one."""
+    with pytest.raises(OptionsError) as e:
+        Options(**{"backend": "horovod", **fields})
+    assert needle in str(e.value)
 
 
 @pytest.mark.parametrize("pattern,case", [("session", "chained_minimize"), ("monitored_session", "chief_only_hooks"),
@@ -64,17 +71,17 @@ def test_loops_whose_epoch_is_not_visible_are_refused_naming_the_option(pattern,
     epoch loop around it shows no epoch: refused (nothing written), naming
     --steps-per-epoch; with it, converted."""
     path = FIXTURES / pattern / case / "input.py"
-    result = convert_source(path.read_bytes(), str(path), backend="horovod+warmup-1")
+    result = convert_source(path.read_bytes(), str(path), backend=Options(backend="horovod", warmup_epochs=1))
     assert result.status == "unsupported" and result.data is None
     assert "--steps-per-epoch S" in result.error and result.error_line is not None
-    given = convert_source(path.read_bytes(), str(path), backend="horovod+steps-25+warmup-1")
+    given = convert_source(path.read_bytes(), str(path), backend=Options(backend="horovod", warmup_epochs=1, steps_per_epoch=25))
     assert given.status == "converted", given.error
     assert b"25 // hvd.size()" in given.data
 
 
 def test_a_tape_loop_counts_its_epoch_in_batches_of_the_dataset_it_iterates():
     path = FIXTURES / "gradient_tape" / "tf_function_step" / "input.py"
-    result = convert_source(path.read_bytes(), str(path), backend="horovod+warmup-1")
+    result = convert_source(path.read_bytes(), str(path), backend=Options(backend="horovod", warmup_epochs=1))
     assert result.status == "converted", result.error
     lines = result.data.decode().splitlines()
     set_at = lines.index("LearningRateWarmupSchedule.steps_per_epoch = int(train_ds.cardinality())")
@@ -122,7 +129,7 @@ def train(dataset, epochs):
 
 train(tf.data.Dataset.from_tensor_slices(tf.random.normal([256, 4])).batch(32), 3)
 """
-    result = convert_source(src, "train.py", backend="horovod+warmup-1")
+    result = convert_source(src, "train.py", backend=Options(backend="horovod", warmup_epochs=1))
     assert result.status == "converted", result.error
     assert (b"def train(dataset, epochs):\n"
             b"    # Horovod: the learning-rate warmup counts epochs in this process's batches of dataset.\n"
@@ -132,10 +139,10 @@ train(tf.data.Dataset.from_tensor_slices(tf.random.normal([256, 4])).batch(32), 
 
 def test_a_dataset_rebuilt_every_epoch_is_not_counted_before_the_loop():
     """Its batches could be counted only inside the epoch loop: refused at the step loop, not guessed."""
-    result = convert_source(TAPE.encode(), "train.py", backend="horovod+warmup-1")
+    result = convert_source(TAPE.encode(), "train.py", backend=Options(backend="horovod", warmup_epochs=1))
     assert result.status == "unsupported" and result.error_line == 8
     assert "ds is not bound once and for all before the epoch loop at line 6" in result.error
-    assert convert_source(TAPE.encode(), "train.py", backend="horovod+steps-8+warmup-1").status == "converted"
+    assert convert_source(TAPE.encode(), "train.py", backend=Options(backend="horovod", warmup_epochs=1, steps_per_epoch=8)).status == "converted"
 
 
 TF1 = """import tensorflow.compat.v1 as tf
@@ -158,7 +165,7 @@ with tf.Session() as sess:
 ])
 def test_a_tf1_warmup_needs_the_global_step_where_the_optimizer_is_built(before, after, step, line, needle):
     src = TF1.format(before=before, after=after, step=step).encode()
-    result = convert_source(src, "train.py", backend="horovod+steps-10+warmup-1")
+    result = convert_source(src, "train.py", backend=Options(backend="horovod", warmup_epochs=1, steps_per_epoch=10))
     assert result.status == "unsupported" and result.error_line == line, result.error
     assert needle in result.error
 
@@ -167,14 +174,14 @@ def test_a_tf1_warmup_needs_the_global_step_where_the_optimizer_is_built(before,
 def test_a_tf1_warmup_counts_the_global_step_minimize_increments(step):
     before = "gs = tf.train.get_or_create_global_step()\n" if step == "gs" else ""
     src = TF1.format(before=before, after="", step=f", global_step={step}").encode()
-    result = convert_source(src, "train.py", backend="horovod+steps-10+warmup-1")
+    result = convert_source(src, "train.py", backend=Options(backend="horovod", warmup_epochs=1, steps_per_epoch=10))
     assert result.status == "converted", result.error
     assert (f"tf.train.GradientDescentOptimizer(learning_rate_warmup(0.1 * hvd.size(), {step}, hvd.size(), "
             f"1 * max(1, 10 // hvd.size())))").encode() in result.data
     compile(result.data, "converted.py", "exec")
 
 
-@pytest.mark.parametrize("backend", ["horovod+steps-16+warmup-1", "tf-distribute+steps-16+warmup-1"])
+@pytest.mark.parametrize("backend", [Options(backend="horovod", warmup_epochs=1, steps_per_epoch=16), Options(backend="tf-distribute", warmup_epochs=1, steps_per_epoch=16)])
 def test_one_optimizer_stepped_by_fit_and_by_a_tape_is_refused(backend):
     """fit()'s callback sets the rate; the loop's warmup is a schedule around
     it: both on one optimizer would fail or ramp twice."""
@@ -184,9 +191,10 @@ def test_one_optimizer_stepped_by_fit_and_by_a_tape_is_refused(backend):
     assert "stepped both by fit()" in result.error
 
 
-def test_steps_per_epoch_without_a_warmup_is_refused():
-    result = convert_file(KERAS, backend="horovod+steps-10")
-    assert result.status == "error" and "--warmup-epochs" in result.error
+def test_a_bare_backend_name_is_that_engine_with_its_default_options():
+    assert convert_file(KERAS, backend="horovod").data == convert_file(KERAS, backend=Options(backend="horovod")).data
+    with pytest.raises(OptionsError, match="unknown backend 'horovod\\+lr-sqrt'"):
+        convert_file(KERAS, backend="horovod+lr-sqrt")  # the old string keys are gone
 
 
 FIT_SCHEDULE = b'''import tensorflow as tf
@@ -199,14 +207,14 @@ model.fit(tf.data.Dataset.range(8).batch(2), epochs=1)
 '''
 
 
-@pytest.mark.parametrize("backend", ["horovod+warmup-1", "tf-distribute+warmup-1"])
+@pytest.mark.parametrize("backend", [Options(backend="horovod", warmup_epochs=1), Options(backend="tf-distribute", warmup_epochs=1)])
 def test_a_schedule_in_fit_is_warmed_up_by_a_schedule_around_it(backend):
     """fit()'s warmup callback sets the rate, which a schedule computes
     itself: the schedule is wrapped instead, and a callback hands fit()'s
     steps per epoch to the wrapper."""
     result = convert_source(FIT_SCHEDULE.replace(b"OTHER", b""), "train.py", backend=backend)
     assert result.status == "converted", result.error
-    size = "hvd.size()" if backend.startswith("horovod") else "strategy.num_replicas_in_sync"
+    size = "hvd.size()" if backend.backend == "horovod" else "strategy.num_replicas_in_sync"
     assert f"SGD(LearningRateWarmupSchedule(schedule, {size}, 1))".encode() in result.data
     assert b"LearningRateWarmupEpoch()]" in result.data
     assert b"LearningRateWarmupSchedule.steps_per_epoch = self.params.get(\"steps\")" in result.data
@@ -216,6 +224,6 @@ def test_a_schedule_in_fit_is_warmed_up_by_a_schedule_around_it(backend):
 def test_fit_optimizers_mixing_a_schedule_and_a_plain_rate_are_refused():
     other = (b"plain = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
              b"plain.compile(optimizer=tf.keras.optimizers.SGD(0.1), loss=\"mse\")\n")
-    result = convert_source(FIT_SCHEDULE.replace(b"OTHER", other), "train.py", backend="horovod+warmup-1")
+    result = convert_source(FIT_SCHEDULE.replace(b"OTHER", other), "train.py", backend=Options(backend="horovod", warmup_epochs=1))
     assert result.status == "unsupported" and result.error_line == 9  # the fit() call
     assert "mix a learning-rate schedule and a plain rate" in result.error

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from tfdist.api import convert_source
+from tfdist.options import Options
 
 from conftest import cli_env, run_tfdist
 
@@ -43,9 +44,9 @@ STEPS_PER_EPOCH = 256 // 2 // 16  # per rank, after sharding
 
 
 @pytest.mark.parametrize("key,scaled", [
-    ("horovod+warmup-1", 0.2),
+    (Options(backend="horovod", warmup_epochs=1), 0.2),
     # the same ramp to another target (the sqrt rule's factor is unit-tested in the fast tier)
-    pytest.param("horovod+lr-sqrt+warmup-1", 0.1 * 2 ** 0.5, marks=pytest.mark.extended)])
+    pytest.param(Options(backend="horovod", lr_scaling="sqrt", warmup_epochs=1), 0.1 * 2 ** 0.5, marks=pytest.mark.extended)])
 def test_learning_rate_ramps_to_the_scaled_rate_on_2_ranks(runtime_python, tmp_path, key, scaled):
     result = convert_source(SCRIPT, "train.py", backend=key)
     assert result.status == "converted", result.error
@@ -105,8 +106,8 @@ for epoch in range(2):
 TAPE_STEPS = 256 // 2 // 16  # per rank and epoch, after sharding
 
 
-def _rates(runtime_python, tmp_path, source: bytes, key: str, count: int) -> list:
-    result = convert_source(source, "train.py", backend=key)
+def _rates(runtime_python, tmp_path, source: bytes, options: Options, count: int) -> list:
+    result = convert_source(source, "train.py", backend=options)
     assert result.status == "converted", result.error
     assert result.warnings == [], [w.message for w in result.warnings]
     (tmp_path / "train.py").write_bytes(result.data)
@@ -127,7 +128,7 @@ def _rates(runtime_python, tmp_path, source: bytes, key: str, count: int) -> lis
 ])
 def test_a_tape_loop_warms_up_over_its_first_epoch_on_2_ranks(runtime_python, tmp_path, decorator, rate, expected):
     source = TAPE.replace(b"DECORATOR", decorator.encode()).replace(b"RATE", rate.encode())
-    rates = _rates(runtime_python, tmp_path, source, "horovod+warmup-1", 2 * TAPE_STEPS)
+    rates = _rates(runtime_python, tmp_path, source, Options(backend="horovod", warmup_epochs=1), 2 * TAPE_STEPS)
     for step, used in enumerate(rates):
         assert used == pytest.approx(expected(step), rel=2e-3), (step, rates)
 
@@ -161,7 +162,7 @@ with tf.Session() as sess:
 
 def test_a_tf1_session_warms_up_over_the_epoch_given_on_2_ranks(runtime_python, tmp_path):
     """16 original steps per epoch (256 rows, batches of 16): 8 per rank."""
-    rates = _rates(runtime_python, tmp_path, TF1, "horovod+steps-16+warmup-1", 16)
+    rates = _rates(runtime_python, tmp_path, TF1, Options(backend="horovod", warmup_epochs=1, steps_per_epoch=16), 16)
     for step, used in enumerate(rates):
         assert used == pytest.approx(0.2 * (0.5 + 0.5 * min(step / 8, 1.0)), rel=2e-3), (step, rates)
 
@@ -196,7 +197,7 @@ model.save("model.keras")
 def test_fit_warms_up_the_script_s_own_schedule_on_2_ranks(runtime_python, tmp_path):
     """decay_steps 16 -> 8 per rank; 8 steps per epoch per rank; the
     warmup multiplies the decayed, scaled rate; the model still saves."""
-    rates = _rates(runtime_python, tmp_path, FIT_SCHEDULE, "horovod+warmup-1", 2 * STEPS_PER_EPOCH)
+    rates = _rates(runtime_python, tmp_path, FIT_SCHEDULE, Options(backend="horovod", warmup_epochs=1), 2 * STEPS_PER_EPOCH)
     for step, used in enumerate(rates):
         expected = 0.2 * 0.5 ** (step / 8) * (0.5 + 0.5 * min(step / STEPS_PER_EPOCH, 1.0))
         assert used == pytest.approx(expected, rel=2e-3), (step, rates)
@@ -250,7 +251,7 @@ def tfd_tfdist():
 def test_a_tape_loop_warms_up_its_schedule_on_2_tf_distribute_workers(tfd_tfdist, tmp_path):
     """TensorFlow 2.21 (Keras 3) as 2 TF_CONFIG workers: global batch 16 x 2,
     8 steps per epoch per worker, decay_steps 16 -> 8."""
-    result = convert_source(TAPE_PROBE, "train.py", backend="tf-distribute+warmup-1")
+    result = convert_source(TAPE_PROBE, "train.py", backend=Options(backend="tf-distribute", warmup_epochs=1))
     assert result.status == "converted", result.error
     assert result.warnings == [], [w.message for w in result.warnings]
     (tmp_path / "train.py").write_bytes(result.data)

@@ -10,17 +10,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Dict, List, Optional, Tuple
 
-
-#: --lr-scaling: how the learning rate follows the number of processes N
-#: (linear: x N, Horovod's and Goyal et al.'s rule; sqrt: x sqrt(N), for
-#: adaptive optimizers and large batches; none: as written).
-LR_POLICIES = ("linear", "sqrt", "none")
-
-
-def check_lr_policy(policy: str) -> str:
-    if policy not in LR_POLICIES:
-        raise ValueError(f"unknown learning-rate scaling {policy!r} (available: {', '.join(LR_POLICIES)})")
-    return policy
+# The options are validated by tfdist.options (once, when an Options is
+# built); a backend built directly, with keyword arguments, checks them with
+# the same functions.
+from ..options import LR_POLICIES  # noqa: F401
+from ..options import check_lr_scaling as check_lr_policy  # noqa: F401
+from ..options import check_steps_per_epoch, check_warmup  # noqa: F401
 
 
 def scaled_lr(policy: str, lr: str, size: str):
@@ -31,32 +26,6 @@ def scaled_lr(policy: str, lr: str, size: str):
     if policy == "sqrt":
         return f"{lr} * {size} ** 0.5"
     return None
-
-
-def check_warmup(warmup_epochs, policy: str):
-    """--warmup-epochs K: None (no warmup) or a whole number >= 1, and only
-    where the rate is scaled (warming up to the rate as written is no warmup)."""
-    if warmup_epochs is None:
-        return None
-    if isinstance(warmup_epochs, bool) or not isinstance(warmup_epochs, int) or warmup_epochs < 1:
-        raise ValueError(f"the warmup needs a whole number of epochs >= 1, not {warmup_epochs!r}")
-    if policy == "none":
-        raise ValueError("a learning-rate warmup ramps up to the scaled rate: it needs --lr-scaling linear or sqrt, "
-                         "not none")
-    return warmup_epochs
-
-
-def check_steps_per_epoch(steps, warmup_epochs):
-    """--steps-per-epoch S: the original (single-process) script's optimizer
-    steps in one epoch, for a warmup of a training loop whose epoch the
-    converter cannot see; only with --warmup-epochs."""
-    if steps is None:
-        return None
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"the steps per epoch must be a whole number >= 1, not {steps!r}")
-    if warmup_epochs is None:
-        raise ValueError("--steps-per-epoch is the epoch length of --warmup-epochs: use it with --warmup-epochs K")
-    return steps
 
 
 def lr_factor(policy: str, size: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -177,43 +177,29 @@ class Pipeline:
 
 
 # ---------------------------------------------------------------- registry
-# Pipelines by backend name, registered by the composition root
-# (tfdist.assembly), so callers holding only a name (``--backend horovod``)
-# can reach one without the engine knowing any.
-_REGISTRY: Dict[str, Callable[[], Pipeline]] = {}
-_BUILT: Dict[str, Pipeline] = {}
+# Pipelines by their options (any hashable key: tfdist.options.Options),
+# built by the factory the composition root (tfdist.assembly) sets, so
+# callers holding only options can reach one without the engine knowing
+# any rule or backend. Each is built once per process and shared.
+_FACTORY: List[Callable[[Hashable], Pipeline]] = []
+_BUILT: Dict[Hashable, Pipeline] = {}
 
 
-def register(name: str, factory: Callable[[], Pipeline]) -> None:
-    _REGISTRY[name] = factory
-    _BUILT.pop(name, None)
+def set_factory(factory: Callable[[Hashable], Pipeline]) -> None:
+    """How a pipeline is built from its key (replaces any earlier factory)."""
+    _FACTORY[:] = [factory]
+    _BUILT.clear()
 
 
-#: Builds a pipeline for a name nobody registered (options with a value, such
-#: as a number of epochs, cannot all be registered in advance); None if unknown.
-_FALLBACK: List[Callable[[str], Optional[Callable[[], Pipeline]]]] = []
-
-
-def register_fallback(factory_for: Callable[[str], Optional[Callable[[], Pipeline]]]) -> None:
-    _FALLBACK.append(factory_for)
-
-
-def registered() -> List[str]:
-    return sorted(_REGISTRY)
-
-
-def resolve(pipeline: Union[str, Pipeline]) -> Pipeline:
-    """A Pipeline, or the one registered under this backend name."""
+def resolve(pipeline: Union[Hashable, Pipeline]) -> Pipeline:
+    """A Pipeline, or the one for this key (built on first use, then shared);
+    ValueError when the key is not one the factory can build."""
     if isinstance(pipeline, Pipeline):
         return pipeline
     if pipeline not in _BUILT:
-        factory = _REGISTRY.get(pipeline)
-        for factory_for in _FALLBACK:
-            if factory is None:
-                factory = factory_for(pipeline)
-        if factory is None:
-            raise ValueError(f"unknown backend {pipeline!r} (available: {', '.join(registered()) or 'none registered'})")
-        _BUILT[pipeline] = factory()
+        if not _FACTORY:
+            raise ValueError("no pipeline factory: import tfdist.assembly (the composition root) first")
+        _BUILT[pipeline] = _FACTORY[0](pipeline)
     return _BUILT[pipeline]
 
 

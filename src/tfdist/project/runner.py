@@ -17,7 +17,9 @@ in chunks, results streamed back in order; every other file is copied
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
+import shutil
 import sys
 import time
 from collections import deque
@@ -25,9 +27,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
+from .. import __version__
 from ..engine import findings as F
+from ..options import Options
+from . import formats
 from . import index as I
-from .walk import Entry, walk
+from .walk import Entry, kind_of, walk
 from .worker import NO_TF_NOTE, FileAnswer, FileTask, convert_one, replace_atomically, write_atomic
 
 EXIT_OK, EXIT_CHANGES, EXIT_UNSUPPORTED, EXIT_BAD_INPUT = 0, 1, 2, 3
@@ -198,8 +203,6 @@ def _run_chunk(tasks: List[FileTask]) -> List[FileAnswer]:
 
 
 def _mp_context():
-    import multiprocessing as mp
-
     try:
         return mp.get_context("fork")
     except ValueError:  # pragma: no cover - not on Linux
@@ -261,9 +264,11 @@ def run_tasks(tasks: Iterable[FileTask], n: int, jobs: int) -> Iterator[FileAnsw
 
 
 # ----------------------------------------------------------------- main
-def run_convert(args) -> int:
+def run_convert(args, options: Options) -> int:
+    """``tfdist convert``: ``args`` say what to convert and where the results
+    go (paths, mode, report); ``options`` how (the engine and its options)."""
     try:
-        return _run(args)
+        return _run(args, options)
     except UsageError as e:
         print(f"tfdist: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -287,7 +292,7 @@ def _mode(args) -> str:
     return modes[0] if modes else "stdout"
 
 
-def _run(args) -> int:
+def _run(args, options: Options) -> int:
     mode = _mode(args)
     if getattr(args, "format", "text") != "text" and mode in ("stdout", "diff"):
         raise UsageError(f"--format {args.format} writes the findings on stdout: use it with --check, -o or "
@@ -298,32 +303,23 @@ def _run(args) -> int:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
         if mode == "in-place":
             raise UsageError("--in-place needs files, not stdin")
-        return _single(args, mode, "-", stdin=True)
+        return _single(args, options, mode, "-", stdin=True)
     if len(paths) == 1 and not os.path.isdir(paths[0]):
-        return _single(args, mode, paths[0])
+        return _single(args, options, mode, paths[0])
     if mode == "stdout":
         what = "a directory" if len(paths) == 1 else "several paths"
         raise UsageError(f"{what}: say what to do with the converted files: -o OUTDIR (a converted copy), "
                          "--in-place, --diff or --check")
-    return _tree(args, mode, paths)
+    return _tree(args, options, mode, paths)
 
 
-def _mode_fields(args, mode: str) -> dict:
-    """The FileTask fields every file of a run shares: the backend and what the mode asks."""
-    from ..assembly import pipeline_key
-    options = ["fault-tolerant"] if getattr(args, "fault_tolerant", False) else []
-    if getattr(args, "lr_scaling", "linear") != "linear":
-        options.append(f"lr-{args.lr_scaling}")
-    if getattr(args, "warmup_epochs", None) is not None:
-        options.append(f"warmup-{args.warmup_epochs}")
-    if getattr(args, "steps_per_epoch", None) is not None:
-        options.append(f"steps-{args.steps_per_epoch}")
-    return {"backend": pipeline_key(args.backend, *options), "diff": mode == "diff", "inplace": mode == "in-place",
-            "backup": not args.no_backup}
+def _mode_fields(args, options: Options, mode: str) -> dict:
+    """The FileTask fields every file of a run shares: the options and what the mode asks."""
+    return {"options": options, "diff": mode == "diff", "inplace": mode == "in-place", "backup": not args.no_backup}
 
 
-def _single(args, mode: str, path: str, stdin: bool = False) -> int:
-    fields = _mode_fields(args, mode)
+def _single(args, options: Options, mode: str, path: str, stdin: bool = False) -> int:
+    fields = _mode_fields(args, options, mode)
     kind = "ipynb" if path.endswith(".ipynb") else "py"
     if stdin:
         data = sys.stdin.buffer.read()
@@ -377,6 +373,7 @@ def _single(args, mode: str, path: str, stdin: bool = False) -> int:
 
 
 def _report_document(args, rep: Reporter, mode: str, code: int) -> str:
+    """``backend``: the one asked for (``auto``: each file's entry says which it got, and why)."""
     summary = rep.summary()
     summary.update(mode=mode, exit_code=code)
     return json.dumps({"backend": args.backend, "files": rep.entries, "summary": summary}, indent=2) + "\n"
@@ -398,8 +395,6 @@ def _print_format(args, rep: Reporter, mode: str, code: int) -> None:
     fmt = getattr(args, "format", "text")
     if fmt == "text":
         return
-    from . import formats
-    from .. import __version__
     if fmt == "json":
         text = _report_document(args, rep, mode, code)
     elif fmt == "github":
@@ -410,7 +405,9 @@ def _print_format(args, rep: Reporter, mode: str, code: int) -> None:
     sys.stdout.flush()
 
 
-def _tree(args, mode: str, paths: List[str]) -> int:
+def _roots(args, mode: str, paths: List[str]) -> Tuple[List[Tuple[str, str]], Optional[str], Dict[str, str]]:
+    """The inputs as (display, absolute) pairs, the output folder (-o), and
+    where each input goes under it; UsageError when they do not fit."""
     roots: List[Tuple[str, str]] = []  # (display, absolute)
     for p in paths:
         if not os.path.lexists(p):
@@ -437,87 +434,77 @@ def _tree(args, mode: str, paths: List[str]) -> int:
                     raise UsageError(f"two inputs named {name!r} would land in the same place under {args.output}")
                 seen[name] = ab
                 dest[ab] = os.path.join(outdir, name)
+    return roots, outdir, dest
 
-    # Phase 1: walk, regex, summaries. Paths only are kept, not contents.
-    entries: List[Entry] = []
-    outs: List[Optional[str]] = []
-    for disp, ab in roots:
-        if os.path.isdir(ab):
-            for e in walk(ab, disp, exclude=[outdir] if outdir else []):
-                entries.append(e)
-                outs.append(os.path.join(dest[ab], *e.rel.split("/")) if outdir else None)
-        else:
-            entries.append(Entry(path=disp, rel=os.path.basename(ab), root=os.path.dirname(ab),
-                                 kind=_kind(ab), symlink=os.path.islink(disp), broken=not os.path.exists(ab)))
-            outs.append(dest[ab] if outdir else None)
-    index_roots = [ab if os.path.isdir(ab) else os.path.dirname(ab) for _, ab in roots]
-    summaries: Dict[str, I.ModuleSummary] = {}
-    needs: Dict[int, bool] = {}
-    for i, e in enumerate(entries):
+
+class _Walked:
+    """Phase 1 of a tree: its files in walk order, where each goes (-o), which
+    need the converter, and the project index. Paths only are kept, not contents."""
+
+    def __init__(self, roots: List[Tuple[str, str]], outdir: Optional[str], dest: Dict[str, str]):
+        self.outdir = outdir
+        self.entries: List[Entry] = []
+        self.outs: List[Optional[str]] = []
+        for disp, ab in roots:
+            if os.path.isdir(ab):
+                for e in walk(ab, disp, exclude=[outdir] if outdir else []):
+                    self.entries.append(e)
+                    self.outs.append(os.path.join(dest[ab], *e.rel.split("/")) if outdir else None)
+            else:
+                self.entries.append(Entry(path=disp, rel=os.path.basename(ab), root=os.path.dirname(ab),
+                                          kind=kind_of(ab), symlink=os.path.islink(disp),
+                                          broken=not os.path.exists(ab)))
+                self.outs.append(dest[ab] if outdir else None)
+        self.summaries: Dict[str, I.ModuleSummary] = {}
+        self.needs: Dict[int, bool] = {i: self._needs(e) for i, e in enumerate(self.entries)}
+        index_roots = [ab if os.path.isdir(ab) else os.path.dirname(ab) for _, ab in roots]
+        self.index = I.ProjectIndex(index_roots, self.summaries, lazy=True)
+        self.real_files = {os.path.realpath(e.abspath): e.path for e in self.entries if not e.symlink}
+
+    def _needs(self, e: Entry) -> bool:
+        """The file goes to the converter (a .py or notebook that imports
+        TensorFlow/Keras, or one the worker must report on); summarises .py files."""
         if e.kind == "other" or e.broken:
-            needs[i] = e.kind != "other"
-            continue
+            return e.kind != "other"
         try:
             with open(e.abspath, "rb") as f:
                 data = f.read()
         except OSError:
-            needs[i] = True  # the worker reports the error
-            continue
-        needs[i] = I.uses_tf(data)
+            return True  # the worker reports the error
         if e.kind == "py":
-            summaries[os.path.abspath(e.abspath)] = I.summarize(os.path.abspath(e.abspath), data)
-        del data
-    index = I.ProjectIndex(index_roots, summaries, lazy=True)
-    real_files = {os.path.realpath(e.abspath): e.path for e in entries if not e.symlink}
+            self.summaries[os.path.abspath(e.abspath)] = I.summarize(os.path.abspath(e.abspath), data)
+        return I.uses_tf(data)
 
-    total = sum(1 for e in entries if e.kind != "other")
-    rep = Reporter(args, tree=True, total=total)
-    shared = _mode_fields(args, mode)
+    def project_for(self, e: Entry):
+        """The cross-module facts of a file's neighbours, or None."""
+        ab = os.path.abspath(e.abspath)
+        try:
+            if e.kind == "py" and ab in self.summaries:
+                return self.index.context_for(ab, self.summaries[ab])
+            if e.kind == "ipynb" and not e.broken:
+                return self.index.context_for(ab, I.notebook_summary(ab))
+        except Exception:  # a broken module never stops this file
+            return None
+        return None
 
-    def out_path(i: int) -> Optional[str]:
-        return outs[i]
-
-    def tasks() -> Iterator[FileTask]:
-        for i, e in enumerate(entries):
-            if not needs.get(i):
+    def tasks(self, shared: dict) -> Iterator[FileTask]:
+        for i, e in enumerate(self.entries):
+            if not self.needs.get(i):
                 continue
-            ab = os.path.abspath(e.abspath)
-            project = None
-            try:
-                if e.kind == "py" and ab in summaries:
-                    project = index.context_for(ab, summaries[ab])
-                elif e.kind == "ipynb" and not e.broken:
-                    project = index.context_for(ab, I.notebook_summary(ab))
-            except Exception:  # a broken module never stops this file
-                project = None
-            yield FileTask(**shared, path=e.path, abspath=e.abspath, kind=e.kind, project=project, tree=True,
-                           symlink=e.symlink, broken=e.broken, mirror=True,
-                           link_in_tree=_target_in_tree(e, real_files) if e.symlink and not e.broken else None,
-                           output=out_path(i) if outdir else None)
+            yield FileTask(**shared, path=e.path, abspath=e.abspath, kind=e.kind, project=self.project_for(e),
+                           tree=True, symlink=e.symlink, broken=e.broken, mirror=True,
+                           link_in_tree=_target_in_tree(e, self.real_files) if e.symlink and not e.broken else None,
+                           output=self.outs[i] if self.outdir else None)
 
-    n_tasks = sum(1 for v in needs.values() if v)
+
+def _tree(args, options: Options, mode: str, paths: List[str]) -> int:
+    walked = _Walked(*_roots(args, mode, paths))
+    rep = Reporter(args, tree=True, total=sum(1 for e in walked.entries if e.kind != "other"))
+    n_tasks = sum(1 for v in walked.needs.values() if v)
     jobs = args.jobs or os.cpu_count() or 1
-    answers = run_tasks(tasks(), n_tasks, jobs)
-    # Stream: interleave copied / skipped files with the answers, in walk order.
+    answers = run_tasks(walked.tasks(_mode_fields(args, options, mode)), n_tasks, jobs)
     try:
-        for i, e in enumerate(entries):
-            if needs.get(i):
-                rep.add(next(answers))
-                continue
-            if outdir:
-                try:
-                    _copy(e.abspath, out_path(i))
-                    rep.copied += 1
-                except OSError as err:
-                    if e.kind != "other":
-                        rep.add(_plain(e, F.FAILED, error=f"cannot copy: {err.strerror or err}"))
-                    else:
-                        print(f"{e.path}: ERROR error: cannot copy: {err.strerror or err}", file=sys.stderr)
-                        rep.counts[F.FAILED] += 1
-                        rep.attention.setdefault((F.FAILED, "cannot copy"), []).append(e.path)
-                    continue
-            if e.kind != "other":
-                rep.add(_plain(e, F.UNCHANGED, note=NO_TF_NOTE))
+        _stream(walked, answers, rep)
     finally:
         answers.close()
         rep.finish()
@@ -527,6 +514,28 @@ def _tree(args, mode: str, paths: List[str]) -> int:
     code = rep.exit_code(mode in ("check", "diff"))
     _write_report(args, rep, mode, code)
     return code
+
+
+def _stream(walked: _Walked, answers: Iterator[FileAnswer], rep: Reporter) -> None:
+    """Interleave copied / skipped files with the answers, in walk order."""
+    for i, e in enumerate(walked.entries):
+        if walked.needs.get(i):
+            rep.add(next(answers))
+            continue
+        if walked.outdir:
+            try:
+                _copy(e.abspath, walked.outs[i])
+                rep.copied += 1
+            except OSError as err:
+                if e.kind != "other":
+                    rep.add(_plain(e, F.FAILED, error=f"cannot copy: {err.strerror or err}"))
+                else:
+                    print(f"{e.path}: ERROR error: cannot copy: {err.strerror or err}", file=sys.stderr)
+                    rep.counts[F.FAILED] += 1
+                    rep.attention.setdefault((F.FAILED, "cannot copy"), []).append(e.path)
+                continue
+        if e.kind != "other":
+            rep.add(_plain(e, F.UNCHANGED, note=NO_TF_NOTE))
 
 
 def _plain(e: Entry, status: str, note: Optional[str] = None, error: Optional[str] = None) -> FileAnswer:
@@ -544,14 +553,6 @@ def _target_in_tree(e: Entry, real_files: Dict[str, str]) -> Optional[str]:
     return real_files.get(os.path.realpath(e.abspath))
 
 
-def _kind(path: str) -> str:
-    from .walk import kind_of
-
-    return kind_of(path)
-
-
 def _copy(src: str, dst: str) -> None:
     """Byte-identical copy (mode bits too), streamed, via a temporary file."""
-    import shutil
-
     replace_atomically(dst, lambda tmp: shutil.copyfile(src, tmp), mode_from=src)

@@ -16,8 +16,11 @@ import tokenize
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional
 
+from ..assembly import convert_path, resolve_options
 from ..engine import findings as F
-from ..assembly import convert_path
+from ..engine_choice import Choice
+from ..options import Options
+from .notebook import convert_notebook, notebook_script
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.analysis import ProjectContext
@@ -35,7 +38,8 @@ class FileTask:
       ``path``: the path as shown to the user (messages, report, diff
       headers); ``"<stdin>"`` for standard input.
       ``kind``: ``"py"`` or ``"ipynb"``.
-      ``backend``: the backend name to convert for.
+      ``options``: the conversion's :class:`~tfdist.options.Options` (its
+      backend ``auto`` is decided here, per file, from the file's code).
       ``abspath``: where to read the file (and, with ``inplace``, to write
       it); None for stdin.
       ``data``: the source bytes when they are already in memory (stdin);
@@ -64,7 +68,7 @@ class FileTask:
     # The file
     path: str
     kind: str
-    backend: str
+    options: Options
     abspath: Optional[str] = None
     data: Optional[bytes] = None
     project: Optional["ProjectContext"] = None
@@ -209,28 +213,41 @@ def _convert_one(task: FileTask) -> FileAnswer:
         return _answer(task, F.FileResult(path=path, status=F.FAILED, error=err), None, note=None)
     note = None
     nb = None
+    options, choice = resolve_options(task.options, _code(task.kind, data))
     if task.kind == "ipynb":
-        from .notebook import convert_notebook
-
-        nb = convert_notebook(path, data, task.backend, task.project)
+        nb = convert_notebook(path, data, options, task.project)
         result = nb.result
     else:
-        result = convert_path(path, task.backend, task.project, data=data)
+        result = convert_path(path, options, task.project, data=data)
     if task.tree and result.status == F.UNSUPPORTED and (result.error or "").startswith(NO_LOOP) \
             and not result.evidence:
         result.status, result.error, result.error_line, result.data = F.UNCHANGED, None, None, data
         note = HELPER_NOTE
-    return _answer(task, result, data, note=note, nb=nb)
+    return _answer(task, result, data, note=note, nb=nb, choice=choice)
+
+
+def _code(kind: str, data: bytes) -> bytes:
+    """The Python code ``--backend auto`` reads: a notebook's code cells as one script."""
+    if kind != "ipynb":
+        return data
+    try:
+        return notebook_script(data).encode("utf-8")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # the conversion says what is wrong
+        return b""
 
 
 def _answer(task: FileTask, result: F.FileResult, data: Optional[bytes], note: Optional[str],
-            nb=None) -> FileAnswer:
+            nb=None, choice: Optional[Choice] = None) -> FileAnswer:
     path = task.path
     entry = nb.to_json() if nb is not None else result.to_json()
     entry["kind"] = task.kind
     if note:
         entry["note"] = note
     lines = nb.human_lines() if nb is not None else result.human_lines()
+    if choice is not None and result.status in (F.CONVERTED, F.UNSUPPORTED):
+        # --backend auto: which engine converted (or refused) this file, and why
+        entry["backend"], entry["backend_reason"] = choice.backend, choice.reason
+        lines = [f"{path}: {choice.describe()}", *lines]
     status, error, diff, stdout, written = result.status, result.error, None, None, None
     n_changes, n_warnings = len(result.changes), len(result.warnings)
     changed = result.status == F.CONVERTED and result.data is not None and data is not None and result.data != data

@@ -4,17 +4,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import tempfile
+import threading
 from typing import List, Optional
 
-from . import launcher
+from ..options import AUTO
+from . import compare as compare_runs
+from . import launcher, slurm, verify
+from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
+from .kubernetes import jobset_workers
+from .probe.state import ADDED_PATH_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
 
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 3
 
 #: Engines ``tfdist run`` / ``verify`` can launch (the runtime side of
-#: tfdist.backends; this module must not import TensorFlow or the converter).
+#: tfdist.backends; this module must not import TensorFlow).
 BACKENDS = ("horovod", "tf-distribute")
 
 RUN_DESCRIPTION = """\
@@ -240,13 +248,14 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
     options (for :func:`parse_verify_args`, which finds the script's own)."""
     p = _Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=script_args,
-                usage="tfdist verify [--backend {horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
+                usage="tfdist verify [--backend {auto,horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
                       "[--local-devices N] [--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
                       "[--sweep [--policies LIST]] [--tolerance REL] [--abs-tolerance ABS] [--report FILE.json] "
                       "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [OPTIONS] [ARGS...] [-- ARGS...]")
-    p.add_argument("--backend", choices=BACKENDS, default="horovod",
-                   help="the engine: convert with it and run the ranks under horovodrun (horovod, default) "
-                        "or as TF_CONFIG workers (tf-distribute)")
+    p.add_argument("--backend", choices=(AUTO, *BACKENDS), default=AUTO,
+                   help="the engine: convert with it and run the ranks under horovodrun (horovod) or as "
+                        "TF_CONFIG workers (tf-distribute); auto (default): the engine tfdist convert chooses "
+                        "for SCRIPT (with --converted: the one it was converted for), said on stderr")
     p.add_argument("-np", "--num-proc", dest="np", type=_positive_int, default=2, metavar="N",
                    help="number of ranks for the converted script (default: 2)")
     p.add_argument("--local-devices", type=_positive_int, default=1, metavar="N",
@@ -358,7 +367,6 @@ def run_main(argv: Optional[List[str]] = None) -> int:
     parser = build_run_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     prog = parser.prog
-    import signal
     previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
     try:
         return _run(prog, args)
@@ -371,7 +379,6 @@ def run_main(argv: Optional[List[str]] = None) -> int:
 
 
 def _main_thread() -> bool:
-    import threading
     return threading.current_thread() is threading.main_thread()
 
 
@@ -379,7 +386,6 @@ def _run(prog: str, args) -> int:
     if not os.path.isfile(args.script):
         _err(prog, f"no such script: {args.script}")
         return EXIT_BAD_INPUT
-    from . import slurm
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
     args.slurm = args.slurm or (args.np is None and slurm.in_job(env))
@@ -448,7 +454,6 @@ def _run(prog: str, args) -> int:
 
 def _recorded(directory: str, script_command: List[str], env: dict) -> tuple[List[str], dict]:
     """The script run under verify's probe, recording into ``directory``."""
-    from .probe import ADDED_PATH_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
     directory = os.path.abspath(directory)
     os.makedirs(directory, exist_ok=True)
     src = launcher.tfdist_pythonpath()
@@ -464,7 +469,6 @@ def _run_tf_distribute(prog: str, args, env: dict) -> int:
         return EXIT_BAD_INPUT
     try:
         if args.slurm:
-            from . import slurm
             try:
                 workers = slurm.step_workers(env)
             except slurm.SlurmError as exc:
@@ -472,7 +476,6 @@ def _run_tf_distribute(prog: str, args, env: dict) -> int:
             if args.np is not None and args.np != len(workers):
                 raise launcher.HostsError(f"-np {args.np} but the Slurm step has {len(workers)} tasks")
         elif args.jobset:
-            from .kubernetes import jobset_workers
             workers = jobset_workers(args.np, env, args.port)
         else:
             workers = launcher.tf_distribute_workers(args.np, args.hosts, this_host=args.this_host,
@@ -515,19 +518,41 @@ def _run_tf_distribute(prog: str, args, env: dict) -> int:
 
 
 def verify_main(argv: Optional[List[str]] = None) -> int:
-    from . import verify
-
     argv_list = list(sys.argv[1:] if argv is None else argv)
     args = parse_verify_args(argv_list)
     prog = "tfdist verify"
-    sink = launcher.stream_to(sys.stderr) if args.verbose else None
-    from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
+    problem = _verify_problem(args, argv_list)
+    if problem is None and args.backend == AUTO:
+        try:
+            choice = verify.choose_backend(args.script, converted=args.converted)
+        except verify.VerifyInputError as exc:
+            problem = str(exc)
+        else:
+            args.backend = choice.backend
+            sys.stderr.write(f"{prog}: {args.script}: {choice.describe()}\n")
+    if problem:
+        _err(prog, problem)
+        return EXIT_BAD_INPUT
+    try:
+        report = _verify_report(args)
+    except verify.VerifyInputError as exc:
+        _err(prog, str(exc))
+        return EXIT_BAD_INPUT
+    except launcher.RuntimeMissing as exc:
+        _err(prog, str(exc))
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        _err(prog, "interrupted")
+        return launcher.EXIT_INTERRUPTED
+    return _verify_output(prog, args, report)
+
+
+def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
+    """What is wrong with verify's options together, or None."""
     compare = args.compare or args.sweep or bool(args.plot)
-    tolerances = dict(rel_tolerance=DEFAULT_REL_TOLERANCE if args.tolerance is None else args.tolerance,
-                      abs_tolerance=DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance)
     problem = None
     if args.local_devices > 1:
-        if args.backend != "tf-distribute":
+        if args.backend not in ("tf-distribute", AUTO):
             problem = "--local-devices is for --backend tf-distribute (MirroredStrategy over one process's devices)"
         elif args.sweep:
             problem = "--sweep runs workers: not with --local-devices"
@@ -535,6 +560,7 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
             if args.np != 1:
                 problem = "--local-devices N runs one process: drop -np (or give -np 1)"
         args.np = 1
+        args.backend = "tf-distribute"
     if problem is not None:
         pass
     elif (args.tolerance is not None or args.abs_tolerance is not None) and not compare:
@@ -554,33 +580,32 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             problem = str(PlotUnavailable("--plot needs matplotlib: pip install 'tfdist[plot]' (or matplotlib)"))
-    if problem:
-        _err(prog, problem)
-        return EXIT_BAD_INPUT
+    return problem
+
+
+def _verify_report(args):
+    """Run verify (or the sweep) as the options say; its report."""
+    sink = launcher.stream_to(sys.stderr) if args.verbose else None
+    tolerances = dict(rel_tolerance=DEFAULT_REL_TOLERANCE if args.tolerance is None else args.tolerance,
+                      abs_tolerance=DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance)
+    if args.sweep:
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
+        return verify.sweep_script(args.script, policies, np=args.np, args=args.args, steps=args.steps,
+                                   timeout=args.timeout or None, keep=args.keep, sink=sink,
+                                   backend=args.backend, python=args.python,
+                                   steps_per_epoch=args.steps_per_epoch, **tolerances)
     policy = args.lr_scaling + (f":warmup={args.warmup_epochs}" if args.warmup_epochs else "")
-    try:
-        if args.sweep:
-            policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
-            report = verify.sweep_script(args.script, policies, np=args.np, args=args.args, steps=args.steps,
-                                         timeout=args.timeout or None, keep=args.keep, sink=sink,
-                                         backend=args.backend, python=args.python,
-                                         steps_per_epoch=args.steps_per_epoch, **tolerances)
-        else:
-            report = verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
-                                          steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
-                                          backend=args.backend, python=args.python, compare=compare,
-                                          options=() if args.converted else verify.policy_options(policy, args.steps_per_epoch),
-                                          policy=None if args.converted else policy, original=args.original,
-                                          local_devices=args.local_devices, **tolerances)
-    except verify.VerifyInputError as exc:
-        _err(prog, str(exc))
-        return EXIT_BAD_INPUT
-    except launcher.RuntimeMissing as exc:
-        _err(prog, str(exc))
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        _err(prog, "interrupted")
-        return launcher.EXIT_INTERRUPTED
+    options = None if args.converted else verify.policy_options(policy, args.steps_per_epoch, args.backend)
+    return verify.verify_script(args.script, np=args.np, args=args.args, converted=args.converted,
+                                steps=args.steps, timeout=args.timeout or None, keep=args.keep, sink=sink,
+                                backend=args.backend, python=args.python,
+                                compare=args.compare or bool(args.plot), options=options,
+                                policy=None if args.converted else policy, original=args.original,
+                                local_devices=args.local_devices, **tolerances)
+
+
+def _verify_output(prog: str, args, report) -> int:
+    """Write the report (--report, --plot) and print it; verify's exit status."""
     document = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
     if args.report:
         try:
@@ -592,10 +617,9 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
         comparisons = report.comparisons if args.sweep else [report.comparison]
         comparisons = [c for c in comparisons if c is not None]
         if comparisons:
-            from . import compare as C
             title = (f"{os.path.basename(args.script)}: original (1 process) vs converted "
                      f"({args.np} {'workers' if args.backend == 'tf-distribute' else 'ranks'})")
-            C.plot(comparisons, args.plot, title)
+            compare_runs.plot(comparisons, args.plot, title)
     if args.json:
         sys.stdout.write(document)
     else:
@@ -610,10 +634,8 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
 
 def _write_atomic(path: str, text: str) -> None:
     """Write a file whole or not at all (a temporary file renamed over it).
-    tfdist.project.worker has the converter's version; this module must not
-    import the converter (verify --converted runs without it)."""
+    (tfdist.project.worker has the converter's version, for bytes.)"""
     directory = os.path.dirname(os.path.abspath(path))
-    import tempfile
     fd, tmp = tempfile.mkstemp(prefix=".tfdist-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 from typing import List, Optional
 
+from ..engine_choice import written_for
 from . import kubernetes, launcher, slurm
 from .commands import BACKENDS, EXIT_BAD_INPUT, EXIT_OK, _Parser, _err, _write_atomic
 
@@ -120,17 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_HOROVOD = re.compile(r"^\s*(import horovod|from horovod)", re.M)
-_TF_DISTRIBUTE = re.compile(r"MultiWorkerMirroredStrategy|MirroredStrategy|tf\.distribute\.")
-
-
-def detect_backend(text: str) -> str | None:
-    """The engine a converted script was written for, from its source."""
-    if _HOROVOD.search(text):
-        return "horovod"
-    if _TF_DISTRIBUTE.search(text):
-        return "tf-distribute"
-    return None
+detect_backend = written_for  # the engine a converted script was written for (tfdist.engine_choice)
 
 
 def _backend(prog: str, args) -> str | None:

@@ -33,6 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..api import convert_file
+from ..assembly import pipeline
+from ..engine_choice import Choice, choose_engine, written_for
+from ..options import LR_POLICIES, Options, OptionsError
+from ..project import project_context_for_file
+from ..project.notebook import convert_notebook, notebook_script
 from . import compare as C
 from . import launcher
 from .verify_checks import (CHECK_NAMES, STEP_TOLERANCE_ABS, STEP_TOLERANCE_REL, Check, CheckResults,  # noqa: F401
@@ -93,69 +99,79 @@ def check_samples(ref: RankRecord, ranks: list[RankRecord], np: int) -> dict:
 # verify_script
 # --------------------------------------------------------------------------
 
-#: --lr-scaling / --warmup-epochs as conversion options (tfdist.assembly pipeline keys).
-POLICY_OPTIONS = {"linear": (), "sqrt": ("lr-sqrt",), "none": ("lr-none",)}
 #: What --sweep tries by default; a warmup policy is added when the converter has it.
 DEFAULT_SWEEP = ("linear", "sqrt", "none")
 DEFAULT_SWEEP_WARMUP = "linear:warmup=1"
 
 
-def expected_rate_factor(options: Sequence[str], replicas: int) -> float | None:
+def expected_rate_factor(options: Options, replicas: int) -> float | None:
     """The learning rate at the first step of a conversion with ``options``
     over the original's, on ``replicas`` replicas; None under a warmup (it
     starts from the rate as written and ramps)."""
-    if any(o.startswith("warmup-") for o in options):
+    if options.warmup_epochs is not None:
         return None
-    if "lr-none" in options:
+    if options.lr_scaling == "none":
         return 1.0
-    if "lr-sqrt" in options:
+    if options.lr_scaling == "sqrt":
         return replicas ** 0.5
     return float(replicas)
 
 
-def policy_options(spec: str, steps_per_epoch: int | None = None) -> tuple[str, ...]:
-    """``linear`` / ``sqrt`` / ``none``, optionally ``:warmup=K``, as conversion
-    options; a warmup counts its epochs in ``steps_per_epoch`` original steps
-    when given (--steps-per-epoch).  Raises VerifyInputError."""
+def policy_options(spec: str, steps_per_epoch: int | None = None, backend: str = HOROVOD) -> Options:
+    """``linear`` / ``sqrt`` / ``none``, optionally ``:warmup=K``, as the
+    conversion's Options for ``backend``; a warmup counts its epochs in
+    ``steps_per_epoch`` original steps when given (--steps-per-epoch).
+    Raises VerifyInputError."""
     scaling, _, rest = spec.partition(":")
-    if scaling not in POLICY_OPTIONS:
+    if scaling not in LR_POLICIES:
         raise VerifyInputError(f"unknown learning-rate policy {spec!r}: use linear, sqrt or none, "
                                "optionally with :warmup=K (e.g. linear:warmup=1)")
-    options = POLICY_OPTIONS[scaling]
+    warmup = None
     if rest:
         key, _, value = rest.partition("=")
         if key != "warmup" or not value.isdigit() or int(value) < 1:
             raise VerifyInputError(f"bad policy {spec!r}: after ':' only warmup=K (K >= 1 epochs)")
-        options += (f"warmup-{int(value)}",)
-        if steps_per_epoch:
-            options += (f"steps-{int(steps_per_epoch)}",)
-    return options
+        warmup = int(value)
+    try:
+        return Options(backend=backend, lr_scaling=scaling, warmup_epochs=warmup,
+                       steps_per_epoch=int(steps_per_epoch) if steps_per_epoch and warmup else None)
+    except OptionsError as exc:
+        raise VerifyInputError(f"policy {spec!r}: {exc}") from exc
 
 
-def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD,
-               options: Sequence[str] = ()) -> tuple[Path, str, bool, bool]:
-    """Convert ``script`` with tfdist.api.convert_file into ``dest_dir``, with
-    conversion options (``lr-sqrt``, ``warmup-2``...).
+def choose_backend(script: str | os.PathLike, converted: bool = False) -> Choice:
+    """``--backend auto`` for verify: the engine ``tfdist convert`` would give
+    the script (a notebook: its code cells), or, with ``converted``, the
+    engine the converted script was written for. Raises VerifyInputError."""
+    path = Path(script)
+    try:
+        data = path.read_bytes()
+        code = notebook_script(data).encode("utf-8") if path.suffix == ".ipynb" else data
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise VerifyInputError(f"{script}: cannot read it to choose the engine ({exc}); give --backend") from exc
+    if not converted:
+        return choose_engine(code)
+    found = written_for(code.decode("utf-8", "replace"))
+    if found is None:
+        raise VerifyInputError(f"{script} uses neither Horovod nor tf.distribute: give --backend with --converted")
+    return Choice(found, "the converted script " + ("imports horovod" if found == HOROVOD
+                                                     else "builds a tf.distribute strategy"))
+
+
+def convert_to(script: Path, dest_dir: Path, options: Options) -> tuple[Path, str, bool, bool]:
+    """Convert ``script`` as ``tfdist convert`` would with ``options`` into ``dest_dir``.
     Returns (converted path, status, full batch: every rank runs all the
     original's steps on its share, tf-keras: the converted workers switch
     tf.keras to tf-keras where it is installed).  Raises VerifyInputError."""
     try:
-        from tfdist.api import convert_file
-        from tfdist.assembly import pipeline_key
-    except ImportError as exc:  # pragma: no cover - depends on the checkout
-        raise VerifyInputError(f"the tfdist converter is not available ({exc}); pass --converted") from exc
-    key = pipeline_key(backend, *options)
-    try:
-        from tfdist.assembly import pipeline
-        pipeline(key)
-    except ValueError as exc:    # a backend or option this checkout's converter does not have
-        what = f"--backend {backend}" + (f" with {', '.join(options)}" if options else "")
-        raise VerifyInputError(f"{script}: cannot convert with {what} ({exc}); "
+        pipeline(options)
+    except ValueError as exc:    # a backend or option this converter does not have
+        raise VerifyInputError(f"{script}: cannot convert with {options.describe()} ({exc}); "
                                "pass --converted to verify a script that is already distributed") from exc
     if script.suffix == ".ipynb":
-        result = _convert_notebook(script, key)
+        result = _convert_notebook(script, options)
     else:
-        result = convert_file(script, backend=key)
+        result = convert_file(script, backend=options)
     status = result.status
     if status in ("unsupported", "error"):
         raise VerifyInputError(f"{script}: cannot convert ({status}): {result.error or 'see tfdist convert'}")
@@ -175,12 +191,10 @@ def convert_to(script: Path, dest_dir: Path, backend: str = HOROVOD,
     return dest, status, bool(getattr(result, "full_batch", False)), bool(getattr(result, "tf_keras_on_workers", False))
 
 
-def _convert_notebook(notebook: Path, key: str):
+def _convert_notebook(notebook: Path, options: Options):
     """A notebook converted as ``tfdist convert`` converts it (the modules
     beside it inform the conversion)."""
-    from tfdist.project import project_context_for_file
-    from tfdist.project.notebook import convert_notebook
-    return convert_notebook(str(notebook), notebook.read_bytes(), backend=key,
+    return convert_notebook(str(notebook), notebook.read_bytes(), backend=options,
                             project=project_context_for_file(str(notebook))).result
 
 
@@ -189,7 +203,6 @@ def notebook_as_script(notebook: Path, dest_dir: Path) -> Path:
     runs; line magics and shell escapes, which only IPython runs, commented
     out), written into dest_dir: how verify runs a notebook as processes. It
     runs as the notebook's own file (its folder first on sys.path)."""
-    from tfdist.project.notebook import notebook_script
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / (notebook.stem + ".py")
     try:
@@ -199,12 +212,11 @@ def notebook_as_script(notebook: Path, dest_dir: Path) -> Path:
     return dest
 
 
-def converter_accepts(backend: str, options: Sequence[str]) -> bool:
+def converter_accepts(options: Options) -> bool:
     try:
-        from tfdist.assembly import pipeline, pipeline_key
-        pipeline(pipeline_key(backend, *options))
+        pipeline(options)
         return True
-    except (ImportError, ValueError):
+    except ValueError:
         return False
 
 
@@ -313,7 +325,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
                   workdir: str | os.PathLike | None = None, sink: Callable[[str], None] | None = None,
                   horovodrun: str | None = None, env: dict | None = None,
                   pythonpath: Sequence[str | os.PathLike] = (), backend: str = HOROVOD,
-                  python: str | None = None, compare: bool = False, options: Sequence[str] = (),
+                  python: str | None = None, compare: bool = False, options: Options | None = None,
                   policy: str | None = None, original: str | os.PathLike | None = None,
                   rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
                   abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE, local_devices: int = 1) -> VerifyReport:
@@ -326,8 +338,9 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
 
     ``backend``: "horovod" (horovodrun) or "tf-distribute" (N TF_CONFIG
     workers; both runs use ``python``, default sys.executable, and the
-    original runs without TF_CONFIG).  ``options``: conversion options
-    (``lr-sqrt``, ``warmup-1``...), ``policy`` their name in the report.
+    original runs without TF_CONFIG).  ``options``: the conversion's
+    :class:`~tfdist.options.Options` (default: ``backend``'s defaults; its
+    backend must be ``backend``), ``policy`` their name in the report.
 
     ``steps``: cap for a quick check (see ``tfdist verify --help``): the
     original stops Model.fit after ``steps`` optimizer steps, each rank after
@@ -338,6 +351,10 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     with (default: ``script`` itself as one process).
     Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
     script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    options = Options(backend=backend) if options is None else options
+    if options.backend != backend:
+        raise VerifyInputError(f"the conversion's options are for --backend {options.backend}, the run's for "
+                               f"--backend {backend}")
     if local_devices > 1 and (backend != TF_DISTRIBUTE or np != 1):
         raise VerifyInputError("--local-devices N runs the tf-distribute conversion as one process over N devices: "
                                "use it with --backend tf-distribute and -np 1")
@@ -358,7 +375,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
             if script.suffix == ".ipynb":
                 dist_script = notebook_as_script(script, base / "given")
         else:   # a conversion that fails is bad input: said before anything runs
-            dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", backend, options)
+            dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", options)
         reference = _run_original(setup, reference_script, base, tf_keras)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
@@ -384,10 +401,10 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
     optional = set()
     if policies is None:
         policies = list(DEFAULT_SWEEP)
-        if converter_accepts(backend, policy_options(DEFAULT_SWEEP_WARMUP, steps_per_epoch)):
+        if converter_accepts(policy_options(DEFAULT_SWEEP_WARMUP, steps_per_epoch, backend)):
             policies.append(DEFAULT_SWEEP_WARMUP)
             optional.add(DEFAULT_SWEEP_WARMUP)   # not every pattern has a warmup: skipped where refused
-    chosen = [(p, policy_options(p, steps_per_epoch)) for p in policies]
+    chosen = [(p, policy_options(p, steps_per_epoch, backend)) for p in policies]
     setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
     base = Path(tempfile.mkdtemp(prefix="tfdist-sweep-"))
     try:
@@ -395,7 +412,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
         conversions, skipped = [], []
         for i, (policy, options) in enumerate(list(chosen)):
             try:
-                conversions.append(convert_to(script, base / f"policy-{i}" / "converted", backend, options))
+                conversions.append(convert_to(script, base / f"policy-{i}" / "converted", options))
             except VerifyInputError as exc:
                 if policy not in optional:
                     raise
