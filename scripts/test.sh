@@ -22,7 +22,8 @@ if [ "$tier" = slow ] || [ "$tier" = all ] || [ "$tier" = extended ]; then
   export TFDIST_TF_DISTRIBUTE_VENV
   # Slurm and munge for the one-node clusters tests/slow/test_slurm_jobs.py
   # starts (and stops) itself; without root or apt-get those tests are skipped
-  # with the reason.
+  # with the reason (and fail under .ci/run, which sets TFDIST_REQUIRE_STACKS=1:
+  # there every test whose stack is missing fails; see tests/slow/conftest.py).
   bash scripts/setup_slurm.sh
 fi
 # Each tier is its own pytest run, timed: the README's budget (35 minutes on

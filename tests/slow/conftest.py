@@ -6,9 +6,16 @@
 * ``runtime_python``: an interpreter with TensorFlow and Horovod (this one, or
   the environment scripts/setup_runtime.sh builds); tests that need it are
   skipped with a pointer to the setup script when there is none.
+* ``missing_stack(reason)``: how a test says a stack it needs is missing
+  (Horovod, the tf-distribute stack of TFDIST_TF_DISTRIBUTE_VENV, Slurm and
+  munge, a module of the runtime environment): a skip, or, under ``.ci/run``
+  (TFDIST_REQUIRE_STACKS=1), a failure with the same reason, so a green CI
+  run cannot mean that nothing ran. Skips for other reasons (a busy
+  machine, a scenario this machine cannot set up) stay skips, and say why.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import signal
@@ -16,6 +23,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from typing import NoReturn
 
 import pytest
 
@@ -49,6 +58,24 @@ def _hard_time_limit(request):
         signal.signal(signal.SIGALRM, previous)
 
 
+#: Set to 1 by .ci/run: a test whose stack is missing fails instead of skipping.
+REQUIRE_STACKS_ENV = "TFDIST_REQUIRE_STACKS"
+
+
+def missing_stack(reason: str) -> NoReturn:
+    """A stack this test needs is missing: skip, or fail under TFDIST_REQUIRE_STACKS=1."""
+    if os.environ.get(REQUIRE_STACKS_ENV) == "1":
+        pytest.fail(f"{reason} [{REQUIRE_STACKS_ENV}=1: a missing stack fails the run]", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_module(name: str):
+    """The module, imported; a missing one is a missing stack (pytest.importorskip's counterpart)."""
+    if importlib.util.find_spec(name) is None:
+        missing_stack(f"could not import {name!r}: the runtime environment lacks it")
+    return importlib.import_module(name)
+
+
 def _has_runtime() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("tensorflow", "horovod"))
 
@@ -60,7 +87,7 @@ def runtime_python() -> str:
     venv = Path(os.environ.get("TFDIST_VENV", Path.home() / ".cache/tfdist/venv-tf2.15.1-hvd0.28.1-py3.11"))
     if (venv / "bin" / "horovodrun").exists():
         return str(venv / "bin" / "python")
-    pytest.skip("needs TensorFlow + Horovod: run `bash scripts/setup_runtime.sh` and use its python")
+    missing_stack("needs TensorFlow + Horovod: run `bash scripts/setup_runtime.sh` and use its python")
 
 
 def cli_env(extra: dict | None = None) -> dict:

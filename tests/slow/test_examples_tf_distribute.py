@@ -12,14 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import missing_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 TF2_EXAMPLES = ["keras_sequential.py", "keras_numpy.py", "keras_subclassed.py",
                 "tape_tf_function.py", "tape_gan.py", "tape_raw_variables.py"]
 VENV = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
 
-pytestmark = pytest.mark.skipif(
-    not VENV, reason="TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_tf_distribute_stack():
+    if not VENV:
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
 
 
 #: On TensorFlow 2.15 (Keras 2, the Horovod stack) too, where the API allows:
@@ -54,7 +59,7 @@ def test_example_verifies_on_tf_2_15_too(example, tmp_path):
     pytest's own interpreter), run as 2 TF_CONFIG workers."""
     venv = Path(sys.executable).parent.parent
     if not (venv / "bin" / "tfdist").exists():
-        pytest.skip("tfdist is not installed next to this interpreter")
+        missing_stack("tfdist is not installed next to this interpreter")
     p = _tfdist("verify", "--backend", "tf-distribute", "-np", "2", "--json", str(ROOT / "examples" / example),
                 cwd=tmp_path, venv=venv)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]

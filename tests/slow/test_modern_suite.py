@@ -38,6 +38,7 @@ from tfdist.runtime import compare as C
 from tfdist.runtime.verify import check, run_and_observe
 
 from test_training_correctness import run_env
+from conftest import missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +66,7 @@ UPSTREAM_FAILURES: dict[str, tuple[str, str]] = {
 
 def _python() -> str:
     if not VENV:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(VENV) / "bin" / "python")
 
 

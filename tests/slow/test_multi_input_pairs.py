@@ -23,6 +23,7 @@ import pytest
 
 from tfdist.api import convert_file
 from tfdist.runtime.verify import check, check_samples, run_and_observe
+from conftest import missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 @pytest.fixture(autouse=True)
 def _needs_runtime(runtime_python):
     if runtime_python != sys.executable:
-        pytest.skip("run this module with the runtime environment's python")
+        missing_stack("run this module with the runtime environment's python")
 
 
 def _env():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,7 @@ def test_horovod(runtime_python, tmp_path, name):
 def test_tf_distribute(tmp_path, name):
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     python = str(Path(venv) / "bin" / "python")
     path = _notebook(tmp_path, name)
     _no_hand_work(path, "tf-distribute", python)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,7 @@ def test_horovod(runtime_python, tmp_path):
 def test_tf_distribute(tmp_path):
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     script = _project(tmp_path)
     proc = subprocess.run([str(Path(venv) / "bin" / "tfdist"), "verify", "--backend", "tf-distribute", "--json",
                            "--timeout", "300", str(script)], cwd=tmp_path, env=cli_env({"TF_USE_LEGACY_KERAS": "1"}),

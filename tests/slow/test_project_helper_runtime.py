@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def test_horovod(runtime_python, tmp_path):
 def test_tf_distribute(tmp_path):
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     script = _project(tmp_path)
     env = cli_env({"PYTHONPATH": os.pathsep.join([cli_env()["PYTHONPATH"], str(tmp_path)])})
     proc = subprocess.run([str(Path(venv) / "bin" / "tfdist"), "verify", "--backend", "tf-distribute", "--json",

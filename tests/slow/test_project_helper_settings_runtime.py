@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +118,7 @@ def test_horovod(runtime_python, tmp_path, start):
 def test_tf_distribute(tmp_path, start):
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     script = _project(tmp_path, STARTS[start])
     _convert_without_warnings(script, "tf-distribute")
     proc = subprocess.run([str(Path(venv) / "bin" / "tfdist"), "verify", "--backend", "tf-distribute", "--json",

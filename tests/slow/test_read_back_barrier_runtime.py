@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def test_horovod_tf1_graph_mode(runtime_python, tmp_path):
 def test_tf_distribute(tmp_path):
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     proc = subprocess.run([str(Path(venv) / "bin" / "tfdist"), "verify", "--backend", "tf-distribute",
                            "--timeout", "300", str(SCRIPT)], cwd=tmp_path, env=cli_env(), capture_output=True,
                           text=True, timeout=380)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import cli_env
+from conftest import cli_env, missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ np.save(sys.argv[1], np.concatenate([w.reshape(-1) for w in model.get_weights()]
 def _venv() -> Path:
     value = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not value:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     return Path(value)
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import SCRIPTS, cli_env
+from conftest import SCRIPTS, cli_env, require_module
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def digest_npz(path):
 
 @pytest.mark.timeout(120)
 def test_tf1_session_and_monitored_training_session(runtime_python, tmp_path):
-    pytest.importorskip("numpy")
+    require_module("numpy")
     proc, _ = probe(runtime_python, [str(SCRIPTS / "tf1_graph.py")], ["final.npz"], tmp_path, tmp_path / "p")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = record(tmp_path / "p")

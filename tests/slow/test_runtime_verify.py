@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from conftest import SCRIPTS, run_tfdist
+from conftest import SCRIPTS, missing_stack, require_module, run_tfdist
 from tfdist.runtime.verify import verify_script
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ def _needs_runtime(runtime_python, monkeypatch):
     import sys
 
     if runtime_python != sys.executable:
-        pytest.skip("run this module with the runtime environment's python")
+        missing_stack("run this module with the runtime environment's python")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
@@ -100,7 +100,7 @@ def test_unsharded_data_fails_on_steps():
 
 @pytest.mark.timeout(300)
 def test_converted_by_tfdist_with_steps_cap():
-    pytest.importorskip("tfdist.api")
+    require_module("tfdist.api")
     steps = 6
     report = verify_script(SCRIPTS / "keras_single.py", np=2, steps=steps, timeout=240)
     assert report.conversion_status == "converted"

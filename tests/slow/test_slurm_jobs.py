@@ -34,6 +34,7 @@ from tfdist.runtime.verify_records import read_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 from slurm_cluster import SlurmCluster, why_unavailable  # noqa: E402
+from conftest import missing_stack
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SCRIPTS = Path(__file__).resolve().parent / "slurm_scripts"
@@ -46,7 +47,7 @@ TASKS = 2
 def cluster(tmp_path_factory):
     reason = why_unavailable()
     if reason:
-        pytest.skip(reason)
+        missing_stack(reason)
     started = time.monotonic()
     c = SlurmCluster.start(tmp_path_factory.mktemp("slurm"), cpus=TASKS)
     print(f"one-node Slurm ({c.node}) up in {time.monotonic() - started:.1f}s")
@@ -60,7 +61,7 @@ def _python(backend: str, runtime_python: str) -> str:
     if backend == "horovod":
         return runtime_python
     if not TF_DISTRIBUTE_VENV:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(TF_DISTRIBUTE_VENV) / "bin" / "python")
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env
+from conftest import cli_env, missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ SCRIPT = Path(__file__).parent / "runtime_scripts" / "keras_tracked_runs.py"
 def _venv() -> Path:
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
     return Path(venv)
 
 

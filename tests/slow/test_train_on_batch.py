@@ -31,6 +31,7 @@ from tfdist.runtime import launcher
 from tfdist.runtime.verify import run_and_observe
 
 from test_training_correctness import CORRECTNESS, run_env
+from conftest import missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ VENV = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
 
 def _tfd_python() -> str:
     if not VENV:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(VENV) / "bin" / "python")
 
 

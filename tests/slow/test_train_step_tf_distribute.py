@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ DIVISION = "scaled_loss = loss / strategy.num_replicas_in_sync"
 def _python() -> str:
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(venv) / "bin" / "python")
 
 

@@ -74,6 +74,7 @@ from pathlib import Path
 import pytest
 
 from tfdist.runtime.verify import RankRecord, VerifyReport, check, check_samples, run_and_observe
+from conftest import missing_stack
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +95,7 @@ PROBE_ENV = {"TFDIST_PROBE_SAMPLE_VALUES": "200000", "TF_CPP_MIN_LOG_LEVEL": "2"
 @pytest.fixture(autouse=True)
 def _needs_runtime(runtime_python):
     if runtime_python != sys.executable:
-        pytest.skip("run this module with the runtime environment's python")
+        missing_stack("run this module with the runtime environment's python")
 
 
 # --------------------------------------------------------------------------
@@ -418,7 +419,7 @@ def test_converted_script_trains_correctly(script, np_, tmp_path, tmp_path_facto
     flags = flags_of(script)
     missing = [m for m in flags.requires if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.skip(f"{script.name} needs {', '.join(missing)} in the runtime environment")
+        missing_stack(f"{script.name} needs {', '.join(missing)} in the runtime environment")
     converted = converted_copy(script, tmp_path / "converted")
     original = original_run(script, flags, tmp_path_factory)
     distributed = distributed_run(script, converted, np_, flags, tmp_path)

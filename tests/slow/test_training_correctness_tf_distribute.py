@@ -21,6 +21,7 @@ import pytest
 from tfdist.api import convert_file
 from tfdist.runtime.verify import check, run_and_observe
 
+from conftest import missing_stack
 from test_training_correctness import (CORRECTNESS, KERAS2_ONLY, SCRIPTS, assert_trains_correctly, flags_of,
                                        run_env)
 
@@ -49,7 +50,7 @@ TF_DISTRIBUTE_SCRIPTS = sorted((CORRECTNESS / "tf_distribute").glob("*.py"))
 
 def _python() -> str:
     if not VENV:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(VENV) / "bin" / "python")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, require_module, run_tfdist
 
 pytestmark = pytest.mark.slow
 
@@ -111,7 +111,7 @@ def test_step_loops_record_their_loss_and_pass(runtime_python, tmp_path, example
 @pytest.mark.timeout(600)
 @pytest.mark.extended   # four policy runs; the policies' comparison is also unit-tested (test_compare.py)
 def test_sweep_names_the_policy_that_tracks_best_and_plots_it(runtime_python, tmp_path):
-    pytest.importorskip("matplotlib")
+    require_module("matplotlib")
     png = tmp_path / "curves.png"
     res = run_tfdist(runtime_python, ["verify", "-np", "2", "--sweep", "--policies", "linear,sqrt,none",
                                       "--plot", str(png), "--json", "--timeout", "300",
@@ -139,7 +139,7 @@ def test_tf_distribute_workers_compare_with_the_loss_multiplied_back(tmp_path):
     is on the original's scale (a run left divided would show half of it)."""
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     python = str(Path(venv) / "bin" / "python")
     report = tmp_path / "r.json"
     res = run_tfdist(python, ["verify", "--backend", "tf-distribute", "-np", "2", "--compare", "--report",
@@ -163,7 +163,7 @@ def test_keras3_fit_on_tf_distribute_workers_learns_like_the_original(tmp_path):
     both workers trained on the same rows)."""
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     python = str(Path(venv) / "bin" / "python")
     report = tmp_path / "r.json"
     res = run_tfdist(python, ["verify", "--backend", "tf-distribute", "-np", "2", "--compare", "--report",

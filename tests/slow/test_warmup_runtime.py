@@ -16,7 +16,7 @@ import pytest
 from tfdist.api import convert_source
 from tfdist.options import Options
 
-from conftest import cli_env, run_tfdist
+from conftest import cli_env, missing_stack, run_tfdist
 
 SCRIPT = b'''import os
 
@@ -243,7 +243,7 @@ for epoch in range(2):
 def tfd_tfdist():
     venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
     if not venv:
-        pytest.skip("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports the "
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports the "
                     "TensorFlow 2.21 stack")
     return os.path.join(venv, "bin", "tfdist")
 
