@@ -73,6 +73,41 @@ class Pipeline:
         result = F.FileResult(path=path, status=F.UNCHANGED, pattern=pattern, code=text, data=src.data,
                               evidence=evidence, hierarchy=[f.describe() for f in a.classes.values() if f.kinds],
                               types=a.describe_types())
+        # training there is, but a framework runs it (scikit-learn, Keras Tuner): not "no training loop"
+        wrapped = [c for c in a.calls if a.is_name(c, apis.KERAS_SKLEARN_WRAPPERS)]
+        tuners = [c for c in a.calls if a.is_name(c, apis.KERAS_TUNERS)]
+        done = self._before_rules(a, result, wrapped, tuners)
+        if done is not None:
+            return done
+        ctx = Context(a, self.backend, path)
+        ctx.patterns = found
+        if boundaries:
+            lines = set(boundaries)
+            ctx.plan.barriers.update(s for s in src.module.body if a.line(s) in lines)
+        try:
+            new_module = self._apply_rules(ctx, a, src, found, wrapped, tuners)
+        except Unsupported as e:
+            return _refuse(result, e.line, e.message)
+        code = new_module.code
+        try:  # safety net: never hand out code that Python would not accept
+            _accepted_as_the_input_was(code, src.module.code, path)
+        except SyntaxError as e:  # pragma: no cover - a bug in a rule
+            return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
+        result.code = code
+        result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
+        result.full_batch = bool(ctx.facts.get("full_batch"))
+        result.tf_keras_on_workers = bool(ctx.facts.get("tf_keras_on_workers"))
+        result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
+        result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
+        result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED
+        return result
+
+    def _before_rules(self, a: Analysis, result: F.FileResult, wrapped: list, tuners: list) -> Optional[F.FileResult]:
+        """The result when the module is not for the rules (already
+        distributed, refused, no training, several patterns, a placeholder
+        clash); None when the rules convert it."""
+        evidence, pattern = result.evidence, result.pattern
+        found = {e.pattern for e in evidence}
         markers = _distribution_markers(a)
         if markers:
             result.status = F.ALREADY
@@ -93,9 +128,6 @@ class Pipeline:
         implicit = [c for c in a.calls if a.is_name(c, apis.TF1_EAGER_IMPLICIT_GRADIENTS)]
         if implicit:
             return _refuse(result, a.line(implicit[0]), self.backend.implicit_gradients_refusal(a.code(implicit[0].func)))
-        # training there is, but a framework runs it (scikit-learn, Keras Tuner): not "no training loop"
-        wrapped = [c for c in a.calls if a.is_name(c, apis.KERAS_SKLEARN_WRAPPERS)]
-        tuners = [c for c in a.calls if a.is_name(c, apis.KERAS_TUNERS)]
         if wrapped and pattern == P.UNKNOWN:
             return _refuse(result, a.line(wrapped[0]), (
                 f"{a.code(wrapped[0].func)} (line {a.line(wrapped[0])}) trains Keras models inside scikit-learn "
@@ -119,46 +151,32 @@ class Pipeline:
             lines = "; ".join(e.human() for e in evidence)
             return _refuse(result, evidence[0].line,
                            f"several training patterns in one file ({', '.join(sorted(found))}) that tfdist cannot combine: {lines}")
+        text = result.code
         clash = self._literal.search(text)
         if clash:
             line = text.count("\n", 0, clash.start()) + 1
             return _refuse(result, line, f"the text {clash.group(0)} in this file is also a tfdist template placeholder; rename it to convert")
-        ctx = Context(a, self.backend, path)
-        ctx.patterns = found
-        if boundaries:
-            lines = set(boundaries)
-            ctx.plan.barriers.update(s for s in src.module.body if a.line(s) in lines)
-        try:
-            for rule in self.rules:
-                prepare = getattr(rule, "prepare", None)
-                if prepare is not None:
-                    prepare(ctx)
-            for rule in self.rules:
-                own = getattr(rule, "PATTERN", None)
-                if own is None or own in found:
-                    rule.apply(ctx)
-            for call in wrapped:  # beside training tfdist converts
-                said = self.backend.sklearn_wrapper_warning(a.code(call.func), _handed_on(a, call))
-                if said is not None:
-                    ctx.warn(call, "data-division", said)
-            for call in tuners:
-                ctx.warn(call, "data-division", self.backend.tuner_warning(a.code(call.func)))
-            new_module = ctx.plan.apply(src.module, a.scopes.parents)
-        except Unsupported as e:
-            return _refuse(result, e.line, e.message)
-        code = new_module.code
-        try:  # safety net: never hand out code that Python would not accept
-            _accepted_as_the_input_was(code, src.module.code, path)
-        except SyntaxError as e:  # pragma: no cover - a bug in a rule
-            return _refuse(result, None, f"internal error: the converted code does not parse ({e}); nothing written")
-        result.code = code
-        result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
-        result.full_batch = bool(ctx.facts.get("full_batch"))
-        result.tf_keras_on_workers = bool(ctx.facts.get("tf_keras_on_workers"))
-        result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
-        result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
-        result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED
-        return result
+        return None
+
+    def _apply_rules(self, ctx: Context, a: Analysis, src: SourceFile, found: set, wrapped: list, tuners: list):
+        """Every rule's prepare, then the rules whose pattern was found (and
+        the rules without one), then the edit plan: the new module.
+        Raises Unsupported."""
+        for rule in self.rules:
+            prepare = getattr(rule, "prepare", None)
+            if prepare is not None:
+                prepare(ctx)
+        for rule in self.rules:
+            own = getattr(rule, "PATTERN", None)
+            if own is None or own in found:
+                rule.apply(ctx)
+        for call in wrapped:  # beside training tfdist converts
+            said = self.backend.sklearn_wrapper_warning(a.code(call.func), _handed_on(a, call))
+            if said is not None:
+                ctx.warn(call, "data-division", said)
+        for call in tuners:
+            ctx.warn(call, "data-division", self.backend.tuner_warning(a.code(call.func)))
+        return ctx.plan.apply(src.module, a.scopes.parents)
 
     def convert_path(self, path: str, project: Optional[ProjectContext] = None,
                      data: Optional[bytes] = None, boundaries: Sequence[int] = ()) -> F.FileResult:

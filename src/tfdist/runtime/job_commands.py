@@ -10,7 +10,7 @@ from typing import List, Optional
 
 from ..engine_choice import written_for
 from . import kubernetes, launcher, slurm
-from .commands import BACKENDS, EXIT_BAD_INPUT, EXIT_OK, _Parser, _err, _write_atomic
+from .command_line import BACKENDS, EXIT_BAD_INPUT, EXIT_OK, Parser, err, write_text_atomic
 
 JOB_DESCRIPTION = """\
 Run a converted script on a cluster scheduler:
@@ -64,8 +64,8 @@ exit status: 0 written (and, with --wait, the job succeeded); the job's own
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="tfdist job", description=JOB_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="scheduler", metavar="SCHEDULER", parser_class=_Parser)
+    p = Parser(prog="tfdist job", description=JOB_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="scheduler", metavar="SCHEDULER", parser_class=Parser)
     s = sub.add_parser("slurm", help="write (and submit) an sbatch script", description=SLURM_DESCRIPTION,
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--backend", choices=BACKENDS, help="the engine (default: read from the script)")
@@ -128,14 +128,14 @@ def _backend(prog: str, args) -> str | None:
         with open(args.script, encoding="utf-8", errors="replace") as fh:
             found = detect_backend(fh.read())
     except OSError as exc:
-        _err(prog, f"cannot read {args.script}: {exc.strerror or exc}")
+        err(prog, f"cannot read {args.script}: {exc.strerror or exc}")
         return None
     if args.backend and found and args.backend != found:
-        _err(prog, f"{args.script} is a {found} script (it {'imports horovod' if found == 'horovod' else 'builds a tf.distribute strategy'}), "
+        err(prog, f"{args.script} is a {found} script (it {'imports horovod' if found == 'horovod' else 'builds a tf.distribute strategy'}), "
                    f"not --backend {args.backend}: convert it with --backend {args.backend}, or drop --backend")
         return None
     if not (args.backend or found):
-        _err(prog, f"{args.script} uses neither Horovod nor tf.distribute: give a converted script "
+        err(prog, f"{args.script} uses neither Horovod nor tf.distribute: give a converted script "
                    "(tfdist convert --backend ...), or say the engine with --backend")
         return None
     return args.backend or found
@@ -155,7 +155,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_INPUT
     prog = f"tfdist job {args.scheduler}"
     if not os.path.isfile(args.script):
-        _err(prog, f"no such script: {args.script}")
+        err(prog, f"no such script: {args.script}")
         return EXIT_BAD_INPUT
     backend = _backend(prog, args)
     if backend is None:
@@ -187,7 +187,7 @@ def slurm_main(prog: str, args, backend: str) -> int:
                         "--submit and submit it where Slurm is")
     if problems:
         for problem in problems:
-            _err(prog, problem)
+            err(prog, problem)
         sys.stderr.write(f"{prog}: nothing written\n")
         return EXIT_BAD_INPUT
     spec.pythonpath = slurm.tfdist_pythonpath_for(python)
@@ -196,7 +196,7 @@ def slurm_main(prog: str, args, backend: str) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     path = os.path.abspath(args.output or f"{spec.name}.sbatch")
-    _write_atomic(path, text)
+    write_text_atomic(path, text)
     os.chmod(path, 0o755)
     sys.stderr.write(f"{prog}: wrote {path} ({spec.ntasks} {backend} process(es) on {spec.nodes} node(s))\n")
     if not args.submit:
@@ -205,7 +205,7 @@ def slurm_main(prog: str, args, backend: str) -> int:
     try:
         job_id = slurm.submit(path)
     except slurm.SlurmError as exc:
-        _err(prog, str(exc))
+        err(prog, str(exc))
         return 1
     print(f"Submitted Slurm job {job_id}", flush=True)
     if not args.wait:
@@ -213,10 +213,10 @@ def slurm_main(prog: str, args, backend: str) -> int:
     try:
         result = slurm.wait(job_id, sink=launcher.stream_to(sys.stdout), timeout=args.wait_timeout or None)
     except (slurm.SlurmError, TimeoutError) as exc:
-        _err(prog, str(exc))
+        err(prog, str(exc))
         return 1
     except KeyboardInterrupt:
-        _err(prog, f"stopped waiting; job {job_id} keeps running (scancel {job_id} ends it)")
+        err(prog, f"stopped waiting; job {job_id} keeps running (scancel {job_id} ends it)")
         return launcher.EXIT_INTERRUPTED
     report = slurm.describe(result)
     (sys.stdout if result.returncode == 0 else sys.stderr).write(f"{prog}: {report}\n")
@@ -231,7 +231,7 @@ def kubernetes_main(prog: str, args, backend: str) -> int:
     problems = spec.problems()
     if problems:
         for problem in problems:
-            _err(prog, problem)
+            err(prog, problem)
         sys.stderr.write(f"{prog}: nothing written\n")
         return EXIT_BAD_INPUT
     docs = kubernetes.manifests(spec)
@@ -241,7 +241,7 @@ def kubernetes_main(prog: str, args, backend: str) -> int:
         return EXIT_OK
     kind = docs[-1]["kind"].lower()
     path = os.path.abspath(args.output or f"{spec.job_name}-{kind}.yaml")
-    _write_atomic(path, text)
+    write_text_atomic(path, text)
     sys.stderr.write(f"{prog}: wrote {path} ({' + '.join(d['kind'] for d in docs)}, {docs[-1]['apiVersion']}; "
                      f"{spec.workers} worker(s)); apply it with: kubectl apply -f {path}\n")
     return EXIT_OK

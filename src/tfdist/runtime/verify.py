@@ -42,12 +42,12 @@ from ..project.notebook import convert_notebook, notebook_script
 from . import compare as C
 from . import launcher
 from .verify_checks import (CHECK_NAMES, STEP_TOLERANCE_ABS, STEP_TOLERANCE_REL, Check, CheckResults,  # noqa: F401
-                            SampleResults, _brief, _rel, _short_list, expected_steps, loss_checks, run_checks,
+                            SampleResults, expected_steps, loss_checks, run_checks,
                             sample_checks)
 from .verify_observe import COMPARE_SEED, DEFAULT_TIMEOUT, run_and_observe  # noqa: F401
 from .verify_records import (BACKENDS, HOROVOD, TF_DISTRIBUTE, FileWrite, Observation, RankRecord,  # noqa: F401
                              read_records)
-from .verify_report import (SweepReport, VerifyReport, _files_cell, as_text, check_lines, format_report,  # noqa: F401
+from .verify_report import (SweepReport, VerifyReport, as_text, check_lines, format_report,  # noqa: F401
                             reason_lines)
 from .verify_samples import (SAMPLE_SOURCES, STEP_FOLLOWED_SOURCES, SampleStream, sample_stream,  # noqa: F401
                              samples_summary)
