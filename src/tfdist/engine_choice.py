@@ -83,13 +83,16 @@ def _release(version: str) -> Tuple[int, int]:
 
 
 # ---------------------------------------------------------------- what the code shows
-def _imported(tree: ast.AST) -> Tuple[Dict[str, str], Optional[Tuple[int, str]]]:
-    """Local name -> module path it stands for, and the first Keras 3 import
-    as (line, root package)."""
+def _imported(tree: ast.AST) -> Tuple[Dict[str, str], Optional[Tuple[int, str]], list]:
+    """One walk: local name -> module path it stands for, the first Keras 3
+    import as (line, root package), and the calls (for the sessions)."""
     names: Dict[str, str] = {}
     keras = None
+    calls = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.split(".")[0]
                 if alias.asname:
@@ -104,7 +107,7 @@ def _imported(tree: ast.AST) -> Tuple[Dict[str, str], Optional[Tuple[int, str]]]
                 names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             if root in _KERAS3_ROOTS and (keras is None or node.lineno < keras[0]):
                 keras = (node.lineno, root)
-    return names, keras
+    return names, keras, calls
 
 
 def _dotted(node: ast.AST) -> Optional[str]:
@@ -125,12 +128,10 @@ def _canonical(name: str) -> str:
     return name
 
 
-def _first_session(tree: ast.AST, names: Dict[str, str]) -> Optional[Tuple[int, str]]:
+def _first_session(calls: list, names: Dict[str, str]) -> Optional[Tuple[int, str]]:
     """(line, spelling) of the first call that builds a TF1 Session."""
     found = None
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls:
         spelled = _dotted(node.func)
         if spelled is None:
             continue
@@ -141,15 +142,23 @@ def _first_session(tree: ast.AST, names: Dict[str, str]) -> Optional[Tuple[int, 
     return found
 
 
+#: Cheap tests on the text before any parsing: most files show neither.
+_MAYBE_SESSION = re.compile(r"Session\b")
+_MAYBE_KERAS3 = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:keras|keras_core|tf_keras)\b", re.M)
+
+
 def code_evidence(source: Union[str, bytes]) -> Optional[Choice]:
     """The engine the code itself asks for (rules 1 and 2), or None when it
     shows neither (or does not parse: then the conversion says what is wrong)."""
+    text = source.decode("latin-1") if isinstance(source, bytes) else source
+    if not (_MAYBE_SESSION.search(text) or _MAYBE_KERAS3.search(text)):
+        return None
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    names, keras = _imported(tree)
-    session = _first_session(tree, names)
+    names, keras, calls = _imported(tree)
+    session = _first_session(calls, names)
     if session is not None:
         line, spelled = session
         return Choice(HOROVOD, f"line {line} trains with a TF1 session ({spelled}), which tf.distribute does not "

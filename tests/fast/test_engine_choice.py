@@ -209,3 +209,25 @@ def test_convert_reads_the_installed_version_without_importing_tensorflow(tmp_pa
     assert r.returncode == 0, r.stderr.decode()
     assert "train.py: engine tf-distribute (--backend auto: TensorFlow 2.16.1 is installed" in r.stderr.decode()
     assert b"MultiWorkerMirroredStrategy" in r.stdout
+
+
+# ---------------------------------------------------------------- tfdist verify
+def test_verify_auto_chooses_for_the_script_or_reads_a_converted_one(tmp_path, monkeypatch):
+    from tfdist.runtime.verify import VerifyInputError, choose_backend
+    monkeypatch.setattr(engine_choice, "VERSION_OF", installed("2.15.1"))
+    (tmp_path / "k3.py").write_bytes(KERAS3)
+    (tmp_path / "plain.py").write_bytes(TF_KERAS)
+    assert choose_backend(tmp_path / "k3.py").backend == "tf-distribute"
+    assert choose_backend(tmp_path / "plain.py").backend == "horovod"
+    converted = convert_source(TF_KERAS, "plain.py", backend="tf-distribute").data
+    (tmp_path / "dist.py").write_bytes(converted)
+    choice = choose_backend(tmp_path / "dist.py", converted=True)
+    assert choice.backend == "tf-distribute" and "converted script" in choice.reason
+    with pytest.raises(VerifyInputError, match="give --backend with --converted"):
+        choose_backend(tmp_path / "plain.py", converted=True)
+
+
+def test_verify_converted_without_an_engine_is_bad_input_before_anything_runs(tmp_path, capsys):
+    (tmp_path / "plain.py").write_bytes(TF_KERAS)
+    assert main(["verify", str(tmp_path / "plain.py"), "--converted"]) == 3
+    assert "uses neither Horovod nor tf.distribute: give --backend with --converted" in capsys.readouterr().err
