@@ -21,8 +21,10 @@ Check that a converted script trains correctly on N processes.
 
 Converts SCRIPT with tfdist (unless --converted), runs the ORIGINAL once as a
 single process and the CONVERTED script on N CPU processes (under horovodrun,
-or as N TF_CONFIG workers with --backend tf-distribute), each run in its own
-fresh temporary working directory, with a probe that
+or as N TF_CONFIG workers with --backend tf-distribute; --backend auto, the
+default, takes the engine tfdist convert chooses for SCRIPT, or with
+--converted the one it was converted for, and says which on stderr), each
+run in its own fresh temporary working directory, with a probe that
 observes from outside the script: the final trainable (floating-point)
 variables, optimizer steps, and the checkpoint/summary/model files each rank
 wrote.  It prints PASS only when
