@@ -3,6 +3,7 @@
 import pytest
 
 from tfdist.api import convert_source
+from tfdist.options import Options
 
 
 def test_keras_callbacks_none_is_treated_as_absent():
@@ -160,8 +161,7 @@ def test_every_optimizer_class_is_known_by_its_compile_string_on_both_engines():
 
 
 def test_fault_tolerant_puts_backup_and_restore_first_in_every_callbacks_form():
-    from tfdist.assembly import pipeline_key
-    key = pipeline_key("tf-distribute", "fault-tolerant")
+    key = Options(backend="tf-distribute", fault_tolerant=True)
     backup = "tf.keras.callbacks.BackupAndRestore(backup_dir='./backup_and_restore')"  # the file's quotes
     head = ("import tensorflow as tf\n"
             "model = tf.keras.Sequential([tf.keras.layers.Dense(1)])\n"
@@ -279,14 +279,13 @@ def test_keras3_callbacks_that_write_get_a_path_per_worker():
 
 
 def test_keras3_backup_and_restore_is_refused_at_conversion_with_its_line():
-    from tfdist.assembly import pipeline_key
     src = KERAS3_HEAD + ("backup = keras.callbacks.BackupAndRestore('bk')\n"
                          "model.fit(np.zeros((8, 2)), np.zeros((8, 1)), callbacks=[backup])\n")
     result = convert_source(src, "k3.py", backend="tf-distribute")
     assert result.status == "unsupported" and result.error_line == 5, (result.status, result.error_line)
     assert "BackupAndRestore under Keras 3" in result.error and "unable to lock file" in result.error
     fit_only = KERAS3_HEAD + "model.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n"
-    ft = convert_source(fit_only, "k3.py", backend=pipeline_key("tf-distribute", "fault-tolerant"))
+    ft = convert_source(fit_only, "k3.py", backend=Options(backend="tf-distribute", fault_tolerant=True))
     assert ft.status == "unsupported" and ft.error_line == 5 and "BackupAndRestore under Keras 3" in ft.error
     # Horovod runs the callback on rank 0 only: unchanged there
     assert convert_source(src, "k3.py").status == "converted"
