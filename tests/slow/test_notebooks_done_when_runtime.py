@@ -94,7 +94,8 @@ def _no_hand_work(path: Path, backend: str, python: str) -> None:
 def test_horovod(runtime_python, tmp_path, name):
     path = _notebook(tmp_path, name)
     _no_hand_work(path, "horovod", runtime_python)
-    res = run_tfdist(runtime_python, ["verify", "--json", "--timeout", "300", str(path)], tmp_path, timeout=390,
+    res = run_tfdist(runtime_python, ["verify", "--backend", "horovod", "--json", "--timeout", "300", str(path)],
+                     tmp_path, timeout=390,
                      env=_env())
     assert res.returncode in (0, 1), res.stderr[-3000:]
     _check(json.loads(res.stdout))

@@ -68,7 +68,8 @@ def _run(runtime_python, tmp_path: Path, script_text: str) -> dict:
     (project / "pipeline.py").write_text(PIPELINE)
     script = project / "train.py"
     script.write_text(script_text)
-    res = subprocess.run([sys.executable, "-m", "tfdist", "convert", str(script), "-o", str(tmp_path / "out.py")],
+    res = subprocess.run([sys.executable, "-m", "tfdist", "convert", str(script), "-o", str(tmp_path / "out.py"),
+                          "--backend", "horovod"],
                          cwd=project, env=cli_env(), capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "WARNING" not in res.stdout + res.stderr, res.stdout + res.stderr
     assert "series[hvd.rank()" not in (tmp_path / "out.py").read_text()

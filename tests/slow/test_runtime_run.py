@@ -72,7 +72,9 @@ def _python_without_horovod(tmp_path) -> tuple[str, str]:
 def test_missing_horovodrun_is_a_clear_one_line_error(command, tmp_path):
     python, path = _python_without_horovod(tmp_path)
     env = cli_env({"PATH": path})
-    args = [command] + (["-np", "2"] if command == "run" else ["--converted"]) + [str(SCRIPTS / "hello_ranks.py")]
+    # verify: --backend horovod, as hello_ranks.py shows no engine for --backend auto to read
+    args = [command] + (["-np", "2"] if command == "run" else ["--converted", "--backend", "horovod"]) \
+        + [str(SCRIPTS / "hello_ranks.py")]
     res = run_tfdist(python, args, tmp_path, timeout=50, env=env)
     assert res.returncode == 3, res
     assert "Traceback" not in res.stderr
