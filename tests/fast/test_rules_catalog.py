@@ -14,6 +14,7 @@ from collections import defaultdict
 import pytest
 
 from fixture_cases import glob
+from option_keys import options_of
 from tfdist import catalog, rules
 from tfdist.api import convert_source
 from tfdist.backends import BACKENDS
@@ -76,7 +77,8 @@ def _observe(cases, engines):
         for case in cases:
             keys = [*engines, *(p.name[len("expected."):-3] for p in case.glob("expected.*+*.py"))]
             for key in keys:
-                convert_source((case / "input.py").read_bytes(), str(case / "input.py"), backend=key)
+                convert_source((case / "input.py").read_bytes(), str(case / "input.py"),
+                               backend=options_of(key))  # a bare engine name, or a fixture's options key
     finally:
         C.Context.change, C.Context.warn = change, warn
         for (cls, name), method in originals.items():
