@@ -49,6 +49,7 @@ except ImportError:
     import tfdist  # noqa: F401
 
 from tfdist.engine import findings as F
+from tfdist.options import Options
 from tfdist.project import index as I
 from tfdist.project.runner import run_tasks
 from tfdist.project.walk import walk
@@ -182,7 +183,7 @@ def _tasks(roots: List[Tuple[str, str]], backend: str = "horovod") -> Tuple[List
                 project = index.context_for(ab, I.notebook_summary(ab))
         except Exception:  # as the CLI does: a broken module never stops this file
             project = None
-        tasks.append((disp, FileTask(backend=backend, diff=False, inplace=False, backup=False, path=e.path,
+        tasks.append((disp, FileTask(options=Options(backend=backend), diff=False, inplace=False, backup=False, path=e.path,
                                      abspath=e.abspath, kind=e.kind, project=project, tree=True,
                                      symlink=e.symlink, broken=e.broken, mirror=False)))
     return tasks, dict(seen), skipped

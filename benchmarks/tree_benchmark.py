@@ -375,13 +375,13 @@ def floor_seconds(files) -> float:
     return time.perf_counter() - t
 
 
-def tfdist_seconds(root: str, out: str, jobs: int) -> tuple:
+def tfdist_seconds(root: str, out: str, jobs: int, backend: str = "horovod") -> tuple:
     import contextlib
     import io
 
     from tfdist.cli import main
 
-    argv = ["convert", root, "-o", out, "-q"]
+    argv = ["convert", root, "-o", out, "-q", "--backend", backend]
     if jobs:
         argv += ["-j", str(jobs)]
     err = io.StringIO()
@@ -398,6 +398,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each, alternated (default 3; medians are compared)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
     ap.add_argument("--profile", action="store_true", help="cProfile a serial conversion of 40 training files")
+    ap.add_argument("--backend", default="horovod", help="the engine converted to (default horovod, one engine "
+                    "for every file, whatever TensorFlow is installed; auto chooses per file)")
     ap.add_argument("--tree", nargs="+", metavar="DIR", help="time the .py files of these folders (public code) instead")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tfdist-bench-")
@@ -411,7 +413,7 @@ def main() -> None:
     for i in range(args.repeat):  # alternated, so that machine noise hits both alike
         floors.append(floor_seconds(files))
         out = os.path.join(tmp, f"out{i}")
-        took, code, last = tfdist_seconds(root, out, args.jobs)
+        took, code, last = tfdist_seconds(root, out, args.jobs, args.backend)
         shutil.rmtree(out, ignore_errors=True)
         tooks.append(took)
         print(f"run {i + 1}: floor {floors[-1]:.2f} s, tfdist {took:.2f} s (exit {code}), ratio {took / floors[-1]:.2f}x")
@@ -431,7 +433,7 @@ def main() -> None:
         prof = cProfile.Profile()
         prof.enable()
         for p, d in datas:
-            convert_source(d, p)
+            convert_source(d, p, backend=args.backend)
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
     if not args.keep:
