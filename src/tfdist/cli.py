@@ -1,4 +1,4 @@
-"""Command line: ``tfdist convert | analyze | run | verify | job``.
+"""Command line: ``tfdist convert | analyze | rules | run | verify | job``.
 
 Exit codes (also in the README):
   0  converted, or nothing to do (unchanged / already distributed)
@@ -13,7 +13,7 @@ import json
 import sys
 from typing import List, Optional
 
-from . import __version__
+from . import __version__, catalog
 from .assembly import analyse, convert_path, resolve_options
 from .engine import patterns as P
 from .engine.source import BadInput, load
@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "the engine tfdist convert would choose)")
     sub.add_parser("run", help="launch a (converted) script on N processes with horovodrun", add_help=False)
     sub.add_parser("verify", help="convert, run on N processes, and check the ranks trained correctly", add_help=False)
+    sub.add_parser("rules", help="list every rule (tfdist rules), or show one with its example (tfdist rules ID)",
+                   add_help=False)
     sub.add_parser("job", help="run a converted script on Slurm (sbatch) or Kubernetes (Kubeflow TrainJob)",
                    add_help=False)
     return p
@@ -135,6 +137,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("run", "verify"):
         return (commands.run_main if argv[0] == "run" else commands.verify_main)(argv[1:])
+    if argv and argv[0] == "rules":
+        return catalog.main(argv[1:])
     if argv and argv[0] == "job":
         return job_commands.main(argv[1:])
     parser = build_parser()

@@ -143,3 +143,20 @@ def test_tfdist_rules_unknown_id_exits_3_naming_the_rules():
     code, out, err = _run("no-such-rule")
     assert code == 3 and out == ""
     assert "unknown rule 'no-such-rule'" in err and "keras-fit" in err
+
+
+def test_the_command_line_runs_tfdist_rules():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    listing = subprocess.run([sys.executable, "-m", "tfdist", "rules"], capture_output=True, text=True, env=env,
+                             timeout=120)
+    assert listing.returncode == 0 and listing.stdout == catalog.listing()
+    one = subprocess.run([sys.executable, "-m", "tfdist", "rules", "replica-tape"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert one.returncode == 0 and one.stdout == catalog.describe(REGISTRY["replica-tape"])
+    assert "+++ expected.tf-distribute.py" in one.stdout
