@@ -98,32 +98,44 @@ class ArrayFeed:
     reorders: List[cst.CSTNode] = None  # the arrays reordered by themselves each epoch (X, Y = shuffle(X, Y))
 
 
-def array_feed(ctx, loop, trains) -> ArrayFeed:
-    """The statements of a step loop cutting each step's batch from arrays,
-    when every replica can run them for its own step; refused (with the
-    reason and line) otherwise."""
+def _refusal(ctx, node, why):
+    """Refusing a step loop whose batches cannot be cut per replica (the reason in ``why``)."""
+    return ctx.unsupported(node, ctx.say(
+        "this training loop does not read a tf.data dataset and tfdist cannot give each replica its own batch "
+        "({why}); build a tf.data.Dataset of the samples{alternative}", why=why))
+
+
+def _step_range_args(ctx, loop) -> list:
+    """The arguments of the range(...) a step loop counts its steps with; refused unless
+    range(n), range(start, n) or range(0, n, batch)."""
     a = ctx.a
-
-    def refuse(node, why):
-        return ctx.unsupported(node, ctx.say(
-            "this training loop does not read a tf.data dataset and tfdist cannot give each replica its own batch "
-            "({why}); build a tf.data.Dataset of the samples{alternative}", why=why))
-
     if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
-        raise refuse(loop, "it is not a for loop over range(...) numbering its steps")
-    counter = loop.target.value
+        raise _refusal(ctx, loop, "it is not a for loop over range(...) numbering its steps")
     it = step_counts.unwrapped(a, loop.iter)  # tqdm(range(n)): range(n)'s steps
     args = step_counts.plain_args(it) if step_counts.is_range(a, it) else None
     zero = lambda e: isinstance(e, cst.Integer) and e.evaluated_value == 0  # noqa: E731
     if args is None or not (len(args) in (1, 2)
                             or len(args) == 3 and zero(args[0]) and isinstance(args[2], (cst.Name, cst.Integer))):
-        raise refuse(loop, "it is not a for loop over range(n), range(start, n) or range(0, n, batch)")
+        raise _refusal(ctx, loop, "it is not a for loop over range(n), range(start, n) or range(0, n, batch)")
+    return args
+
+
+def _batch_statements(ctx, loop, trains):
+    """The loop body and the index of its training step; the statements before it cut the batch."""
+    a = ctx.a
     body = list(loop.body.body)
     tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
     first = next((i for i, s in enumerate(body) if trains(s) or any(id(n) in tape_withs for n in walk(s))), None)
     statements = body[:first] if first else []
     if not statements:
-        raise refuse(loop, "no statements cutting the batch before the training step")
+        raise _refusal(ctx, loop, "no statements cutting the batch before the training step")
+    return body, first, statements
+
+
+def _batch_bindings(ctx, statements):
+    """The names the batch statements bind, and whether they draw from NumPy's global generator;
+    refused unless each is an assignment of names making only calls a replica can run."""
+    a = ctx.a
     names: Set[str] = set()
     random = False
     for stmt in statements:
@@ -131,39 +143,35 @@ def array_feed(ctx, loop, trains) -> ArrayFeed:
         if not isinstance(small, cst.Assign) or not all(
                 isinstance(n, (cst.Name, cst.Tuple, cst.List, cst.Element, cst.AssignTarget))
                 for t in small.targets for n in walk(t)):
-            raise refuse(stmt, f"line {a.line(stmt)} is not an assignment of names cutting the batch")
+            raise _refusal(ctx, stmt, f"line {a.line(stmt)} is not an assignment of names cutting the batch")
         for call in calls_in(stmt):
             kind = _batch_call_kind(a, call)
             if kind is None:
-                raise refuse(call, f"{a.code(call.func)}(...) at line {a.line(call)} may keep state tfdist cannot "
-                                   "split between the replicas")
+                raise _refusal(ctx, call, f"{a.code(call.func)}(...) at line {a.line(call)} may keep state tfdist "
+                                          "cannot split between the replicas")
             random = random or kind == "random"
         for t in small.targets:
             names |= set(target_names(t.target))
-    # The batch statements read the arrays as they are before the loop: an
-    # array made anew in the loops around (a per-epoch permutation) would
-    # differ from worker to worker, and their batches would overlap.
-    outer = dataflow.outermost_loop(a, loop) or loop
-    # Step arguments computed from the batch statements (``x[idx]``) are cut per replica too.
-    moved = [arg.value for s in body[first:] for c in calls_in(s) if trains(c) for arg in c.args
-             if not isinstance(arg.value, cst.Name) and not arg.star
-             and any(isinstance(n, cst.Name) and n.value in names for n in walk(arg.value))]
-    cutting = [*statements, *moved]
-    read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
-    # rows cut here (x[i:i + B]) or by a batch helper of the script's own (get_batch(x, y, i))
-    cuts = lambda node: any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)  # noqa: E731
-                            and n.value.value not in names or batch_helpers.batch_helper_arrays(a, n, draws=True) is not None
-                            for n in walk(node))
-    if not any(cuts(s) for s in cutting):
-        raise refuse(statements[0], "the statements before the step cut no rows of an array")
-    # Each statement cuts rows, or computes what a statement cutting rows reads
-    # (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
-    # anything else (a rate from the step number) would differ between them.
-    needed = {n.value for c in cutting if cuts(c) for n in walk(c) if isinstance(n, cst.Name)}
+    return names, random
+
+
+def _cuts_rows(a: A.Analysis, names: Set[str], node) -> bool:
+    """``node`` cuts rows here (x[i:i + B]) or by a batch helper of the script's own (get_batch(x, y, i))."""
+    return any(isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name)
+               and n.value.value not in names or batch_helpers.batch_helper_arrays(a, n, draws=True) is not None
+               for n in walk(node))
+
+
+def _check_only_batch_computed(ctx, statements, cutting, names: Set[str]) -> None:
+    """Each statement cuts rows, or computes what a statement cutting rows reads
+    (``idx = np.random.choice(n, bs)``, ``start = i * B``): run per replica,
+    anything else (a rate from the step number) would differ between them."""
+    a = ctx.a
+    needed = {n.value for c in cutting if _cuts_rows(a, names, c) for n in walk(c) if isinstance(n, cst.Name)}
     for k in reversed(range(len(statements))):
         stmt = statements[k]
         bound = set(assigned_names(stmt))
-        if cuts(stmt) or bound & needed:
+        if _cuts_rows(a, names, stmt) or bound & needed:
             needed |= {n.value for n in walk(stmt) if isinstance(n, cst.Name)}
             continue
         # computed from the rows cut before it (cond = np.eye(4)[yb]): each
@@ -171,9 +179,18 @@ def array_feed(ctx, loop, trains) -> ArrayFeed:
         earlier = {n for s in statements[:k] for n in assigned_names(s)}
         if {n.value for n in walk(stmt) if isinstance(n, cst.Name)} & earlier:
             continue
-        raise refuse(stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of the "
-                           "batch, before the step: every replica would compute its own; compute it after the batch "
-                           "is cut")
+        raise _refusal(ctx, stmt, f"line {a.line(stmt)} computes {', '.join(sorted(bound))}, which is not part of "
+                                  "the batch, before the step: every replica would compute its own; compute it "
+                                  "after the batch is cut")
+
+
+def _reordered_arrays(ctx, loop, read: dict, names: Set[str], counter: str, random: bool) -> List[cst.CSTNode]:
+    """The batch statements read the arrays as they are before the loop: an
+    array made anew in the loops around (a per-epoch permutation) would
+    differ from worker to worker, and their batches would overlap. The arrays
+    reordered by themselves each epoch are allowed: returned."""
+    a = ctx.a
+    outer = dataflow.outermost_loop(a, loop) or loop
     reorders: List[cst.CSTNode] = []
     for name, node in read.items():
         if name in names or name == counter:
@@ -185,27 +202,55 @@ def array_feed(ctx, loop, trains) -> ArrayFeed:
             reorders += [o for o in inside if o not in reorders]
             continue
         if inside:
-            raise refuse(inside[0], f"{name}, which the batch is cut with, is made anew at line {a.line(inside[0])} "
-                                    "inside the training loops: it would differ from worker to worker")
-    # What they bind is the batch: read only by the step, bound nowhere else.
+            raise _refusal(ctx, inside[0], f"{name}, which the batch is cut with, is made anew at line "
+                                           f"{a.line(inside[0])} inside the training loops: it would differ from "
+                                           "worker to worker")
+    return reorders
+
+
+def _check_batch_read_by_step_only(ctx, loop, body, first, names: Set[str]) -> None:
+    """What the batch statements bind is the batch: read only by the step, bound nowhere else."""
+    a = ctx.a
     rest = [n for s in body[first:] for n in walk(s)]
     for n in rest:
         if isinstance(n, cst.AssignTarget) and set(target_names(n.target)) & names:
-            raise refuse(n, f"line {a.line(n)} binds the batch again after the step starts")
+            raise _refusal(ctx, n, f"line {a.line(n)} binds the batch again after the step starts")
     scope = a.enclosing_function(loop) or a.module
     inside_loop = {id(n) for n in walk(loop)}
     for n in walk(scope):
         if isinstance(n, cst.Name) and n.value in names and id(n) not in inside_loop:
             if any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)):
-                raise refuse(n, f"{n.value} (the batch) is read at line {a.line(n)}, after the loop")
+                raise _refusal(ctx, n, f"{n.value} (the batch) is read at line {a.line(n)}, after the loop")
+
+
+def array_feed(ctx, loop, trains) -> ArrayFeed:
+    """The statements of a step loop cutting each step's batch from arrays,
+    when every replica can run them for its own step; refused (with the
+    reason and line) otherwise."""
+    a = ctx.a
+    args = _step_range_args(ctx, loop)
+    counter = loop.target.value
+    body, first, statements = _batch_statements(ctx, loop, trains)
+    names, random = _batch_bindings(ctx, statements)
+    # Step arguments computed from the batch statements (``x[idx]``) are cut per replica too.
+    moved = [arg.value for s in body[first:] for c in calls_in(s) if trains(c) for arg in c.args
+             if not isinstance(arg.value, cst.Name) and not arg.star
+             and any(isinstance(n, cst.Name) and n.value in names for n in walk(arg.value))]
+    cutting = [*statements, *moved]
+    read = {n.value: n for s in cutting for n in walk(s) if isinstance(n, cst.Name)}
+    if not any(_cuts_rows(a, names, s) for s in cutting):
+        raise _refusal(ctx, statements[0], "the statements before the step cut no rows of an array")
+    _check_only_batch_computed(ctx, statements, cutting, names)
+    reorders = _reordered_arrays(ctx, loop, read, names, counter, random)
+    _check_batch_read_by_step_only(ctx, loop, body, first, names)
     if counter in names:
-        raise refuse(statements[0], f"the batch statements rebind the loop counter {counter}")
+        raise _refusal(ctx, statements[0], f"the batch statements rebind the loop counter {counter}")
     uses_counter = counter in read
     if not uses_counter and not random:
-        raise refuse(statements[0], f"the batch depends neither on the step number {counter} nor on a random draw: "
-                                    "every replica would cut the same rows")
+        raise _refusal(ctx, statements[0], f"the batch depends neither on the step number {counter} nor on a random "
+                                           "draw: every replica would cut the same rows")
     return ArrayFeed(statements, names, counter if uses_counter else None,
-                      args[2] if len(args) == 3 else None, random, reorders)
+                     args[2] if len(args) == 3 else None, random, reorders)
 
 
 def _self_reorder_by_numpy(a: A.Analysis, origin, name: str) -> bool:
@@ -241,10 +286,11 @@ def cut_arguments(ctx) -> dict:
     return ctx.state("replica_tape.args", dict)
 
 
-def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
+def _divide_steps(ctx, loop, feed: ArrayFeed) -> Optional[str]:
+    """The loop runs 1/N of the steps (its range's stop rewritten); the code of
+    its range's start, when the steps are numbered from one."""
     a = ctx.a
     size = ctx.backend.size()
-    # 1. The loop runs 1/N of the steps.
     it = step_counts.unwrapped(a, loop.iter)
     args = step_counts.plain_args(it)
     stop = args[0] if len(args) == 1 else args[1]
@@ -276,7 +322,12 @@ def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
         new_stop = ctx.expr(f"{start_code} + {source(ctx.module, new_stop, False)}")
     ctx.plan.replace(stop, lambda old, new=new_stop: new)
     ctx.change(stop, shard_points.RULE, message)
-    # 2. Arguments of the step call computed from the batch: cut per replica too.
+    return start_code
+
+
+def _moved_arguments(ctx, feed: ArrayFeed, calls) -> list:
+    """Arguments of the step call computed from the batch: cut per replica too,
+    each bound to a name of its own; (name, argument) pairs."""
     moved = []
     for call in calls:
         for arg in call.args:
@@ -290,18 +341,14 @@ def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
             moved.append((name, arg.value))
             # the call is rewritten as a whole (run on every replica): it reads the name instead
             cut_arguments(ctx)[id(arg.value)] = name
-    in_moved = {id(n) for _, v in moved for n in walk(v)}
-    used_after = {n.value for s in list(loop.body.body)[len(feed.statements):] for n in walk(s)
-                  if isinstance(n, cst.Name) and id(n) not in in_moved}
-    returned = [n for n in _ordered_targets(feed.statements) if n in used_after]
-    results = returned + [name for name, _ in moved]
-    if not results:
-        raise ctx.unsupported(loop, "the training step reads nothing the batch statements cut")
-    function = replica_state.free_local_name(ctx, "replica_batch")
-    replica = "replica_context"
-    while any(isinstance(n, cst.Name) and n.value == replica for s in feed.statements for n in walk(s)):
-        replica += "_"
-    params = replica + (f", {feed.counter}={feed.counter}" if feed.counter else "")
+    return moved
+
+
+def _replica_head(ctx, feed: ArrayFeed, replica: str, start_code: Optional[str]):
+    """The statements numbering a replica's own step (none without a counter), and the
+    comment on the function cutting its batch."""
+    a = ctx.a
+    size = ctx.backend.size()
     head = []
     if feed.counter is not None:
         place = f"{replica}.replica_id_in_sync_group"
@@ -317,6 +364,25 @@ def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
                           what="offset" if feed.offset_step is not None else "step")
     else:
         comment = ctx.say("{engine}: every replica draws its own batch as the loop draws it.")
+    return head, comment
+
+
+def _regroup_per_replica(ctx, loop, feed: ArrayFeed, moved, start_code: Optional[str]) -> str:
+    """The batch statements (and the moved arguments) become a function every replica runs
+    for its own step, its results bound per replica; the function's name."""
+    in_moved = {id(n) for _, v in moved for n in walk(v)}
+    used_after = {n.value for s in list(loop.body.body)[len(feed.statements):] for n in walk(s)
+                  if isinstance(n, cst.Name) and id(n) not in in_moved}
+    returned = [n for n in _ordered_targets(feed.statements) if n in used_after]
+    results = returned + [name for name, _ in moved]
+    if not results:
+        raise ctx.unsupported(loop, "the training step reads nothing the batch statements cut")
+    function = replica_state.free_local_name(ctx, "replica_batch")
+    replica = "replica_context"
+    while any(isinstance(n, cst.Name) and n.value == replica for s in feed.statements for n in walk(s)):
+        replica += "_"
+    params = replica + (f", {feed.counter}={feed.counter}" if feed.counter else "")
+    head, comment = _replica_head(ctx, feed, replica, start_code)
     define = ctx.stmts(f"def {function}({params}):\n    pass", comment=comment)[0]
     tail_values = ", ".join(returned + [source(ctx.module, v, False) for _, v in moved])
     tail = ctx.stmts(f"return {tail_values}")
@@ -327,6 +393,46 @@ def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
                                     leading_lines=[*leading, *define.leading_lines]), assign]
 
     ctx.plan.regroup(feed.statements, build)
+    return function
+
+
+def _seed_reorders_alike(ctx, loop, feed: ArrayFeed) -> None:
+    """The arrays reordered each epoch: NumPy seeded alike on every worker before the loops."""
+    a = ctx.a
+    stmt = dataflow.outermost_loop(a, loop) or loop
+    top = a.statement_of(stmt) or stmt
+    if not shard_points.global_seed_set_before(a, top, apis.NUMPY_GLOBAL_SEED_SETTERS) \
+            and shared_seeds.seed_numpy_alike_before(
+                ctx, top, "{engine}: every worker reorders the arrays alike each epoch, so the batches its "
+                          "replicas cut stay disjoint."):
+        ctx.change(feed.reorders[0], shard_points.RULE, ctx.say(
+            "the arrays reordered each epoch (line {line}) are reordered alike on every worker: NumPy seeded "
+            "the same before the loop at line {loop}", line=str(a.line(feed.reorders[0])),
+            loop=str(a.line(stmt))))
+
+
+def _seed_draws_per_worker(ctx, loop, feed: ArrayFeed) -> None:
+    """A batch drawn from NumPy's global generator: seeded per worker (once per loop)."""
+    a = ctx.a
+    stmt = dataflow.outermost_loop(a, loop) or loop
+    key = ("seeded", id(stmt))
+    done = ctx.state("replica_tape.seeded")
+    if key not in done:
+        done.add(key)
+        per_rank_draws.seed_numpy_before(ctx, a.statement_of(stmt) or stmt)
+        ctx.change(feed.statements[0], shard_points.RULE, ctx.say(
+            "the batch is drawn from NumPy's global generator: seeded per worker before the loop at line "
+            "{line}, so the workers draw different batches", line=str(a.line(stmt))))
+
+
+def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
+    a = ctx.a
+    # 1. The loop runs 1/N of the steps.
+    start_code = _divide_steps(ctx, loop, feed)
+    # 2. Arguments of the step call computed from the batch: cut per replica too.
+    moved = _moved_arguments(ctx, feed, calls)
+    # 3. The batch statements run by every replica for its own step.
+    function = _regroup_per_replica(ctx, loop, feed, moved, start_code)
     ctx.change(feed.statements[0], shard_points.RULE, ctx.say(
         "the batch cut at lines {start}-{end} is cut by every replica for its own step ({function}): disjoint "
         "batches of the user's size, samples with their labels", start=str(a.line(feed.statements[0])),
@@ -335,26 +441,9 @@ def split_array_feed(ctx, loop, feed: ArrayFeed, calls) -> None:
         ctx.change(value, shard_points.RULE, ctx.say("{value} cut by every replica for its own step",
                                                       value=a.code(value)))
     if feed.reorders:
-        stmt = dataflow.outermost_loop(a, loop) or loop
-        top = a.statement_of(stmt) or stmt
-        if not shard_points.global_seed_set_before(a, top, apis.NUMPY_GLOBAL_SEED_SETTERS) \
-                and shared_seeds.seed_numpy_alike_before(
-                    ctx, top, "{engine}: every worker reorders the arrays alike each epoch, so the batches its "
-                              "replicas cut stay disjoint."):
-            ctx.change(feed.reorders[0], shard_points.RULE, ctx.say(
-                "the arrays reordered each epoch (line {line}) are reordered alike on every worker: NumPy seeded "
-                "the same before the loop at line {loop}", line=str(a.line(feed.reorders[0])),
-                loop=str(a.line(stmt))))
+        _seed_reorders_alike(ctx, loop, feed)
     if feed.random:
-        stmt = dataflow.outermost_loop(a, loop) or loop
-        key = ("seeded", id(stmt))
-        done = ctx.state("replica_tape.seeded")
-        if key not in done:
-            done.add(key)
-            per_rank_draws.seed_numpy_before(ctx, a.statement_of(stmt) or stmt)
-            ctx.change(feed.statements[0], shard_points.RULE, ctx.say(
-                "the batch is drawn from NumPy's global generator: seeded per worker before the loop at line "
-                "{line}, so the workers draw different batches", line=str(a.line(stmt))))
+        _seed_draws_per_worker(ctx, loop, feed)
 
 
 def _ordered_targets(statements) -> List[str]:

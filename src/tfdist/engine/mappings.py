@@ -48,6 +48,17 @@ class Mappings:
         bound = self.assigned_values(expr)
         if not bound:
             return None
+        keys = self._bound_mapping_keys(bound, depth)
+        if keys is None:
+            return None
+        origins = [origin for origin, _ in bound]
+        if not self._add_keys_set_by_uses(expr, origins, keys):
+            return None
+        return keys
+
+    def _bound_mapping_keys(self, bound, depth: int) -> Optional[Set[str]]:
+        """mapping_keys of a name's bindings (``bound``: origins and values), all of them; None
+        when one is unknown."""
         keys = set()
         for origin, value in bound:
             if value is not None:
@@ -65,7 +76,11 @@ class Mappings:
             if inner is None:
                 return None
             keys |= inner
-        origins = [origin for origin, _ in bound]
+        return keys
+
+    def _add_keys_set_by_uses(self, expr: cst.Name, origins, keys: Set[str]) -> bool:
+        """Add to ``keys`` those the code sets on (or reads of) the mapping ``expr`` holds, bound at
+        ``origins``; False when a use of it makes its keys unknown."""
         for use in walk(self.module):
             if not (isinstance(use, cst.Name) and use.value == expr.value and use is not expr):
                 continue
@@ -84,17 +99,17 @@ class Mappings:
                         and isinstance(call.args[0].value, cst.SimpleString):
                     keys.add(str(call.args[0].value.evaluated_value))
                     continue
-                return None
+                return False
             if isinstance(par, cst.Subscript) and par.value is use:
                 index = par.slice[0].slice if len(par.slice) == 1 else None
                 if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
                     keys.add(str(index.value.evaluated_value))  # read or written: either way a key it may hold
                     continue
-                return None
+                return False
             if isinstance(par, cst.Comparison):
                 continue  # "k" in d
-            return None
-        return keys
+            return False
+        return True
 
     def mapping_value(self, expr: cst.BaseExpression, key: str) -> Optional[cst.CSTNode]:
         """The element (a dict literal's DictElement, a ``dict(...)`` call's

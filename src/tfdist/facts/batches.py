@@ -70,49 +70,7 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
         return []
     seen.add(id(expr))
     if isinstance(expr, cst.Call):
-        if a.is_name(expr, {apis.DATASET_ZIP}) and "batch" in methods and _zipped(expr):
-            # the batches of zip((a.batch(n), b.batch(n))) are a's and b's
-            out: List[cst.Call] = []
-            for d in _zipped(expr):
-                inner = batch_calls(a, d, seen, methods)
-                if inner is None:
-                    return None
-                out += inner
-            return out
-        if a.is_name(expr, apis.DATASET_SOURCES):
-            # a reader that batches its elements itself is a batch call
-            return [expr] if "batch" in methods and reader_batches(a, expr) else []
-        combined = a.combined_datasets(expr)
-        if combined is not None:  # sample_from_datasets([a, b]): the batches of a and b
-            out: List[cst.Call] = [expr] if COMBINERS in methods else []
-            for d in combined:
-                inner = batch_calls(a, d, seen, methods)
-                if inner is None:
-                    return None
-                out += inner
-            return out
-        f = expr.func
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
-            inner = batch_calls(a, f.value, seen, methods)
-            if inner is None:
-                return None
-            transformation = _batching_transformation(a, expr) if "batch" in methods else None
-            if transformation is not None:  # .apply(tf.data.experimental.map_and_batch(parse, n))
-                return [transformation] + inner
-            return ([expr] if f.attr.value in methods else []) + inner
-        if isinstance(f, (cst.Name, cst.Attribute)):
-            fdefs = dataflow.callees(a, expr)  # a function of this module, or a method of a user class
-            if not fdefs:
-                return None
-            out: List[cst.Call] = []
-            for fdef in fdefs:
-                for r in A.returned_values(fdef):
-                    inner = batch_calls(a, r, seen, methods)
-                    if inner is None:
-                        return None
-                    out += inner
-            return out
-        return None
+        return _call_batch_calls(a, expr, seen, methods)
     if isinstance(expr, cst.Subscript):  # splits[1] of tfds.load(split=[...])
         src = dataset_splits.split_source(a, expr)
         return batch_calls(a, src, seen, methods) if src is not None else None
@@ -128,42 +86,94 @@ def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Option
             out += [c for c in inner if c not in out]
         return out
     if isinstance(expr, cst.Name):
-        out = []
-        values = a.assigned_values(expr)
-        if not values:
-            return None
-        for origin, v in values:
-            if v is None and not isinstance(origin, cst.Param):
-                src = dataset_splits.unpacked_source(a, origin)  # train, val = reader(..., subset="both")
-                if src is not None:
-                    out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
-                    continue
-                elements = a.tuple_element_values(origin)  # train, val = make_datasets(): its returned tuple
-                if elements:
-                    for element in elements:
-                        inner = batch_calls(a, element, seen, methods)
-                        if inner is None:
-                            return None
-                        out += [c for c in inner if c not in out]
-                    continue
-            if v is None and isinstance(origin, cst.Param):  # passed in (or its default): where every caller built it
-                passed = a.parameter_values(origin)
-                if not passed:
-                    return None
-                for arg in passed:
-                    inner = batch_calls(a, arg, seen, methods)
-                    if inner is None:
-                        return None
-                    out += inner
-                continue
-            if v is None:
-                return None
-            inner = batch_calls(a, v, seen, methods)
+        return _name_batch_calls(a, expr, seen, methods)
+    return None
+
+
+def _call_batch_calls(a: A.Analysis, expr: cst.Call, seen, methods) -> Optional[List[cst.Call]]:
+    """batch_calls of a call: a zip, a reader, a combiner, a dataset method or a function of the script's."""
+    if a.is_name(expr, {apis.DATASET_ZIP}) and "batch" in methods and _zipped(expr):
+        # the batches of zip((a.batch(n), b.batch(n))) are a's and b's
+        out: List[cst.Call] = []
+        for d in _zipped(expr):
+            inner = batch_calls(a, d, seen, methods)
             if inner is None:
                 return None
             out += inner
         return out
+    if a.is_name(expr, apis.DATASET_SOURCES):
+        # a reader that batches its elements itself is a batch call
+        return [expr] if "batch" in methods and reader_batches(a, expr) else []
+    combined = a.combined_datasets(expr)
+    if combined is not None:  # sample_from_datasets([a, b]): the batches of a and b
+        out: List[cst.Call] = [expr] if COMBINERS in methods else []
+        for d in combined:
+            inner = batch_calls(a, d, seen, methods)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    f = expr.func
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.DATASET_METHODS:
+        inner = batch_calls(a, f.value, seen, methods)
+        if inner is None:
+            return None
+        transformation = _batching_transformation(a, expr) if "batch" in methods else None
+        if transformation is not None:  # .apply(tf.data.experimental.map_and_batch(parse, n))
+            return [transformation] + inner
+        return ([expr] if f.attr.value in methods else []) + inner
+    if isinstance(f, (cst.Name, cst.Attribute)):
+        fdefs = dataflow.callees(a, expr)  # a function of this module, or a method of a user class
+        if not fdefs:
+            return None
+        out: List[cst.Call] = []
+        for fdef in fdefs:
+            for r in A.returned_values(fdef):
+                inner = batch_calls(a, r, seen, methods)
+                if inner is None:
+                    return None
+                out += inner
+        return out
     return None
+
+
+def _name_batch_calls(a: A.Analysis, expr: cst.Name, seen, methods) -> Optional[List[cst.Call]]:
+    """batch_calls of a name: those of every value it is bound to (unpacked, returned or passed in)."""
+    out = []
+    values = a.assigned_values(expr)
+    if not values:
+        return None
+    for origin, v in values:
+        if v is None and not isinstance(origin, cst.Param):
+            src = dataset_splits.unpacked_source(a, origin)  # train, val = reader(..., subset="both")
+            if src is not None:
+                out += [c for c in batch_calls(a, src, seen, methods) or [] if c not in out]
+                continue
+            elements = a.tuple_element_values(origin)  # train, val = make_datasets(): its returned tuple
+            if elements:
+                for element in elements:
+                    inner = batch_calls(a, element, seen, methods)
+                    if inner is None:
+                        return None
+                    out += [c for c in inner if c not in out]
+                continue
+        if v is None and isinstance(origin, cst.Param):  # passed in (or its default): where every caller built it
+            passed = a.parameter_values(origin)
+            if not passed:
+                return None
+            for arg in passed:
+                inner = batch_calls(a, arg, seen, methods)
+                if inner is None:
+                    return None
+                out += inner
+            continue
+        if v is None:
+            return None
+        inner = batch_calls(a, v, seen, methods)
+        if inner is None:
+            return None
+        out += inner
+    return out
 
 
 def batched_state(ctx) -> set:

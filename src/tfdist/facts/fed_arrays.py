@@ -70,28 +70,42 @@ def array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: Li
     if inside:
         if len(inside) != len(bound):
             return False
-        helpers = [batch_helper_arrays(a, v if isinstance(v, cst.Call) else dataflow.assigned_by(a, o))
-                   for o, v in inside]
-        if all(h is not None for h in helpers):
-            # bx, by = get_next_batch(X, Y, step): rows of X and Y
-            return all(array_roots(a, arg, loop, out, readers, reader, depth + 1) for h in helpers for arg in h)
-        # xb = tf.convert_to_tensor(xb): still the rows xb holds; so is
-        # noisy = xb + 0.3 * np.random.randn(*xb.shape) (a denoising input)
-        inside = [(o, _rows_under_noise(a, v, loop) or v) for o, v in inside]
-        # (every conversion peeled: xb = xb / 127.5 - 1.0 is still xb's rows)
-        inside = [(o, (rows_under(a, v) if v is not None else None) or v) for o, v in inside]
-        # yb = one_hot(get_batch(y, step)): a function of this module computing
-        # from the rows it is given and nothing else
-        inside = [(o, pure_batch_function_argument(a, v) or v) for o, v in inside]
-        for _, v in inside:
-            helper = batch_helper_arrays(a, v)
-            if helper is not None:  # one_hot(get_batch(y, step)): the rows get_batch cuts from y
-                if not all(array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in helper):
-                    return False
-            elif not (v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or rows_reshaped(v))
-                      and array_roots(a, v, loop, out, readers, reader, depth + 1)):
+        return _roots_inside(a, inside, loop, out, readers, reader, depth)
+    return _roots_outside(a, expr, bound, loop, out, readers, reader, depth)
+
+
+def _roots_inside(a: A.Analysis, inside, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
+                  reader: cst.CSTNode, depth: int) -> bool:
+    """array_roots of a name bound inside the loop (``inside``: its origins and values there):
+    the arrays the values cut rows of."""
+    helpers = [batch_helper_arrays(a, v if isinstance(v, cst.Call) else dataflow.assigned_by(a, o))
+               for o, v in inside]
+    if all(h is not None for h in helpers):
+        # bx, by = get_next_batch(X, Y, step): rows of X and Y
+        return all(array_roots(a, arg, loop, out, readers, reader, depth + 1) for h in helpers for arg in h)
+    # xb = tf.convert_to_tensor(xb): still the rows xb holds; so is
+    # noisy = xb + 0.3 * np.random.randn(*xb.shape) (a denoising input)
+    inside = [(o, _rows_under_noise(a, v, loop) or v) for o, v in inside]
+    # (every conversion peeled: xb = xb / 127.5 - 1.0 is still xb's rows)
+    inside = [(o, (rows_under(a, v) if v is not None else None) or v) for o, v in inside]
+    # yb = one_hot(get_batch(y, step)): a function of this module computing
+    # from the rows it is given and nothing else
+    inside = [(o, pure_batch_function_argument(a, v) or v) for o, v in inside]
+    for _, v in inside:
+        helper = batch_helper_arrays(a, v)
+        if helper is not None:  # one_hot(get_batch(y, step)): the rows get_batch cuts from y
+            if not all(array_roots(a, arg, loop, out, readers, reader, depth + 1) for arg in helper):
                 return False
-        return True
+        elif not (v is not None and (isinstance(v, (cst.Subscript, cst.Name)) or rows_reshaped(v))
+                  and array_roots(a, v, loop, out, readers, reader, depth + 1)):
+            return False
+    return True
+
+
+def _roots_outside(a: A.Analysis, expr: cst.Name, bound, loop, out: Dict[str, cst.Name],
+                   readers: List[cst.CSTNode], reader: cst.CSTNode, depth: int) -> bool:
+    """array_roots of a name bound outside the loop: the array itself, or, for a parameter of
+    a function called per step, the argument of its one call."""
     params = [o for o, _ in bound if isinstance(o, cst.Param)]
     # a parameter of the function holding the step loop is divided at the
     # function's entry (every caller's data alike); one of a function called

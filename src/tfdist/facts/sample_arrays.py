@@ -158,48 +158,7 @@ def numpy_array(a, expr, depth: int = 0, seen: Optional[Set[int]] = None) -> boo
     if isinstance(expr, cst.Dict) and expr.elements:
         return all(isinstance(e, cst.DictElement) and numpy_array(a, e.value, depth + 1, seen) for e in expr.elements)
     if isinstance(expr, cst.Call):
-        f = expr.func
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS \
-                and not any(n.startswith("numpy.") for n in a.names(expr)):  # np.reshape(x, ...) is a function
-            return numpy_array(a, f.value, depth + 1, seen)  # x.astype(...), x.reshape(...)
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.ARRAY_RESULT_METHODS - apis.ROW_PRESERVING_METHODS \
-                and numpy_array(a, f.value, depth + 1, seen):
-            return True  # x.transpose([0, 2, 1]): still an array (fit() reads its first axis as the samples)
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.TENSOR_TO_ARRAY_METHODS and not expr.args \
-                and isinstance(f.value, cst.Call) and any(n.startswith("tensorflow.") for n in a.names(f.value)):
-            return True  # tf.image.resize(x, size).numpy(): a TensorFlow op's eager value
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
-                and _numpy_generator(a, f.value):
-            return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
-        if isinstance(f, cst.Attribute) and f.attr.value in apis.SKLEARN_ROW_TRANSFORM_METHODS \
-                and _sklearn_row_transformer(a, f.value):
-            return True  # scaler.transform(X): one row per row of X
-        if isinstance(f, cst.Name) and expr.args and not expr.args[0].keyword and not expr.args[0].star \
-                and _keras_layer(a, f):
-            # norm = layers.Normalization(); norm(data): a layer called eagerly on an array is a
-            # tensor of its rows (fit() and a loop over its rows read it like the array)
-            return numpy_array(a, expr.args[0].value, depth + 1, seen)
-        if isinstance(f, cst.Name):
-            functions = dataflow.callees(a, expr)
-            if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
-                returns = [r for fdef in functions for r in returned_values(fdef)]
-                generator = any(isinstance(n, cst.Yield) for fdef in functions for n in walk(fdef.body))
-                return bool(returns) and not generator and all(
-                    numpy_array(a, r, depth + 1, seen) for r in returns)
-        external = _external_returns(a, expr, [])
-        if external is not None:  # a function (or class method) of another module of the project
-            other, returns = external
-            return all(numpy_array(other, r, depth + 1, seen) for r in returns)
-        names = a.names(expr)
-        if names & apis.TENSOR_ROW_FUNCTIONS and expr.args and not expr.args[0].keyword and not expr.args[0].star \
-                and not ("tensorflow.one_hot" in names and find_arg(expr, "axis", 4) is not None):
-            return numpy_array(a, expr.args[0].value, depth + 1, seen)  # tf.one_hot(labels, 10): a row per row
-        if names & apis.SKLEARN_ROW_TRANSFORM_FUNCTIONS:
-            return True  # minmax_scale(y): an array of its argument's rows
-        if any(n.startswith("numpy.") for n in names):
-            return not names & apis.NUMPY_OWN_GENERATORS and not any(n.startswith("numpy.random.") and
-                                                                      n.rsplit(".", 1)[1][:1].isupper() for n in names)
-        return bool(names & apis.ARRAY_RETURNING_FUNCTIONS)
+        return _numpy_call(a, expr, depth, seen)
     if isinstance(expr, cst.BinaryOperation):
         sides = [numpy_array(a, side, depth + 1, seen) for side in (expr.left, expr.right)]
         numbers = [isinstance(side, (cst.Integer, cst.Float)) for side in (expr.left, expr.right)]
@@ -209,30 +168,83 @@ def numpy_array(a, expr, depth: int = 0, seen: Optional[Set[int]] = None) -> boo
             return True  # make_moons(1000)[0]
         return numpy_array(a, expr.value, depth + 1, seen)
     if isinstance(expr, cst.Name):
-        bound = a.assigned_values(expr)
-        if not bound:
-            return False
-        for origin, value in bound:
-            if id(origin) in seen:
-                continue  # a binding reading its own name (x = x[p]): what the others make
-            seen.add(id(origin))
-            if value is not None:
-                if not numpy_array(a, value, depth + 1, seen):
-                    return False
-            elif isinstance(origin, cst.Param):
-                # a parameter: what every call of its function in this file passes
-                # (vae.train(x_train, x_test) of x_train = x_train.astype(...))
-                values = a.parameter_values(origin)
-                if not values or not all(numpy_array(a, v, depth + 1, seen) for v in values):
-                    return False
-            elif isinstance(origin, cst.Name) and dataflow.element_value(a, origin) is not None:
-                # x, y = x[p], y[p]: the element of the tuple it is given
-                if not numpy_array(a, dataflow.element_value(a, origin), depth + 1, seen):
-                    return False
-            elif not _unpacked_from_arrays(a, origin, depth, seen):
-                return False
-        return True
+        return _numpy_name(a, expr, depth, seen)
     return False
+
+
+def _numpy_call(a, expr: cst.Call, depth: int, seen: Set[int]) -> bool:
+    """numpy_array of a call: a row-keeping method, an eager op, a draw, a transform, a helper of
+    the project or a NumPy (or array-returning) function."""
+    f = expr.func
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.ROW_PRESERVING_METHODS \
+            and not any(n.startswith("numpy.") for n in a.names(expr)):  # np.reshape(x, ...) is a function
+        return numpy_array(a, f.value, depth + 1, seen)  # x.astype(...), x.reshape(...)
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.ARRAY_RESULT_METHODS - apis.ROW_PRESERVING_METHODS \
+            and numpy_array(a, f.value, depth + 1, seen):
+        return True  # x.transpose([0, 2, 1]): still an array (fit() reads its first axis as the samples)
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.TENSOR_TO_ARRAY_METHODS and not expr.args \
+            and isinstance(f.value, cst.Call) and any(n.startswith("tensorflow.") for n in a.names(f.value)):
+        return True  # tf.image.resize(x, size).numpy(): a TensorFlow op's eager value
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.RANDOM_DRAWS - {"shuffle"} \
+            and _numpy_generator(a, f.value):
+        return True  # rng.rand(64, 8) of rng = np.random.default_rng(...)
+    if isinstance(f, cst.Attribute) and f.attr.value in apis.SKLEARN_ROW_TRANSFORM_METHODS \
+            and _sklearn_row_transformer(a, f.value):
+        return True  # scaler.transform(X): one row per row of X
+    if isinstance(f, cst.Name) and expr.args and not expr.args[0].keyword and not expr.args[0].star \
+            and _keras_layer(a, f):
+        # norm = layers.Normalization(); norm(data): a layer called eagerly on an array is a
+        # tensor of its rows (fit() and a loop over its rows read it like the array)
+        return numpy_array(a, expr.args[0].value, depth + 1, seen)
+    if isinstance(f, cst.Name):
+        functions = dataflow.callees(a, expr)
+        if functions:  # a helper of this file (x_train = preprocess(x_train)): every value it returns
+            returns = [r for fdef in functions for r in returned_values(fdef)]
+            generator = any(isinstance(n, cst.Yield) for fdef in functions for n in walk(fdef.body))
+            return bool(returns) and not generator and all(
+                numpy_array(a, r, depth + 1, seen) for r in returns)
+    external = _external_returns(a, expr, [])
+    if external is not None:  # a function (or class method) of another module of the project
+        other, returns = external
+        return all(numpy_array(other, r, depth + 1, seen) for r in returns)
+    names = a.names(expr)
+    if names & apis.TENSOR_ROW_FUNCTIONS and expr.args and not expr.args[0].keyword and not expr.args[0].star \
+            and not ("tensorflow.one_hot" in names and find_arg(expr, "axis", 4) is not None):
+        return numpy_array(a, expr.args[0].value, depth + 1, seen)  # tf.one_hot(labels, 10): a row per row
+    if names & apis.SKLEARN_ROW_TRANSFORM_FUNCTIONS:
+        return True  # minmax_scale(y): an array of its argument's rows
+    if any(n.startswith("numpy.") for n in names):
+        return not names & apis.NUMPY_OWN_GENERATORS and not any(n.startswith("numpy.random.") and
+                                                                  n.rsplit(".", 1)[1][:1].isupper() for n in names)
+    return bool(names & apis.ARRAY_RETURNING_FUNCTIONS)
+
+
+def _numpy_name(a, expr: cst.Name, depth: int, seen: Set[int]) -> bool:
+    """numpy_array of a name: every binding of it an array (a value, a parameter's arguments,
+    an element of a tuple or of arrays unpacked)."""
+    bound = a.assigned_values(expr)
+    if not bound:
+        return False
+    for origin, value in bound:
+        if id(origin) in seen:
+            continue  # a binding reading its own name (x = x[p]): what the others make
+        seen.add(id(origin))
+        if value is not None:
+            if not numpy_array(a, value, depth + 1, seen):
+                return False
+        elif isinstance(origin, cst.Param):
+            # a parameter: what every call of its function in this file passes
+            # (vae.train(x_train, x_test) of x_train = x_train.astype(...))
+            values = a.parameter_values(origin)
+            if not values or not all(numpy_array(a, v, depth + 1, seen) for v in values):
+                return False
+        elif isinstance(origin, cst.Name) and dataflow.element_value(a, origin) is not None:
+            # x, y = x[p], y[p]: the element of the tuple it is given
+            if not numpy_array(a, dataflow.element_value(a, origin), depth + 1, seen):
+                return False
+        elif not _unpacked_from_arrays(a, origin, depth, seen):
+            return False
+    return True
 
 
 def _external_returns(a, call, path: List[int]):

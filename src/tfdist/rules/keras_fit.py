@@ -78,91 +78,111 @@ def apply(ctx) -> None:
 
 # ------------------------------------------------------------------------ fit
 def _fit(ctx, call: cst.Call) -> None:
-    a = ctx.a
     _callbacks(ctx, call)
     rank0_verbose(ctx, call, fit_position(call, "verbose"), default="1")
-    x = fit_arg(call, "x")
-    y = fit_arg(call, "y")
-    steps = fit_arg(call, "steps_per_epoch")
-    val = fit_arg(call, "validation_data")
     # Each flow is divided exactly once: its data is sharded (a steps count
     # taken from the sharded data is per rank already), or -- for inputs that
     # cannot be split -- every rank reads its own stream and the steps are
     # divided. A count computed from the full data set is always divided.
     per_rank = {}  # "steps_per_epoch"/"validation_steps" -> names of sharded data
-    if x is None:
-        ctx.warn(call, shard_points.RULE, "fit() without input data: divide the input across ranks by hand")
-    else:
-        flow = keras_input_shards.shard_image_flow(ctx, x.value, "training data")
-        if flow == "sliced":
-            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-        elif flow == "streams":
-            if steps is None:
-                _add_steps(ctx, call, x.value, "steps_per_epoch")
-        elif a.is_kind(x.value, A.DATASET):
-            if not sharding.shard_dataset(ctx, x.value, "training data") and not (
-                    steps is not None and repeated_shards.shard_repeated(ctx, x.value, "training data")):
-                ctx.warn(x.value, shard_points.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
-            sharding.divide_steps_taken(ctx, x.value)
-            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-        elif y is None and (a.is_kind(x.value, A.SEQUENCE) or keras_inputs.external_sequence(a, x.value)):
-            keras_input_shards.wrap_sequence(ctx, call, x.value, "training data")
-        elif y is not None:
-            values = [x.value, y.value]
-            sw = fit_arg(call, "sample_weight")
-            if sw is not None:
-                values.append(sw.value)
-            sharding.shard_arrays(ctx, values, "training data")
-        elif sample_arrays.numpy_array(a, x.value):
-            # inputs only (an autoencoder's train_step reads x alone): sliced like any array
-            sharding.shard_arrays(ctx, [x.value], "training data")
-        elif sharding.shard_dataset(ctx, x.value, "training data"):
-            per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-        elif steps is not None and repeated_shards.shard_repeated(ctx, x.value, "training data"):
-            pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
-        elif steps is not None and samplers.random_generator(a, x.value) is not None:
-            # a generator drawing random batches from NumPy's global generator:
-            # one stream per rank; steps_per_epoch (divided below) bounds the steps
-            per_rank_draws.seed_numpy_before(ctx, a.statement_of(call))
-            ctx.change(x.value, shard_points.RULE,
-                       f"{a.code(x.value)} draws a different stream of batches on each rank (NumPy re-seeded by "
-                       f"rank before fit); each rank runs 1/size of steps_per_epoch")
-        elif samplers.generator_call(a, x.value) is not None and _share_generator(
-                ctx, x.value, "training data", "steps_per_epoch" if steps is not None else None):
-            pass  # each rank keeps every size-th batch; steps_per_epoch (divided below), if given, bounds its steps
-        elif steps is not None and not keras_inputs.unbound_parameter_note(a, x.value):
-            ctx.warn(x.value, shard_points.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
-        else:
-            ctx.warn(x.value, shard_points.RULE, f"cannot tell what {a.code(x.value)} is"
-                     f"{keras_inputs.unbound_parameter_note(a, x.value)}: divide the input across ranks by hand")
+    _shard_training_input(ctx, call, per_rank)
+    val = fit_arg(call, "validation_data")
     if val is not None:
-        v = val.value
-        flow = keras_input_shards.shard_image_flow(ctx, v, "validation data")
-        if flow == "sliced":
-            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
-        elif flow == "streams":
-            if fit_arg(call, "validation_steps") is None:
-                _add_steps(ctx, call, v, "validation_steps")
-        elif a.is_kind(v, A.DATASET):
-            sharding.shard_dataset(ctx, v, "validation data")
-            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
-        elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
-                sample_arrays.array_leaves(e.value, a) is not None for e in v.elements):
-            # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
-            sharding.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
-        elif a.is_kind(v, A.SEQUENCE) or keras_inputs.external_sequence(a, v):
-            keras_input_shards.wrap_sequence(ctx, call, v, "validation data")
-        elif fit_arg(call, "validation_steps") is not None and samplers.generator_call(a, v) is not None \
-                and _share_generator(ctx, v, "validation data", "validation_steps"):
-            pass  # validation_steps (divided below) bounds each rank's share
-        elif sharding.shard_dataset(ctx, v, "validation data"):
-            per_rank["validation_steps"] = keras_inputs.data_names(a, v)
+        _shard_validation_input(ctx, call, val.value, per_rank)
     for key in ("steps_per_epoch", "validation_steps"):
         arg = fit_arg(call, key)
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             if key in per_rank and keras_inputs.counts_sharded_data(ctx, arg.value, per_rank[key]):
                 continue  # counted on the sharded data: already per rank
             sharding.divide(ctx, arg.value, key)
+
+
+def _shard_training_input(ctx, call: cst.Call, per_rank: dict) -> None:
+    """fit()'s training data divided across ranks (or a warning); per_rank["steps_per_epoch"]
+    set when its data is sharded."""
+    a = ctx.a
+    x = fit_arg(call, "x")
+    y = fit_arg(call, "y")
+    steps = fit_arg(call, "steps_per_epoch")
+    if x is None:
+        ctx.warn(call, shard_points.RULE, "fit() without input data: divide the input across ranks by hand")
+        return
+    flow = keras_input_shards.shard_image_flow(ctx, x.value, "training data")
+    if flow == "sliced":
+        per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
+    elif flow == "streams":
+        if steps is None:
+            _add_steps(ctx, call, x.value, "steps_per_epoch")
+    elif a.is_kind(x.value, A.DATASET):
+        if not sharding.shard_dataset(ctx, x.value, "training data") and not (
+                steps is not None and repeated_shards.shard_repeated(ctx, x.value, "training data")):
+            ctx.warn(x.value, shard_points.RULE, ctx.say("cannot find where this dataset is built: shard it with .shard({size}, {rank})"))
+        sharding.divide_steps_taken(ctx, x.value)
+        per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
+    elif y is None and (a.is_kind(x.value, A.SEQUENCE) or keras_inputs.external_sequence(a, x.value)):
+        keras_input_shards.wrap_sequence(ctx, call, x.value, "training data")
+    elif y is not None:
+        values = [x.value, y.value]
+        sw = fit_arg(call, "sample_weight")
+        if sw is not None:
+            values.append(sw.value)
+        sharding.shard_arrays(ctx, values, "training data")
+    elif sample_arrays.numpy_array(a, x.value):
+        # inputs only (an autoencoder's train_step reads x alone): sliced like any array
+        sharding.shard_arrays(ctx, [x.value], "training data")
+    elif sharding.shard_dataset(ctx, x.value, "training data"):
+        per_rank["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
+    else:
+        _share_training_stream(ctx, call, x.value, steps)
+
+
+def _share_training_stream(ctx, call: cst.Call, x, steps) -> None:
+    """fit()'s training input read as a stream (neither arrays nor a dataset tfdist can shard):
+    endless, drawn per rank, or a generator each rank keeps its share of; else a warning."""
+    a = ctx.a
+    if steps is not None and repeated_shards.shard_repeated(ctx, x, "training data"):
+        pass  # endless: steps_per_epoch (divided below) bounds every rank's steps
+    elif steps is not None and samplers.random_generator(a, x) is not None:
+        # a generator drawing random batches from NumPy's global generator:
+        # one stream per rank; steps_per_epoch (divided below) bounds the steps
+        per_rank_draws.seed_numpy_before(ctx, a.statement_of(call))
+        ctx.change(x, shard_points.RULE,
+                   f"{a.code(x)} draws a different stream of batches on each rank (NumPy re-seeded by "
+                   f"rank before fit); each rank runs 1/size of steps_per_epoch")
+    elif samplers.generator_call(a, x) is not None and _share_generator(
+            ctx, x, "training data", "steps_per_epoch" if steps is not None else None):
+        pass  # each rank keeps every size-th batch; steps_per_epoch (divided below), if given, bounds its steps
+    elif steps is not None and not keras_inputs.unbound_parameter_note(a, x):
+        ctx.warn(x, shard_points.RULE, "every rank reads this input from the start: make it yield a different 1/size share per rank")
+    else:
+        ctx.warn(x, shard_points.RULE, f"cannot tell what {a.code(x)} is"
+                 f"{keras_inputs.unbound_parameter_note(a, x)}: divide the input across ranks by hand")
+
+
+def _shard_validation_input(ctx, call: cst.Call, v, per_rank: dict) -> None:
+    """fit()'s validation_data divided across ranks; per_rank["validation_steps"] set when its
+    data is sharded."""
+    a = ctx.a
+    flow = keras_input_shards.shard_image_flow(ctx, v, "validation data")
+    if flow == "sliced":
+        per_rank["validation_steps"] = keras_inputs.data_names(a, v)
+    elif flow == "streams":
+        if fit_arg(call, "validation_steps") is None:
+            _add_steps(ctx, call, v, "validation_steps")
+    elif a.is_kind(v, A.DATASET):
+        sharding.shard_dataset(ctx, v, "validation data")
+        per_rank["validation_steps"] = keras_inputs.data_names(a, v)
+    elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
+            sample_arrays.array_leaves(e.value, a) is not None for e in v.elements):
+        # (x_val, y_val[, sample_weight]): each may be several inputs / outputs
+        sharding.shard_arrays(ctx, [e.value for e in v.elements], "validation data")
+    elif a.is_kind(v, A.SEQUENCE) or keras_inputs.external_sequence(a, v):
+        keras_input_shards.wrap_sequence(ctx, call, v, "validation data")
+    elif fit_arg(call, "validation_steps") is not None and samplers.generator_call(a, v) is not None \
+            and _share_generator(ctx, v, "validation data", "validation_steps"):
+        pass  # validation_steps (divided below) bounds each rank's share
+    elif sharding.shard_dataset(ctx, v, "validation data"):
+        per_rank["validation_steps"] = keras_inputs.data_names(a, v)
 
 
 def _share_generator(ctx, x, what: str, steps_key: Optional[str]) -> bool:

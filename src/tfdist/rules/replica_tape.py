@@ -166,19 +166,51 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     replica gets its own batch from them, see _array_feed)."""
     a = ctx.a
     body = list(loop.body.body)
-    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
     if feed is not None:
         batch, cut = feed.names, {id(s) for s in feed.statements}
     else:
         batch, reads = _distributed_batch(a, loop)
         cut = {id(s) for s in reads}  # next(iterator) runs outside the replicas
+    refusal = ctx.say("the training step written inline in this loop cannot be moved into a step function "
+                      "{engine} runs on every replica ({why}); move the tape, the gradient and apply_gradients "
+                      "into a function called from the loop{alternative}", why="{why}")
+    first, last = _inline_step_span(ctx, loop, body, trains, batch, cut, refusal)
+    span = body[first:last + 1]
+    params, assigned = _inline_step_params(ctx, loop, body[:first], span, refusal)
+    results = _inline_step_results(a, loop, span, assigned)
+    name = replica_state.free_local_name(ctx, "train_step")
+    run = ctx.fill(ctx.backend.run_on_replicas(name, ", ".join(params)))
+    call_text = (", ".join(results) + " = " if results else "") + run
+    define = ctx.stmts(f"def {name}({', '.join(params)}):\n    pass",
+                       comment=ctx.say("{engine}: one training step, run on every replica."))[0]
+    call = ctx.stmts(call_text)[0]
+    returns = ctx.stmts("return " + ", ".join(results))[0] if results else None
+    later, localise = _batch_read_later(ctx, body, last, batch)
+
+    def build(inner, leading, define=define, call=call, returns=returns, localise=localise):
+        statements = inner + ([returns] if returns is not None else [])
+        return [define.with_changes(body=cst.IndentedBlock(body=statements),
+                                    leading_lines=[*leading, *define.leading_lines]), call, *localise]
+
+    ctx.plan.regroup(span, build)
+    ctx.change(span[0], RULE, ctx.say("the inline training step (lines {start}-{end}) made a function {name}({params}) "
+                                      "run on every replica, its results averaged",
+                                      start=str(a.line(span[0])), end=str(a.end_line(span[-1])), name=name,
+                                      params=", ".join(params)), through=span[-1])
+    if later:
+        ctx.change(span[-1], RULE, ctx.say(
+            "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
+            names=", ".join(later)))
+
+
+def _inline_step_span(ctx, loop, body, trains, batch, cut, refusal: str):
+    """(first, last): the indices in the loop body of the statements making the step."""
+    a = ctx.a
+    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
     training = [i for i, stmt in enumerate(body) if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
     # From the first statement working on the batch to the last training one.
     marks = training + [i for i, stmt in enumerate(body) if training and i < max(training) and id(stmt) not in cut
                         and any(isinstance(n, cst.Name) and n.value in batch for n in walk(stmt))]
-    refusal = ctx.say("the training step written inline in this loop cannot be moved into a step function "
-                      "{engine} runs on every replica ({why}); move the tape, the gradient and apply_gradients "
-                      "into a function called from the loop{alternative}", why="{why}")
     if not marks:
         raise ctx.unsupported(loop, refusal.replace("{why}", "the step was not found in the loop body"))
     first, last = min(marks), max(marks)
@@ -186,9 +218,15 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     made = set().union(*(assigned_names(s) for s in body[first:last + 1]))
     while last + 1 < len(body) and _deletes_only(body[last + 1], made):
         last += 1
-    span = body[first:last + 1]
+    return first, last
+
+
+def _inline_step_params(ctx, loop, before, span, refusal: str):
+    """(params, assigned): the names the step reads that were bound before it (``before``: the
+    statements of the loop body before it), and the names it binds; refused when it updates a
+    name bound outside it, or leaves the loop body."""
     bound_before = set(target_names(loop.target) if isinstance(loop, cst.For) else ())
-    for stmt in body[:first]:
+    for stmt in before:
         bound_before |= assigned_names(stmt)
     assigned = set()
     for stmt in span:
@@ -205,8 +243,12 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
             if isinstance(n, (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Global, cst.Nonlocal)):
                 raise ctx.unsupported(n, refusal.replace("{why}", "it leaves the loop body or yields"))
     params = [n for n in read_in_span if n in bound_before and n not in assigned]
+    return params, assigned
+
+
+def _inline_step_results(a: A.Analysis, loop, span, assigned) -> List[str]:
+    """The names the step binds that the rest of the same scope reads (not other functions' own names)."""
     scope = a.enclosing_function(loop) or a.module
-    # Names the rest of the same scope reads (not other functions' own names).
     outside = set()
     span_ids = {id(n) for stmt in span for n in walk(stmt)}
     nested = {id(n) for d in walk(scope) if d is not scope and isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
@@ -214,17 +256,14 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
     for n in walk(scope):
         if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not names_a_field(a, n):
             outside.add(n.value)
-    results = [n for n in sorted(assigned) if n in outside]
-    name = replica_state.free_local_name(ctx, "train_step")
-    run = ctx.fill(ctx.backend.run_on_replicas(name, ", ".join(params)))
-    call_text = (", ".join(results) + " = " if results else "") + run
-    define = ctx.stmts(f"def {name}({', '.join(params)}):\n    pass",
-                       comment=ctx.say("{engine}: one training step, run on every replica."))[0]
-    call = ctx.stmts(call_text)[0]
-    returns = ctx.stmts("return " + ", ".join(results))[0] if results else None
-    # The batch, read again after the step (a loss or an accuracy printed
-    # every few steps), holds distributed values no code outside the
-    # replicas can use: from there on the names hold this worker's rows.
+    return [n for n in sorted(assigned) if n in outside]
+
+
+def _batch_read_later(ctx, body, last: int, batch):
+    """The batch, read again after the step (a loss or an accuracy printed
+    every few steps), holds distributed values no code outside the
+    replicas can use: from there on the names hold this worker's rows.
+    (those names, the statements making them local)."""
     order = _ordered_names(body, batch)
     later = [n for n in order if n in batch and any(
         isinstance(x, cst.Name) and x.value == n for stmt in body[last + 1:] for x in walk(stmt))]
@@ -233,21 +272,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
         names = ", ".join(later)
         value = later[0] if len(later) == 1 else f"({names})"
         localise = ctx.stmts(f"{names} = " + ctx.fill(ctx.backend.local_values(value)))
-
-    def build(inner, leading, define=define, call=call, returns=returns, localise=localise):
-        statements = inner + ([returns] if returns is not None else [])
-        return [define.with_changes(body=cst.IndentedBlock(body=statements),
-                                    leading_lines=[*leading, *define.leading_lines]), call, *localise]
-
-    ctx.plan.regroup(span, build)
-    ctx.change(span[0], RULE, ctx.say("the inline training step (lines {start}-{end}) made a function {name}({params}) "
-                                      "run on every replica, its results averaged",
-                                      start=str(a.line(span[0])), end=str(a.end_line(span[-1])), name=name,
-                                      params=", ".join(params)), through=span[-1])
-    if later:
-        ctx.change(span[-1], RULE, ctx.say(
-            "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
-            names=", ".join(later)))
+    return later, localise
 
 
 def _deletes_only(stmt, names: Set[str]) -> bool:

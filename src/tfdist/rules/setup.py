@@ -18,8 +18,40 @@ RULE = kinds.SETUP
 def apply(ctx) -> None:
     tf2 = bool(ctx.patterns & {"Keras", "GradientTape"})
     keras3 = "Keras" in ctx.patterns
-    stmts = []
     early = _before_tensorflow(ctx, keras3)
+    # Fill every name first so the imports they need are scheduled.
+    stmts, pinned = _startup_statements(ctx, tf2, keras3)
+    imports = _requested_imports(ctx)
+    anchor = ctx.imports.anchor_for_imports()
+    setup_anchor = ctx.imports.anchor_for_setup()
+    module = ctx.module
+    blank = cst.EmptyLine()
+    if stmts:
+        stmts[0] = stmts[0].with_changes(leading_lines=[blank, *stmts[0].leading_lines])
+    if anchor is None:
+        _insert_at_start(ctx, imports, stmts)
+        return
+    first = _first_changed_statement(ctx)
+    body = list(module.body)
+    if first is not None and setup_anchor in body and body.index(first) <= body.index(setup_anchor):
+        _insert_before_first_change(ctx, first, setup_anchor, early, imports, stmts)
+        return
+    if early:
+        ctx.plan.insert_before(anchor, early)
+        ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
+    tf_imports = [s for m, s in imports if m == "tensorflow"]
+    hvd_imports = [s for m, s in imports if m != "tensorflow"]
+    ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
+    ctx.plan.insert_after(setup_anchor, stmts)
+    if ctx.definitions:
+        _two_blank_lines_after(ctx, setup_anchor)
+    ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if pinned else ""))
+
+
+def _startup_statements(ctx, tf2: bool, keras3: bool):
+    """(statements, pinned): the backend's start-up code, commented, then the module-level
+    definitions other rules asked for; pinned when it pins a GPU per process."""
+    stmts = []
     templates = ctx.backend.setup(ctx, tf2=tf2, keras3_guard=keras3)
     pinned = any(isinstance(t, str) and "GPU" in t for t in templates)
     for i, template in enumerate(templates):
@@ -39,63 +71,54 @@ def apply(ctx) -> None:
         body = ctx.stmts(template, comment=comment)
         body[0] = body[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *body[0].leading_lines])
         stmts += body
-    # Fill every name first so the imports they need are scheduled.
+    return stmts, pinned
+
+
+def _requested_imports(ctx) -> list:
+    """(module, import statement) for every import the filled names scheduled."""
     imports = []
     for module, alias in ctx.imports.requested:
         last = module.rsplit(".", 1)[-1]
         text = f"import {module}" if alias == module else (
             f"import {module} as {alias}" if alias != last or "." in module else f"import {module}")
         imports.append((module, cst.parse_statement(text + "\n")))
-    anchor = ctx.imports.anchor_for_imports()
-    setup_anchor = ctx.imports.anchor_for_setup()
-    module = ctx.module
-    blank = cst.EmptyLine()
-    if stmts:
-        stmts[0] = stmts[0].with_changes(leading_lines=[blank, *stmts[0].leading_lines])
-    if anchor is None:
-        # No module-level import to follow: start of the module, after a docstring.
-        first = module.body[0]
-        is_doc = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
-            and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-        new = [s for _, s in imports] + stmts
-        if is_doc:
-            ctx.plan.insert_after(first, new)
-            if ctx.definitions:
-                _two_blank_lines_after(ctx, first)
-        else:
-            ctx.plan.insert_before(first, new)
-            if ctx.definitions:
-                ctx.plan.blank_lines_before(first, 2)
-        ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
-        return
-    first = _first_changed_statement(ctx)
-    body = list(module.body)
-    if first is not None and setup_anchor in body and body.index(first) <= body.index(setup_anchor):
-        # The script prints or saves (now on rank 0 only) before it imports TensorFlow (a notebook's
-        # first cells): the engine must be up before the first statement that asks for it. The
-        # imports the start-up code reads are run there too (again later, as written: a no-op).
-        reads = {"tensorflow"} | set(ctx.imports.read_by_setup)
-        again = []
-        for name in reads:
-            stmt = ctx.imports.import_stmt.get(name)
-            if stmt is not None and stmt in body and body.index(stmt) >= body.index(first) and stmt not in again:
-                again.append(stmt)
-        again.sort(key=body.index)
-        copies = [stmt.with_changes(leading_lines=[]) for stmt in again]
-        ctx.plan.insert_before(first, early + copies + [s for _, s in imports] + stmts)
-        ctx.change(first, RULE, ctx.say("{engine} initialised before the first line it changes (TensorFlow is "
-                                        "imported only at line {line})", line=str(ctx.a.line(setup_anchor))))
-        return
-    if early:
-        ctx.plan.insert_before(anchor, early)
-        ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
-    tf_imports = [s for m, s in imports if m == "tensorflow"]
-    hvd_imports = [s for m, s in imports if m != "tensorflow"]
-    ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
-    ctx.plan.insert_after(setup_anchor, stmts)
-    if ctx.definitions:
-        _two_blank_lines_after(ctx, setup_anchor)
-    ctx.change(setup_anchor, RULE, ctx.say("{engine} initialised after the imports") + (", one GPU per process" if pinned else ""))
+    return imports
+
+
+def _insert_at_start(ctx, imports, stmts) -> None:
+    """No module-level import to follow: the imports and start-up code at the start of the
+    module, after a docstring."""
+    first = ctx.module.body[0]
+    is_doc = isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) \
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    new = [s for _, s in imports] + stmts
+    if is_doc:
+        ctx.plan.insert_after(first, new)
+        if ctx.definitions:
+            _two_blank_lines_after(ctx, first)
+    else:
+        ctx.plan.insert_before(first, new)
+        if ctx.definitions:
+            ctx.plan.blank_lines_before(first, 2)
+    ctx.change(first, RULE, ctx.say("{engine} initialised at start-up"))
+
+
+def _insert_before_first_change(ctx, first, setup_anchor, early, imports, stmts) -> None:
+    """The script prints or saves (now on rank 0 only) before it imports TensorFlow (a notebook's
+    first cells): the engine must be up before the first statement that asks for it. The
+    imports the start-up code reads are run there too (again later, as written: a no-op)."""
+    body = list(ctx.module.body)
+    reads = {"tensorflow"} | set(ctx.imports.read_by_setup)
+    again = []
+    for name in reads:
+        stmt = ctx.imports.import_stmt.get(name)
+        if stmt is not None and stmt in body and body.index(stmt) >= body.index(first) and stmt not in again:
+            again.append(stmt)
+    again.sort(key=body.index)
+    copies = [stmt.with_changes(leading_lines=[]) for stmt in again]
+    ctx.plan.insert_before(first, early + copies + [s for _, s in imports] + stmts)
+    ctx.change(first, RULE, ctx.say("{engine} initialised before the first line it changes (TensorFlow is "
+                                    "imported only at line {line})", line=str(ctx.a.line(setup_anchor))))
 
 
 def _first_changed_statement(ctx):
