@@ -13,6 +13,7 @@ that differs (exit 1 if any does)::
         TREE... --out before.json
     PYTHONPATH=src python3 benchmarks/conversion_snapshot.py snapshot TREE... --out after.json
     python3 benchmarks/conversion_snapshot.py compare before.json after.json
+        [--common] [--ignore-field FIELD]...
 
 ``PYTHONPATH`` decides which tfdist is measured (the conversions run as
 ``python -m tfdist`` subprocesses with that path).  Only LibCST is needed.
@@ -107,7 +108,13 @@ def cmd_compare(args) -> int:
         before = json.load(f)
     with open(args.after, encoding="utf-8") as f:
         after = json.load(f)
-    keys = sorted(set(before) | set(after))
+    for manifest in (before, after):  # report fields one side adds (a report's new field is no conversion change)
+        for entry in manifest.values():
+            for field in args.ignore_field:
+                entry.pop(field, None)
+    keys = sorted(set(before) & set(after)) if args.common else sorted(set(before) | set(after))
+    if args.common:
+        print(f"{len(set(before) ^ set(after))} pairs in one manifest only (left out: --common)")
     differ = [k for k in keys if before.get(k) != after.get(k)]
     converted = sum(1 for k in keys if (before.get(k) or {}).get("status") == "converted")
     for key in differ[:args.show]:
@@ -130,6 +137,9 @@ def main(argv=None) -> int:
     c.add_argument("before")
     c.add_argument("after")
     c.add_argument("--show", type=int, default=40)
+    c.add_argument("--common", action="store_true", help="compare only the pairs both manifests hold")
+    c.add_argument("--ignore-field", action="append", default=[], metavar="FIELD",
+                   help="a report field to leave out (one the newer report adds, e.g. backend_reason)")
     args = p.parse_args(argv)
     return cmd_snapshot(args) if args.command == "snapshot" else cmd_compare(args)
 
