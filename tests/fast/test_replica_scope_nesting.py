@@ -4,7 +4,6 @@ of the script that enters the scope itself (every converted fixture)."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 

@@ -1,17 +1,16 @@
 """--warmup-epochs: pipelines built per Options (any K), what is refused,
 and warmed-up output converted again changes nothing."""
-from pathlib import Path
 
 import pytest
 
+from fixture_cases import FIXTURES, glob
 from option_keys import options_of
 from tfdist.api import convert_file, convert_source
 from tfdist.assembly import pipeline
 from tfdist.options import Options, OptionsError
 
-FIXTURES = Path(__file__).parent / "fixtures"
 WARMUP_CASES = sorted((p.parent, p.name[len("expected."):-len(".py")])
-                      for p in FIXTURES.glob("*/*/expected.*+warmup-*.py"))
+                      for p in glob("*/*/expected.*+warmup-*.py"))
 KERAS = FIXTURES / "keras" / "sequential_dataset" / "input.py"
 
 
