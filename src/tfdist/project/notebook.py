@@ -19,12 +19,13 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from ..engine import findings as F
 from ..engine.analysis import ProjectContext
 from ..engine.source import looks_like_python2
 from ..assembly import convert_path
+from ..options import Options
 from .ipython import automagic_cell, dedent, mask, python_error, reindent, unmask
 
 MARKER = "__tfdist_cell_{}__"
@@ -276,7 +277,7 @@ def _failed(path: str, message: str, line: Optional[int] = None) -> NotebookResu
                           file_lines=True)
 
 
-def convert_notebook(path: str, data: bytes, backend: str = "horovod",
+def convert_notebook(path: str, data: bytes, backend: Union[Options, str] = "horovod",
                      project: Optional[ProjectContext] = None) -> NotebookResult:
     bom = data.startswith(b"\xef\xbb\xbf")
     try:
