@@ -1,46 +1,8 @@
-"""Converting a Keras ``train_step`` to run on every replica.
-
-Custom ``train_step`` / ``test_step`` of a Keras Model subclass, for
-engines that replicate variables (tf.distribute).
-
-``fit()`` runs a model's ``train_step`` on every replica; the optimizer sums
-the replicas' gradients (Keras 3: ``BaseOptimizer.apply`` and
-``apply_gradients`` -> ``TFOptimizer._all_reduce_sum_gradients``; tf-keras:
-``Optimizer.apply_gradients`` -> ``_all_reduce_sum_gradients``), so each
-replica must differentiate its share of the global mean loss, its own mean
-divided by the number of replicas -- exactly once. Keras divides some losses
-itself under a strategy (read in the installed sources, Keras 3.15 and
-tf-keras 2.21):
-
-- ``self.compute_loss(...)`` / ``self.compiled_loss(...)``: Keras 3's
-  compiled loss is made of ``Loss`` objects, whose mean reduction calls
-  ``scale_loss_for_distribution`` (losses/loss.py ``reduce_values``), and
-  the model's added losses go through ``_aggregate_additional_loss`` (also
-  scaled); ``compiled_loss`` is ``compute_loss``. tf-keras's
-  ``LossesContainer.__call__`` scales every SUM_OVER_BATCH_SIZE/AUTO loss
-  and the regularisation losses (``losses_utils.scale_loss_for_distribution``);
-  its ``compute_loss`` returns ``compiled_loss``. Already divided: the
-  gradient is right as it is, and the value the step reports is multiplied
-  back (Keras's own ``train_step`` does the same,
-  ``unscale_loss_for_distribution``).
-- a Keras 3 ``Loss`` object with a mean reduction called in the step:
-  divided (``reduce_values``); tf-keras refuses such an object under a
-  strategy outside compile() (``Loss._get_reduction`` raises), and a
-  ``tf.keras`` script runs tf-keras on TF_CONFIG workers: converted for
-  Keras 3 and warned (the workers would stop with that error).
-- a mean the step computes itself (``tf.reduce_mean``, ``keras.ops.mean``):
-  not divided: the gradient's target becomes ``loss / num_replicas_in_sync``.
-
-A method of the model or a function of the module that returns the loss is
-followed into its returns; a loss weighted by a Python number (a literal, or
-an attribute the constructor sets from one) keeps its kind. The step's
-methods -- those only ``train_step`` calls (``self.discriminator_step(...)``)
--- are part of it. A gradient with respect to tensors the tape watches (a
-gradient penalty) is part of a loss, not a training gradient.
-
-Anything else (a sum, an overridden ``compute_loss``, a mix of divided and
-undivided terms, gradients not applied by an optimizer) is refused with its
-line: a wrong division trains wrong silently.
+"""Converting a Keras ``train_step`` to run on every replica: each replica's
+gradient target its share of the global mean loss, exactly once, or the step
+refused with its line. What Keras divides itself under a strategy, and so
+what each kind of loss needs, is told in ``tfdist.facts.train_steps``, which
+answers those questions for this module.
 """
 from __future__ import annotations
 
