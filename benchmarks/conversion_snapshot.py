@@ -89,7 +89,8 @@ def snapshot_tree(tree: str, backend: str, options: List[str], jobs: int) -> Dic
 def cmd_snapshot(args) -> int:
     manifest: Dict[str, dict] = {}
     start = time.time()
-    for backend, options in COMBINATIONS:
+    chosen = [COMBINATIONS[i] for i in args.combination] if args.combination else COMBINATIONS
+    for backend, options in chosen:
         combo = " ".join([backend, *options])
         for tree in args.trees:
             name = os.path.basename(os.path.normpath(tree))
@@ -133,6 +134,8 @@ def main(argv=None) -> int:
     s.add_argument("trees", nargs="+")
     s.add_argument("--out", required=True)
     s.add_argument("--jobs", type=int, default=0)
+    s.add_argument("--combination", type=int, action="append", default=[], metavar="I",
+                   help="only COMBINATIONS[I] (repeatable; default: all %d)" % len(COMBINATIONS))
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")

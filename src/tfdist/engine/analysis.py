@@ -72,7 +72,10 @@ class Analysis(ClassHierarchy, BoundValues, TypeInference, Mappings):
         self.scopes = ModuleScopes(module)  # parents, scopes, bindings: one walk
         self.reaching = Reaching(self.scopes)  # which of them reach a use
         self._parents = self.scopes.parents
-        self._pos, self.text = positions.compute(module)  # the text is module.code
+        self._pos, self.text, self.pieces = positions.compute(module)  # the text is module.code
+        # what a name means never changes while a module is converted: asked once per node
+        self._qualified: Dict[cst.CSTNode, frozenset] = {}
+        self._names: Dict[cst.CSTNode, Tuple[str, ...]] = {}  # sorted
         by_type = self.scopes.by_type
 
         def ordered(*types):
@@ -128,17 +131,28 @@ class Analysis(ClassHierarchy, BoundValues, TypeInference, Mappings):
         """Raw qualified names (relative imports made absolute); a method of
         an object a known factory returned is named by the factory's class
         (:meth:`instance_method_names`)."""
-        out = {self.project.absolute(q) for q in self.scopes.qualified(node, follow_aliases=True)}
-        return out | self.instance_method_names(node)
+        known = self._qualified.get(node)
+        if known is None:
+            out = {self.project.absolute(q) for q in self.scopes.qualified(node, follow_aliases=True)}
+            known = self._qualified[node] = frozenset(out | self.instance_method_names(node))
+        return set(known)
 
     def names(self, node: cst.CSTNode) -> Set[str]:
         """Canonical qualified names of a Name/Attribute/Call (its callee)."""
         if isinstance(node, cst.Call):
             node = node.func
-        return {canonical(q) for q in self.qualified(node)}
+        return set(self._sorted_names(node))
+
+    def _sorted_names(self, node: cst.CSTNode) -> Tuple[str, ...]:
+        if isinstance(node, cst.Call):
+            node = node.func
+        known = self._names.get(node)
+        if known is None:
+            known = self._names[node] = tuple(sorted({canonical(q) for q in self.qualified(node)}))
+        return known
 
     def is_name(self, node: cst.CSTNode, table) -> Optional[str]:
-        for n in sorted(self.names(node)):
+        for n in self._sorted_names(node):
             if n in table:
                 return n
         return None

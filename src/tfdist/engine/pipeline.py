@@ -88,7 +88,7 @@ class Pipeline:
             new_module = self._apply_rules(ctx, a, src, found, wrapped, tuners)
         except Unsupported as e:
             return _refuse(result, e.line, e.message)
-        code = new_module.code
+        code = a.pieces.code(new_module)  # new_module.code, generating only what the edits changed
         try:  # safety net: never hand out code that Python would not accept
             _accepted_as_the_input_was(code, src.module.code, path)
         except SyntaxError as e:  # pragma: no cover - a bug in a rule
@@ -329,12 +329,16 @@ def _accepted_as_the_input_was(code: str, original: str, path: str) -> None:
     top-level ``await`` in a later cell is valid in its cell, as IPython runs
     it, but not in one file): then the converted code is held to what the
     input met, the grammar (``ast.parse``)."""
-    try:
-        compile(original, path, "exec", dont_inherit=True)
-    except SyntaxError:
-        ast.parse(code, path)
+    try:  # the converted code compiles: done, with one compilation
+        compile(code, path, "exec", dont_inherit=True)
         return
-    compile(code, path, "exec", dont_inherit=True)
+    except SyntaxError:
+        try:
+            compile(original, path, "exec", dont_inherit=True)
+        except SyntaxError:
+            ast.parse(code, path)
+            return
+        raise
 
 
 def _handed_on(a: Analysis, call: cst.Call) -> bool:

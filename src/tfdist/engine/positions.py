@@ -78,14 +78,57 @@ class _PositionState(CodegenState or object):
         return _Syntactic(self, node, start_node, end_node)
 
 
-def compute(module: cst.Module) -> Tuple[Dict[cst.CSTNode, Span], str]:
-    """(node -> span, the module's code)."""
+def compute(module: cst.Module) -> Tuple[Dict[cst.CSTNode, Span], str, "Pieces"]:
+    """(node -> span, the module's code, the code of its top-level parts)."""
     if CodegenState is None:  # pragma: no cover
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         ranges = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         spans = {n: (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in ranges.items()}
-        return spans, module.code
+        return spans, module.code, Pieces(module, {})
     state = _PositionState(module)
-    module._codegen(state)
-    return state.spans, "".join(state.tokens)
+    # What Module._codegen does, with the tokens each top-level part wrote
+    # kept apart: a statement at the top level has no indentation, so its
+    # tokens are exactly what code_for_node would write for it.
+    tokens, parts = state.tokens, {}
+    state.before_codegen(module)
+    for node in (*module.header, *module.body, *module.footer):
+        start = len(tokens)
+        node._codegen(state)
+        parts[node] = (start, len(tokens))
+    if module.has_trailing_newline:
+        if not tokens:
+            state.add_token(state.default_newline)
+    else:
+        state.pop_trailing_newline()
+    state.after_codegen(module)
+    text = "".join(tokens)
+    return state.spans, text, Pieces(module, {n: "".join(tokens[i:j]) for n, (i, j) in parts.items()})
+
+
+class Pieces:
+    """The code of a module's top-level parts (header lines, statements,
+    footer lines) as the position pass wrote them: the code of an edited
+    module is the unchanged parts' text and only the new parts generated."""
+
+    __slots__ = ("module", "text")
+
+    def __init__(self, module: cst.Module, text: Dict[cst.CSTNode, str]):
+        self.module = module
+        self.text = text
+
+    def code(self, new: cst.Module) -> str:
+        """``new.code``, generating only the parts ``new`` does not share
+        with the original module."""
+        old = self.module
+        if not self.text or not new.has_trailing_newline or new.default_newline != old.default_newline \
+                or new.default_indent != old.default_indent:
+            return new.code
+        if not (new.header or new.body or new.footer):
+            return new.default_newline
+        known = self.text
+        out = []
+        for node in (*new.header, *new.body, *new.footer):
+            piece = known.get(node)
+            out.append(piece if piece is not None else new.code_for_node(node))
+        return "".join(out)

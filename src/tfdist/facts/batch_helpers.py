@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import List, Optional, Set
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -13,6 +14,7 @@ from .syntax import calls_in, find_arg, has_star_args, method_name, names_a_fiel
 from . import sample_arrays
 
 
+@fact
 def is_constant(a: A.Analysis, expr, depth: int = 0) -> bool:
     """A literal (``0.5``, ``True``), or a name only ever bound to literals:
     a hyper-parameter fed each step (dropout keep probability, a training
@@ -53,6 +55,7 @@ def rows_reshaped(value) -> bool:
         and isinstance(receiver(value), cst.Subscript)
 
 
+@fact
 def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
     """The array ``value`` is made of row for row, when it is a conversion
     that keeps the rows: ``images`` in ``tf.convert_to_tensor(images,
@@ -83,6 +86,7 @@ def row_kept_source(a: A.Analysis, value) -> Optional[cst.BaseExpression]:
     return None
 
 
+@fact
 def pure_batch_function_argument(a: A.Analysis, call) -> Optional[cst.BaseExpression]:
     """The batch a function of this module is given, when its result is
     computed from that batch alone (``one_hot(yb)``, ``normalise(xb)``,
@@ -154,6 +158,7 @@ def _reads_only_own_or_fixed(a: A.Analysis, name: cst.Name, fdef: cst.FunctionDe
     return True
 
 
+@fact
 def batch_helper_arrays(a: A.Analysis, call, draws: bool = False) -> Optional[List[cst.BaseExpression]]:
     """The arrays a step's batch helper of this module cuts rows from
     (``get_next_batch(images, labels, step)`` with ``def
@@ -233,6 +238,7 @@ def _reads_array(a: A.Analysis, node, arrays: Set[str], uses) -> bool:
     return array_use(a, node) != "size"
 
 
+@fact
 def array_use(a: A.Analysis, node) -> str:
     """How an expression naming an array (a name, ``self.x``) is used:
     "rows" (``x[i]``, ``x[i:j]`` read), "size" (``len(x)``, ``x.shape``),
@@ -252,6 +258,7 @@ def array_use(a: A.Analysis, node) -> str:
     return "other"
 
 
+@fact
 def rows_under(a: A.Analysis, value):
     """``value`` with every row-keeping conversion around it peeled off
     (row_kept_source, repeatedly): ``x[i:j]`` in
@@ -262,6 +269,7 @@ def rows_under(a: A.Analysis, value):
     return value
 
 
+@fact
 def reorders_itself(a: A.Analysis, origin, name: str) -> bool:
     """The binding ``origin`` of ``name`` rebinds it to a reordering or a
     selection of its own rows: ``X, Y = shuffle(X, Y)``, ``X = X[perm]``."""
@@ -300,6 +308,7 @@ def reorders_itself(a: A.Analysis, origin, name: str) -> bool:
         and (position is not None or len(arrays) == 1)
 
 
+@fact
 def shuffled_with(a: A.Analysis, origin) -> List[str]:
     """The names a joint shuffle binding ``origin`` reorders together
     (``X, Y = shuffle(X, Y)``: X and Y); [] for anything else."""
@@ -310,6 +319,7 @@ def shuffled_with(a: A.Analysis, origin) -> List[str]:
     return [arg.value.value for arg in statement.value.args if isinstance(arg.value, cst.Name) and not arg.keyword]
 
 
+@fact
 def is_schedule(a: A.Analysis, expr, depth: int = 0) -> bool:
     """A hyper-parameter recomputed from constants and step counters only
     (``lr = lo + (hi - lo) * math.exp(-i / decay)``, a step index fed to a

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Set
 import libcst as cst
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from .dataset_flow import call_sites
@@ -43,6 +44,7 @@ RULE = kinds.KERAS
 NUMPY_GENERATORS = {"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator"}
 
 
+@fact
 def calls(a: A.Analysis) -> List[cst.Call]:
     return keras_models.model_calls(a, {"train_on_batch"})
 
@@ -64,6 +66,7 @@ def _followed(a: A.Analysis, model):
     return model
 
 
+@fact
 def compiled_as(a: A.Analysis, model) -> Set[str]:
     """The keys a model's compile() may carry: its own, and, for a model a
     function of this file builds (``d_model = define_discriminator()``),
@@ -86,6 +89,7 @@ def compiled_as(a: A.Analysis, model) -> Set[str]:
     return keys
 
 
+@fact
 def model_key(a: A.Analysis, model) -> str:
     """Which model object an expression names: a name by the bindings that
     reach it (a notebook rebinding ``model`` cell after cell holds several
@@ -103,6 +107,7 @@ def model_key(a: A.Analysis, model) -> str:
     return f"{id(a.enclosing_function(model))}:{a.code(model)}"
 
 
+@fact
 def by_model(a: A.Analysis, tob: List[cst.Call]) -> Dict[str, List[cst.Call]]:
     out: Dict[str, List[cst.Call]] = {}
     for c in tob:
@@ -110,6 +115,7 @@ def by_model(a: A.Analysis, tob: List[cst.Call]) -> Dict[str, List[cst.Call]]:
     return out
 
 
+@fact
 def step_loops(a: A.Analysis, tob: List[cst.Call]):
     out = []
     for c in tob:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.analysis import returned_values
@@ -24,6 +25,7 @@ BATCH_METHODS = ("batch", "padded_batch")
 COMBINERS = "sample_from_datasets"
 
 
+@fact
 def reader_batches(a: A.Analysis, call: cst.Call) -> bool:
     """A reader that batches what it yields: one of apis.BATCHING_SOURCES
     given a batch size other than None, or batching by its default
@@ -62,6 +64,7 @@ def _batching_transformation(a: A.Analysis, call: cst.Call) -> Optional[cst.Call
     return inner if isinstance(inner, cst.Call) and a.is_name(inner, apis.BATCHING_TRANSFORMATIONS) else None
 
 
+@fact
 def batch_calls(a: A.Analysis, expr, seen=None, methods=BATCH_METHODS) -> Optional[List[cst.Call]]:
     """The ``.batch(n)`` calls (or other ``methods``) along a dataset's flow
     from its sources, or None when the flow cannot be followed to them."""

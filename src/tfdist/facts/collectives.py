@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from .syntax import calls_in, method_name, receiver
@@ -12,6 +13,7 @@ from .tf1_train_ops import names_train_op
 from .writes import INFERENCE_RUNS_COLLECTIVES, TF1_STEP_BUILDERS, TRAINING_METHODS, is_harmless_library_call, is_io_call, is_model_value, object_kind
 
 
+@fact
 def call_collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
     if isinstance(c.func, cst.Name) and c.func.value in apis.PURE_CALLS:
         return True
@@ -81,6 +83,7 @@ def _fetches_training(a: A.Analysis, fetches, seen: set, depth: int = 0) -> bool
     return False
 
 
+@fact
 def collective_free(a: A.Analysis, c: cst.Call) -> bool:
     """Can this call never run a collective operation (nor step an optimizer)?"""
     return call_collective_free(a, c, set())

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
@@ -25,6 +26,7 @@ from .external_functions import external_function_of
 from .syntax import find_arg, has_star_args
 
 
+@fact
 def directory_reader_name(a, src: cst.Call) -> Optional[str]:
     """The one name a directory reader (``image_dataset_from_directory``...)
     is bound to (``train_ds = reader(...)``), else None."""
@@ -36,6 +38,7 @@ def directory_reader_name(a, src: cst.Call) -> Optional[str]:
     return assign.targets[0].target.value
 
 
+@fact
 def flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
     """The dataset method calls from expr down to the source call target,
     following each name to the one binding that reaches it."""
@@ -53,6 +56,7 @@ def flow_path(a, expr, target, depth: int) -> Optional[List[cst.Call]]:
     return None
 
 
+@fact
 def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst.Call]:
     """The sources a dataset is built from (as ``Analysis.dataset_sources``),
     also through names unpacked from, and splits indexed in, a source that
@@ -97,6 +101,7 @@ def dataset_sources(a, expr, seen=None, through_params: bool = True) -> List[cst
     return []
 
 
+@fact
 def size_known(a, expr, seen=None) -> bool:
     """Does TensorFlow know this dataset's number of elements (cardinality)?"""
     seen = seen if seen is not None else set()
@@ -124,6 +129,7 @@ def size_known(a, expr, seen=None) -> bool:
     return False
 
 
+@fact
 def chain_methods(a, expr, seen=None) -> List[str]:
     """Dataset methods applied along the way from the sources to expr."""
     seen = seen if seen is not None else set()
@@ -148,6 +154,7 @@ def chain_methods(a, expr, seen=None) -> List[str]:
     return out
 
 
+@fact
 def helper_calls(a, expr, seen=None) -> List[cst.Call]:
     """Calls of this module's functions that build the dataset expr is made of."""
     seen = seen if seen is not None else set()
@@ -170,12 +177,14 @@ def helper_calls(a, expr, seen=None) -> List[cst.Call]:
     return []
 
 
+@fact
 def property_values(a, expr: cst.Attribute) -> List[cst.BaseExpression]:
     """What an attribute of an instance of a user class holds: the values
     assigned to ``self.<attr>``, or what its property returns (``window.train``)."""
     return [v for cd in a.instance_classes(expr.value) for v in a.attribute_values(cd, expr.attr.value)]
 
 
+@fact
 def appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
     """The values appended to the list a name is bound to: ``xs.append(v)``
     on any reference the binding reaches."""
@@ -189,6 +198,7 @@ def appended(a: A.Analysis, target: cst.Name) -> List[cst.BaseExpression]:
     return out
 
 
+@fact
 def row_origins(a, src: cst.Call) -> List[cst.Call]:
     """Dataset sources whose elements an in-memory source's rows were read
     from, in their order: ``rows.append(load(x))`` in a loop over
@@ -228,6 +238,7 @@ def row_origins(a, src: cst.Call) -> List[cst.Call]:
     return out
 
 
+@fact
 def call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
     """The calls of this module running fdef: by its name, or as a method."""
     name = fdef.name.value
@@ -236,6 +247,7 @@ def call_sites(a, fdef: cst.FunctionDef) -> List[cst.Call]:
             and fdef in dataflow.callees(a, c)]
 
 
+@fact
 def shared_helpers(a, expr) -> List[cst.Call]:
     """Helper calls whose function has other callers: sharding inside it
     would change what those callers get -- and divide a second time a flow
@@ -249,6 +261,7 @@ def shared_helpers(a, expr) -> List[cst.Call]:
     return out
 
 
+@fact
 def passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     """The arguments of this call of a helper that builds no dataset of its
     own -- every source its returned dataset is made of is handed to it by
@@ -271,6 +284,7 @@ def passed_datasets(a, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     return out or None
 
 
+@fact
 def external_returned(a, call: cst.Call, path: Optional[List[int]] = None):
     """(analysis of its module, FunctionDef, returned datasets) when call
     runs a helper of another module of the project every return of which
@@ -306,6 +320,7 @@ class HelperSite:
     name: Optional[str] = None
 
 
+@fact
 def external_sites(a, expr, depth: int = 0) -> Optional[List[HelperSite]]:
     """Where helpers of other modules of the project build the dataset expr
     holds, followed through names, dataset methods, the values a parameter
@@ -340,11 +355,13 @@ def external_sites(a, expr, depth: int = 0) -> Optional[List[HelperSite]]:
     return out or None
 
 
+@fact
 def external_dataset(a, expr) -> bool:
     """expr holds a dataset helpers of other modules of the project made (external_sites)."""
     return external_sites(a, expr) is not None
 
 
+@fact
 def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:
     """The parameter of ``fdef`` (a helper in ``other``'s module) that sets
     ``value``, an argument inside it: a name bound to that parameter, or to
@@ -374,6 +391,7 @@ def helper_param(other, fdef: cst.FunctionDef, value) -> Optional[cst.Param]:
     return None
 
 
+@fact
 def same_on_every_rank(a, value) -> bool:
     """``value`` is the same number in every process: an integer literal,
     or a name every binding reaching it binds to one."""
@@ -385,6 +403,7 @@ def same_on_every_rank(a, value) -> bool:
     return False
 
 
+@fact
 def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
     """The dataset method calls from expr down to the source call target."""
     seen = seen if seen is not None else set()
@@ -420,6 +439,7 @@ def path_to(a, expr, target, seen=None) -> Optional[List[cst.Call]]:
     return None
 
 
+@fact
 def batch_takes(a, expr) -> List[cst.Call]:
     """The ``take(n)`` calls on the way from expr's sources to expr that come
     after it is batched: each n counts batches, that is steps."""
@@ -435,6 +455,7 @@ def batch_takes(a, expr) -> List[cst.Call]:
     return out
 
 
+@fact
 def reaching_value(a, name: cst.Name):
     """The value a name has where it is used, for names assigned only by
     plain statements of one block (``ds = ...`` then ``ds = ds.shuffle(...)``):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 import libcst as cst
+from ..engine.memo import fact
 from .. import apis
 from .syntax import find_arg, method_name
 
@@ -18,6 +19,7 @@ def literal_true(node) -> bool:
         isinstance(node, cst.Integer) and node.value == "0")
 
 
+@fact
 def tfds_shape(a, call: cst.Call) -> Tuple[str, bool]:
     """('single' | 'list' | 'dict', with_info) of what tfds.load (or a
     builder's as_dataset, whose split may be positional) returns."""
@@ -46,6 +48,7 @@ def _list_of_split_names(a, value, depth: int = 0) -> bool:
     return False
 
 
+@fact
 def unpacked(a, name_node: cst.Name):
     """(assign, index path) when name_node is bound by ``a, (b, c) = value``."""
     path: List[int] = []
@@ -66,6 +69,7 @@ def unpacked(a, name_node: cst.Name):
     return assign, path
 
 
+@fact
 def tuple_source_element(a, value, path: List[int]):
     """What the element at ``path`` of a tuple-returning source is:
     'dataset', 'dict' (of datasets, by split) or None (info, unknown)."""
@@ -105,6 +109,7 @@ def integer_index(sub: cst.Subscript) -> Optional[int]:
     return int(index.value) if isinstance(index, cst.Integer) else None
 
 
+@fact
 def list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
     """The tfds.load call when expr is the list of datasets it returns for
     ``split=[...]`` (directly, through a name bound once, or unpacked from
@@ -129,6 +134,7 @@ def list_of_splits(a, expr, depth: int = 0) -> Optional[cst.Call]:
     return None
 
 
+@fact
 def unpacked_source(a, origin) -> Optional[cst.Call]:
     """The source call when the name bound at origin is unpacked as one
     dataset from a source returning several (``train, val =
@@ -141,6 +147,7 @@ def unpacked_source(a, origin) -> Optional[cst.Call]:
     return src if kind == "dataset" else None
 
 
+@fact
 def split_source(a, expr) -> Optional[cst.Call]:
     """The source call when expr is one dataset taken by position from the
     list of splits a source returns (``splits[1]`` of ``tfds.load(split=[...])``)."""
@@ -151,6 +158,7 @@ def split_source(a, expr) -> Optional[cst.Call]:
     return None
 
 
+@fact
 def dict_of_splits_source(a, expr) -> Optional[cst.Call]:
     """The tfds.load call when expr is the dict of splits it returns (split=None)."""
     if not isinstance(expr, cst.Name):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Optional
 import libcst as cst
+from ..engine.memo import fact
 from ..engine.analysis import Analysis, ProjectContext
 from .syntax import find_arg, has_star_args
 
 
+@fact
 def external_callable(a, call: cst.Call):
     """(analysis of its module, FunctionDef) of a function of another module
     of the project, or of a class or static method of a class there
@@ -29,6 +31,7 @@ def class_level_method(fdef: cst.FunctionDef) -> Optional[str]:
                  and d.decorator.value in ("classmethod", "staticmethod")), None)
 
 
+@fact
 def argument_at(a, fdef: cst.FunctionDef, call: cst.Call, param: cst.Param):
     """The value ``param`` of ``fdef`` (in the module ``a`` analyses) has at
     ``call``: the argument given, else its default (None when neither is
@@ -52,6 +55,7 @@ def external_function(ctx, call: cst.Call):
     return external_function_of(ctx.a, call)
 
 
+@fact
 def external_function_of(a, call: cst.Call):
     """external_function, for an analysis (each other module is parsed and
     analysed once per analysis)."""
@@ -87,6 +91,7 @@ def _external_definition(a, func, kind):
     return None
 
 
+@fact
 def external_methods_of(a, call: cst.Call) -> list:
     """(analysis of its module, method) for ``obj.method(...)`` when obj is
     (a name bound once to) an instance of a class another module of the

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from .batch_helpers import batch_helper_arrays, is_constant, is_schedule, pure_batch_function_argument, reorders_itself, rows_reshaped, rows_under
@@ -15,6 +16,7 @@ from . import samplers
 from . import step_counts
 
 
+@fact
 def sliced_for(a: A.Analysis, loop, sliced) -> Optional[step_counts.Sliced]:
     """Of the arrays sliced (one Sliced, or one per function binding
     some), those the loop's count may be computed from: sliced in the
@@ -26,6 +28,7 @@ def sliced_for(a: A.Analysis, loop, sliced) -> Optional[step_counts.Sliced]:
     return next((s for s in sliced if a.enclosing_function(s.point) is a.enclosing_function(loop)), None)
 
 
+@fact
 def array_roots(a: A.Analysis, expr, loop, out: Dict[str, cst.Name], readers: List[cst.CSTNode],
                  reader: cst.CSTNode, depth: int = 0) -> bool:
     """Collect the arrays bound outside the training loop that a fed value
@@ -130,6 +133,7 @@ def _roots_outside(a: A.Analysis, expr: cst.Name, bound, loop, out: Dict[str, cs
     return True
 
 
+@fact
 def loop_row_source(a: A.Analysis, target: cst.Name) -> Optional[cst.BaseExpression]:
     """The array whose rows (or a column of whose rows) the for-loop target
     ``target`` holds at each iteration: ``data`` for ``x`` in ``for x in
@@ -216,6 +220,7 @@ def _is_noise(a: A.Analysis, expr, loop) -> bool:
     return False
 
 
+@fact
 def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
     """The arrays fed row by row to the train op, grouped by the function
     they are bound in (two methods may both call theirs ``X``): a list of
@@ -249,6 +254,7 @@ def fed_array_roots(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]):
     return list(groups.values()) or None
 
 
+@fact
 def samplers_fed(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Optional[List[samplers.Sampler]]:
     """The samplers every non-constant fed value comes from, or None."""
     out: List[samplers.Sampler] = []
@@ -267,6 +273,7 @@ def samplers_fed(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> Op
     return out or None
 
 
+@fact
 def fed_arrays_read(a: A.Analysis, runs: List[cst.Call], train_ops: Set[str]) -> List[cst.Name]:
     out: List[cst.Name] = []
     for run in [r for r in runs if feeds(r, train_ops)]:

@@ -16,6 +16,7 @@ import weakref
 from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine import dataflow
@@ -30,6 +31,7 @@ RULE = kinds.GRADIENT_TAPE
 
 
 # ------------------------------------------------------------------ analysis
+@fact
 def tapes(a: A.Analysis) -> List[Tuple[cst.With, cst.WithItem, str]]:
     out = []
     for w in a.withs:
@@ -44,6 +46,7 @@ def _scope(a: A.Analysis, node) -> Optional[cst.FunctionDef]:
     return a.enclosing_function(node)
 
 
+@fact
 def gradient_calls(a: A.Analysis, w: cst.With, tape: str) -> List[cst.Call]:
     """The ``tape.gradient`` calls of the tape this with-block binds: those
     its binding reaches (two blocks ``with tf.GradientTape() as tape`` in
@@ -62,11 +65,13 @@ def _tape_reaches(a: A.Analysis, w: cst.With, use: cst.Name) -> bool:
     return any(id(b.node) in items for b in a.bindings_of(use))
 
 
+@fact
 def apply_calls(a: A.Analysis) -> List[cst.Call]:
     """TF2 optimizer steps: apply_gradients, or a Keras 3 optimizer's apply."""
     return [c for c in a.calls if is_optimizer_step(a, c) and not a.is_kind(receiver(c), A.TF1_OPTIMIZER)]
 
 
+@fact
 def applied_variables(a: A.Analysis, call: cst.Call) -> Optional[cst.BaseExpression]:
     """The expression naming the variables an optimizer step updates
     (``vars`` in ``apply_gradients(zip(grads, vars))`` / ``apply(grads, vars)``)."""
@@ -94,6 +99,7 @@ def _names_in_target(t) -> List[str]:
     return []
 
 
+@fact
 def gradient_names(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
     """Names holding these gradients, or values derived from them."""
     names: Set[str] = set()
@@ -130,11 +136,13 @@ def gradient_names(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
     return names
 
 
+@fact
 def applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     """Are these gradients applied, by an optimizer or by hand?"""
     return bool(grad_calls) and (optimizer_applied(a, grad_calls) or bool(manual_updates(a, grad_calls)))
 
 
+@fact
 def gradients_and_loop_targets(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[str]:
     """gradient_names, plus the targets of for loops over them (``g`` in
     ``for g, v in zip(grads, variables)``)."""
@@ -145,6 +153,7 @@ def gradients_and_loop_targets(a: A.Analysis, grad_calls: List[cst.Call]) -> Set
     return names
 
 
+@fact
 def manual_updates(a: A.Analysis, grad_calls: List[cst.Call]) -> List[cst.Call]:
     """A step written by hand: variables updated with these gradients by
     their own methods (``w.assign_sub(lr * dw)``, ``v.assign(v - lr * g)``,
@@ -163,6 +172,7 @@ def calls_under(node) -> List[cst.Call]:
 _STEP_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@fact
 def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cst.FunctionDef]:
     """The ``train_step`` / ``test_step`` of a Keras Model subclass that
     ``fdef`` runs as part of: the step itself, or a method of its class the
@@ -181,6 +191,7 @@ def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cs
 STEP_METHODS = ("train_step", "test_step")
 
 
+@fact
 def keras_steps(a: A.Analysis) -> List[cst.FunctionDef]:
     """``train_step`` / ``test_step`` methods of Keras Model subclasses that
     Keras runs: not one the script calls itself (``self.train_step(x)`` in
@@ -235,10 +246,12 @@ def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:
     return out
 
 
+@fact
 def in_keras_train_step(a: A.Analysis, node) -> bool:
     return keras_step_of(a, a.enclosing_function(node)) is not None
 
 
+@fact
 def training_tapes(a: A.Analysis, keras_train_step: bool = False):
     """Tapes whose gradients an optimizer applies (in custom Keras
     ``train_step`` methods only, or only outside them)."""
@@ -252,6 +265,7 @@ def training_tapes(a: A.Analysis, keras_train_step: bool = False):
     return out
 
 
+@fact
 def detect(a: A.Analysis) -> List[Evidence]:
     return [Evidence(P.TAPE, f"with {a.code(item.item)} as {name}: gradients applied "
                               + ("by hand" if manual_updates(a, calls) and not optimizer_applied(a, calls)
@@ -262,6 +276,7 @@ def detect(a: A.Analysis) -> List[Evidence]:
 _GRADIENT_BINDINGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@fact
 def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     """Does an optimizer apply these gradients (else they are applied by hand,
     or not at all)? Followed by binding: an apply reading ``grads`` reads

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 import libcst as cst
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -37,6 +38,7 @@ from . import batch_helpers
 ITERATOR_METHODS = ("__iter__", "__next__")
 
 
+@fact
 def calls_reached(a: A.Analysis, node, depth: int = 0) -> list:
     """The calls ``node`` makes, and those of the functions and methods of
     this module it calls (a few levels down)."""
@@ -85,6 +87,7 @@ def reads_attribute(stmt, samples: set) -> bool:
     return any(_self_attribute(n) in samples for n in walk(stmt) if isinstance(n, cst.Attribute))
 
 
+@fact
 def only_rows_read(a: A.Analysis, klass: cst.ClassDef, name: str, binding: cst.BaseStatement) -> bool:
     """Every use of ``self.<name>`` in the class, besides its binding, reads
     rows of it, its length or its shape, or reorders it in place."""
@@ -96,6 +99,7 @@ def only_rows_read(a: A.Analysis, klass: cst.ClassDef, name: str, binding: cst.B
     return True
 
 
+@fact
 def iterated_instance(a: A.Analysis, loop) -> bool:
     """``loop`` iterates an instance of a class of this module defining
     ``__iter__`` and ``__next__``."""

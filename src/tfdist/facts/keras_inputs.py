@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, Tuple
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from ..engine.analysis import SEQUENCE, returned_values
@@ -52,6 +53,7 @@ def _constructed(a, expr, table, depth: int = 0) -> Optional[cst.Call]:
     return found[0] if all(f is not None for f in found) else None
 
 
+@fact
 def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
     """('array' | 'files', flow call) when expr is an ImageDataGenerator flow."""
     call = expr
@@ -85,6 +87,7 @@ def image_flow(a, expr) -> Tuple[Optional[str], Optional[cst.Call]]:
     return None, None
 
 
+@fact
 def draws_elsewhere_than_numpy(a, fdef) -> bool:
     """``fdef`` calls something random other than NumPy's global generator
     (``random.shuffle``, a Generator or RandomState of its own, TensorFlow's
@@ -99,6 +102,7 @@ def draws_elsewhere_than_numpy(a, fdef) -> bool:
     return False
 
 
+@fact
 def sequence_classes(a, expr) -> list:
     """The Sequence classes of this module expr is an instance of."""
     out = []
@@ -141,6 +145,7 @@ def counts_sharded_data(ctx, steps, data_names) -> bool:
     return False
 
 
+@fact
 def data_names(a, expr) -> set:
     """Names the data given to fit() is reached through (x itself, and the
     names of the dataset chain down to its source)."""
@@ -160,6 +165,7 @@ def data_names(a, expr) -> set:
     return out
 
 
+@fact
 def unbound_parameter_note(a, expr) -> str:
     """`` (x is a parameter of train(), which this file never calls)`` when
     expr is a parameter no call of this module binds, so what it holds
@@ -173,6 +179,7 @@ def unbound_parameter_note(a, expr) -> str:
     return f" ({expr.value} is a parameter of {fdef.name.value}(), which this file never calls)" if fdef is not None else ""
 
 
+@fact
 def external_sequence(a, expr) -> bool:
     """expr is a Keras Sequence (an ImageDataGenerator flow, a Sequence
     subclass) made by a function of another module of the project: bound

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.findings import Evidence
@@ -45,6 +46,7 @@ def _compiled_with_optimizer(a: A.Analysis, recv) -> bool:
     return False
 
 
+@fact
 def holders(a: A.Analysis, expr, depth: int = 0) -> set:
     """ids of the bindings whose object ``expr`` may be: its name's reaching
     bindings, and, through them, what a function of this file returns
@@ -102,6 +104,7 @@ def _functions_called(a: A.Analysis, func, depth: int = 0) -> list:
     return found
 
 
+@fact
 def sklearn_wrapper(a: A.Analysis, expr) -> bool:
     """A name bound to a scikit-learn wrapper of a Keras model
     (``KerasClassifier(build_fn=...)``): its own fit() passes its keywords on
@@ -126,11 +129,13 @@ def _built_by_tuner(a: A.Analysis, expr) -> bool:
     return bool(bound)
 
 
+@fact
 def is_model(a: A.Analysis, expr) -> bool:
     return expr is not None and (a.is_kind(expr, A.MODEL) or _compiled_with_optimizer(a, expr)
                                  or sklearn_wrapper(a, expr) or _built_by_tuner(a, expr))
 
 
+@fact
 def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
     """``model = sm.Unet(...)``, ``discriminator = build_discriminator()`` of
     another module: a model a library or a module tfdist does not read
@@ -158,6 +163,7 @@ def unread_construction(a: A.Analysis, model, depth: int = 0) -> list:
     return [stmt] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else []
 
 
+@fact
 def layer_of_a_model(a: A.Analysis, expr) -> bool:
     """expr is an object called on a Keras symbolic input (``img =
     generator(z)``, ``Model(z, discriminator(generator(z)))``): a Keras layer
@@ -181,10 +187,12 @@ def _keras_symbolic_input(a: A.Analysis, value) -> bool:
     return isinstance(value, cst.Call) and a.is_name(value, apis.KERAS_SYMBOLIC_INPUTS) is not None
 
 
+@fact
 def model_calls(a: A.Analysis, methods) -> List[cst.Call]:
     return [c for c in a.calls if method_name(c) in methods and is_model(a, receiver(c))]
 
 
+@fact
 def detect(a: A.Analysis) -> List[Evidence]:
     out = []
     for call in model_calls(a, apis.KERAS_FIT_METHODS | {"train_on_batch"}):
@@ -194,6 +202,7 @@ def detect(a: A.Analysis) -> List[Evidence]:
     return out
 
 
+@fact
 def override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
     """compile() is a method of the model's class with no optimizer parameter
     (its own optimizers are scaled where its train_step applies them)."""
@@ -208,6 +217,7 @@ def override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
     return True
 
 
+@fact
 def flavor(a: A.Analysis) -> str:
     """'keras' when the file uses standalone Keras 2, else 'tf.keras'."""
     for call in a.calls:
@@ -248,6 +258,7 @@ def lr_done_state(ctx) -> str:
             }.get(ctx.backend.lr_scaling, "learning rate kept as written (--lr-scaling none)") + warmups.phrase(ctx)
 
 
+@fact
 def mapping_unpackings(a: A.Analysis, call: cst.Call) -> List[cst.Call]:
     """The calls unpacking the same named ``**mapping`` (the same binding) as call."""
     star = next((arg.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)), None)
@@ -259,6 +270,7 @@ def mapping_unpackings(a: A.Analysis, call: cst.Call) -> List[cst.Call]:
         and {id(o) for o, _ in a.assigned_values(arg.value)} & origins for arg in c.args)]
 
 
+@fact
 def may_be_built_here(a: A.Analysis, value, depth: int = 0, seen=None) -> bool:
     """Can ``value`` be an optimizer constructed in this file (a call the
     rules scale where it is built; ``Adam.from_config(c)`` is not)? Through the
@@ -394,6 +406,7 @@ def _binding_sources(a: A.Analysis, target: cst.CSTNode):
 OPTIMIZER_KINDS = (A.KERAS_OPTIMIZER, A.TF1_OPTIMIZER)
 
 
+@fact
 def optimizer_constructions(a: A.Analysis, value, depth: int):
     """[(call, type)] of every optimizer construction value can be -- through
     a function of this module returning one (``get_optimizer()``), names,
@@ -550,6 +563,7 @@ def _param_values(a: A.Analysis, param: cst.Param):
     return out
 
 
+@fact
 def bound_optimizer_construction(a: A.Analysis, value):
     """(call, type) when value is (bound once to) an optimizer construction."""
     if isinstance(value, cst.Call):

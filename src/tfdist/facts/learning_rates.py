@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from . import kinds
@@ -40,6 +41,7 @@ def default_lr(name: str) -> Optional[float]:
     return apis.TF1_OPTIMIZERS.get(name)
 
 
+@fact
 def own_optimizer_rate(a: A.Analysis, call: cst.Call):
     """(parameter name, positional index, literal default or None) of the
     learning-rate parameter of an optimizer class of this file, when its
@@ -87,6 +89,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (cst.Integer, cst.Float))
 
 
+@fact
 def schedule_calls(a, value) -> list:
     """Step-keyed schedule calls a learning rate is: the call itself, or the
     value of every binding of a name (through plain assignments only)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from .syntax import find_arg
 from . import kinds
@@ -23,6 +24,7 @@ from . import kinds
 RULE = kinds.GRADIENT_TAPE
 
 
+@fact
 def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
     """'keras' when the loss is made of values of Keras Loss objects with a
     mean reduction (Keras 3 divides each by the number of replicas under a
@@ -62,6 +64,7 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
     return "plain"
 
 
+@fact
 def plain_terms(a: A.Analysis, expr, depth: int = 0):
     """The terms a loss adds to Keras Loss objects' values that are no such
     value (``sum(model.losses)`` in ``loss = loss_fn(y, p); loss +=
@@ -135,10 +138,12 @@ def _binding_before(a: A.Analysis, aug: cst.AugAssign):
     return before[-1] if before else None
 
 
+@fact
 def is_keras_loss_object(a: A.Analysis, func) -> bool:
     return bool(keras_loss_constructions(a, func))
 
 
+@fact
 def keras_loss_constructions(a: A.Analysis, func) -> list:
     """The constructions of the Keras Loss object with a mean reduction
     ``func`` calls (followed through names, the ``self`` attributes of its

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import List
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.findings import Evidence
@@ -21,10 +22,12 @@ from . import tf1_train_ops
 PATTERN = P.MONITORED
 
 
+@fact
 def monitored(a: A.Analysis) -> List[cst.Call]:
     return [c for c in a.calls if a.is_name(c, apis.TF1_MONITORED_SESSIONS)]
 
 
+@fact
 def detect(a: A.Analysis) -> List[Evidence]:
     if not tf1_train_ops.optimizer_calls(a):
         return []  # evaluation only: nothing to distribute

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import List
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine.analysis import returned_values
 from .syntax import find_arg
 from . import dataset_flow
@@ -33,6 +34,7 @@ def is_endless_repeat(call: cst.Call) -> bool:
             and isinstance(v.expression, cst.Integer) and v.expression.value == "1")
 
 
+@fact
 def endless_repeats(a, expr, seen) -> List[cst.Call]:
     """The ``.repeat()`` calls (no count) every way from expr to its data goes
     through; [] when one way reaches data without one, or cannot be followed."""
@@ -80,6 +82,7 @@ def endless_repeats(a, expr, seen) -> List[cst.Call]:
     return []
 
 
+@fact
 def shard_point(a, repeat: cst.Call):
     """(expression to shard, its tf.data sources) for the finite pipeline a
     ``.repeat()`` repeats: the start of its method chain, when nothing before
@@ -94,6 +97,7 @@ def shard_point(a, repeat: cst.Call):
     return node, [s for s in a.dataset_sources(node)]
 
 
+@fact
 def upstream_random(a, expr, seen) -> bool:
     """Does anything before expr draw random numbers per process (a shuffle,
     or a source shuffling with its own random seed that tfdist cannot fix)?"""

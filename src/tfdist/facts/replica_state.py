@@ -13,6 +13,7 @@ import re
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -27,6 +28,7 @@ BATCH_RULE = kinds.PER_REPLICA_BATCH
 
 
 # ------------------------------------------------------------ replica scope
+@fact
 def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[cst.BaseStatement]:
     """The statements that build the object(s) ``expr`` is bound to (of
     these kinds), wherever they are (a factory's ``return``, ``__init__``,
@@ -65,6 +67,7 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
 BUILDING_METHODS = {"add", "build", "adapt"}  # adapt(): a preprocessing layer builds its state from data
 
 
+@fact
 def building_statements(a: A.Analysis, construction: cst.Call) -> List[cst.BaseStatement]:
     """The statements that create a model's variables after its constructor
     ran: ``.add(layer)``, ``.build(shape)``, a call on data whose result is
@@ -293,6 +296,7 @@ def _calls_layers(a: A.Analysis, value) -> bool:
     return bool(fdefs) and any(isinstance(n, cst.Call) and _is_layer_call(a, n) for f in fdefs for n in walk(f.body))
 
 
+@fact
 def self_attribute_class(a: A.Analysis, expr) -> Optional[cst.ClassDef]:
     """The class whose instance attribute ``expr`` is (``self.<name>`` in one
     of its methods, ``self`` the method's first parameter), else None."""
@@ -313,6 +317,7 @@ def scoped_state(ctx) -> set:
     return ctx.state("replicas.scoped")
 
 
+@fact
 def every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
     """A statement of a function every call of which runs in a statement
     put in the scope: it runs in the scope already (a second ``with``
@@ -325,6 +330,7 @@ def every_caller_scoped(a: A.Analysis, stmt, chosen: set) -> bool:
                                for c in sites)
 
 
+@fact
 def runs_user_code(a: A.Analysis, stmt) -> bool:
     """A statement calling a function or method of this module, or a Keras
     training/evaluation method: kept out of a scope it would only join to
@@ -365,6 +371,7 @@ def external_helper_site(ctx, dataset) -> Optional[dataset_flow.HelperSite]:
     return sites[0] if sites is not None and len(sites) == 1 else None
 
 
+@fact
 def module_file(other: A.Analysis) -> str:
     name = other.project.module_name
     return (name.replace(".", "/") + ".py") if name else "another module"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import List, Optional, Set
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
@@ -73,6 +74,7 @@ def array_leaves(value: cst.BaseExpression, a=None) -> Optional[List[cst.BaseExp
     return out
 
 
+@fact
 def array_structure(a, value, depth: int = 0) -> Optional[str]:
     """How Keras reads a Python container given to fit() as x or y:
     "dict" (a dict display or comprehension) or "list" (a list or tuple --
@@ -143,6 +145,7 @@ def keeps_rows(call: cst.Call, name: str) -> bool:
     return isinstance(value, cst.Integer) and int(value.value, 0) >= 1
 
 
+@fact
 def numpy_array(a, expr, depth: int = 0, seen: Optional[Set[int]] = None) -> bool:
     """Is expr certainly a NumPy array -- made by a numpy function, a Keras
     data set's load_data(), a function of apis.ARRAY_RETURNING_FUNCTIONS, or
@@ -317,6 +320,7 @@ def _unpacked_from_arrays(a, origin, depth: int = 0, seen: Optional[Set[int]] = 
     return False
 
 
+@fact
 def external_array_arguments(other, fdef: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     """For a helper of another module whose every dataset source is
     ``from_tensor_slices`` of its own parameters (arrays it is handed, not

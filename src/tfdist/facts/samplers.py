@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -65,6 +66,7 @@ def _draws_from_global_numpy(a: A.Analysis, fdef: cst.FunctionDef, call: Optiona
     return None if other else False
 
 
+@fact
 def branch_taken(a: A.Analysis, fdef: cst.FunctionDef, call: Optional[cst.Call], node) -> Optional[bool]:
     """Whether node runs when call runs fdef, as far as the if-statements
     around it test the function's own parameters (``if shuffle:``, ``if not
@@ -183,6 +185,7 @@ def _stream_of(a: A.Analysis, functions: List[cst.FunctionDef], call: cst.Call, 
     return None if _varies_per_step(a, call, loop) else FIXED_ORDER
 
 
+@fact
 def classify(a: A.Analysis, call: cst.Call, loop=None) -> Optional[Sampler]:
     """A call handing out a batch per step (``next_batch``, a function of
     the user's, ``next(generator)``) and where its randomness comes from,
@@ -225,6 +228,7 @@ def classify(a: A.Analysis, call: cst.Call, loop=None) -> Optional[Sampler]:
     return None if _varies_per_step(a, call, loop) else Sampler(call, UNKNOWN)
 
 
+@fact
 def in_loop(a: A.Analysis, loop) -> List[Sampler]:
     out = []
     for n in walk(loop.body):
@@ -235,6 +239,7 @@ def in_loop(a: A.Analysis, loop) -> List[Sampler]:
     return out
 
 
+@fact
 def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call of a generator function of this module (every definition
     the name reaches yields), or of a generator method of one of its classes
@@ -245,6 +250,7 @@ def generator_call(a: A.Analysis, expr) -> Optional[cst.Call]:
     return calls[0] if calls else None
 
 
+@fact
 def generator_calls(a: A.Analysis, expr, depth: int = 0) -> Optional[List[cst.Call]]:
     """Every generator call expr can be (see :func:`generator_call`), or
     None when any of its values is something else or unknown."""
@@ -278,6 +284,7 @@ def generator_calls(a: A.Analysis, expr, depth: int = 0) -> Optional[List[cst.Ca
     return [expr]
 
 
+@fact
 def generator_home(a: A.Analysis, expr) -> str:
     """Where the generator expr is made by is defined: "this file" or
     "module <name>"."""
@@ -288,6 +295,7 @@ def generator_home(a: A.Analysis, expr) -> str:
     return "this file"
 
 
+@fact
 def generator_defs(a: A.Analysis, call: cst.Call) -> list:
     """(analysis, FunctionDef) of each function a call runs: this module's
     (:func:`generator_functions`), or a function of another module of the
@@ -300,6 +308,7 @@ def generator_defs(a: A.Analysis, call: cst.Call) -> list:
     return [found] if found is not None else external_methods_of(a, call)
 
 
+@fact
 def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     """The functions of this module a call runs: by name, or the methods of
     its classes an instance's ``obj.method(...)`` runs."""
@@ -308,6 +317,7 @@ def generator_functions(a: A.Analysis, call: cst.Call) -> List[cst.FunctionDef]:
     return a.methods_called(call)
 
 
+@fact
 def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
     """The call making a generator that draws its batches from NumPy's
     global generator (``gen = batch_generator(64)``, ``def
@@ -320,6 +330,7 @@ def random_generator(a: A.Analysis, expr) -> Optional[cst.Call]:
                            for call in calls for owner, f in generator_defs(a, call)) else None
 
 
+@fact
 def fed_by_sampler(a: A.Analysis, value, loop, depth: int = 0) -> Optional[List[Sampler]]:
     """The samplers a fed value comes from: ``batch_x`` with ``batch_x,
     batch_y = mnist.train.next_batch(n)`` (or ``batch[0]`` with ``batch =
@@ -423,6 +434,7 @@ def _computed_from_samplers(a: A.Analysis, value, loop, depth: int) -> Optional[
     return found or None
 
 
+@fact
 def arrays_read(a: A.Analysis, value, loop, depth: int = 0, seen=None) -> List[cst.Name]:
     """The names bound before the loop that a fed value's computation in the
     loop reads (``x_vals`` in ``np.transpose([x_vals[rand_index]])``): the
@@ -457,6 +469,7 @@ def _transforms_rows(a: A.Analysis, call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and bool(a.local_functions(call.func))
 
 
+@fact
 def is_noise_draw(a: A.Analysis, call: cst.Call) -> bool:
     """A fresh draw from one of NumPy's random distributions
     (``np.random.randn(n, 784)``): noise, not data to divide."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import dataflow
 from ..engine.scopes import walk
 from .shard_points import dataframe_draw, numpy_order_draw
@@ -22,6 +23,7 @@ from . import external_functions
 from . import samplers
 
 
+@fact
 def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None) -> bool:
     """``fdef`` (a function of the module ``other`` analyses) reorders rows
     with NumPy's global generator, or splits them at random without a seed,
@@ -31,6 +33,7 @@ def draws_unseeded(other, fdef: cst.FunctionDef, call: Optional[cst.Call] = None
     return _draws_unseeded(other, fdef, apis.NUMPY_GLOBAL_SEED_SETTERS, numpy_order_draw, call=call)
 
 
+@fact
 def seeding_parameter(other, fdef: cst.FunctionDef, call: cst.Call, seed_setters) -> Optional[cst.Param]:
     """The parameter of ``fdef`` its seeding call is handed
     (``np.random.seed(seed)``) when ``call`` leaves it None -- the helper
@@ -61,6 +64,7 @@ def _seed_left_none(other, fdef: cst.FunctionDef, call: cst.Call, setter: cst.Ca
     return param if isinstance(value, cst.Name) and value.value == "None" else None
 
 
+@fact
 def draws_unseeded_python(other, fdef: cst.FunctionDef) -> bool:
     """The same for Python's global ``random`` (``random.shuffle(paths)``)."""
     return _draws_unseeded(other, fdef, apis.PYTHON_GLOBAL_SEED_SETTERS,
@@ -97,6 +101,7 @@ def helper_draws(ctx, call: cst.Call) -> bool:
     return external is not None and draws_unseeded(*external, call=call)
 
 
+@fact
 def random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None, ctx=None) -> List[cst.Call]:
     """The random splitters (apis.RANDOM_ARRAY_SPLITTERS) and NumPy global
     draws the values of these expressions come from, followed through the

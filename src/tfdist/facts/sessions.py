@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import List, Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.findings import Evidence
@@ -23,10 +24,12 @@ from . import tf1_train_ops
 PATTERN = P.SESSION
 
 
+@fact
 def sessions(a: A.Analysis) -> List[cst.Call]:
     return [c for c in a.calls if a.is_name(c, apis.TF1_SESSIONS)]
 
 
+@fact
 def detect(a: A.Analysis) -> List[Evidence]:
     if not tf1_train_ops.optimizer_calls(a):
         return []

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Optional
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine.scopes import walk
 from .syntax import find_arg, fit_arg, has_star_args, method_name
 from . import collectives
@@ -56,6 +57,7 @@ def adapted_downstream(ctx, node: cst.BaseExpression):
     return None
 
 
+@fact
 def positional_point(a, dataset, src: cst.Call):
     """The last call on the way from ``src`` to ``dataset``, before it is
     batched, whose output depends on the position or the neighbours of each
@@ -83,6 +85,7 @@ def positional_point(a, dataset, src: cst.Call):
     return False if nested else point
 
 
+@fact
 def seeded_earlier_in(a, stmt) -> bool:
     """NumPy's global generator is seeded by a statement before ``stmt`` in its block."""
     body = list(a.parent(stmt).body) if hasattr(a.parent(stmt), "body") else []
@@ -92,6 +95,7 @@ def seeded_earlier_in(a, stmt) -> bool:
                for c in walk(s) if isinstance(c, cst.Call))
 
 
+@fact
 def numpy_order_draw(other, c: cst.Call) -> bool:
     if other.names(c) & apis.NUMPY_REORDERING_DRAWS:
         return True
@@ -105,6 +109,7 @@ def numpy_order_draw(other, c: cst.Call) -> bool:
     return False
 
 
+@fact
 def dataframe_draw(a, call) -> bool:
     """``df.sample(frac=1)``: a pandas DataFrame method drawing rows at random
     (apis.DATAFRAME_RANDOM_DRAWS), on a receiver known to be a DataFrame."""
@@ -112,6 +117,7 @@ def dataframe_draw(a, call) -> bool:
         and isinstance(call.func, cst.Attribute) and writes.object_kind(a, call.func.value) == apis.DATAFRAME
 
 
+@fact
 def global_seed_set_before(a, node, setters_table=None) -> bool:
     """Does the script set TensorFlow's global seed (tf.random.set_seed,
     keras.utils.set_random_seed) at module level before the code building
@@ -140,6 +146,7 @@ def global_seed_set_before(a, node, setters_table=None) -> bool:
     return any(body.index(t) < first for t in setters)
 
 
+@fact
 def held_directly(a, leaf, values) -> bool:
     """fit() reads ``leaf`` as it is: it is one of ``values`` or an item of
     their tuple, list or dict displays -- not the argument of a conversion
@@ -229,6 +236,7 @@ def conditional_template(ctx, node: cst.CSTNode, template: str) -> str:
     return "{inner}.apply(lambda ds: " + template.replace("{inner}", "ds") + f" if {flag} else ds)"
 
 
+@fact
 def new_parameter_name(a, fdef: cst.FunctionDef, base: str) -> str:
     used = {n.value for n in walk(fdef) if isinstance(n, cst.Name)}
     name, i = base, 2
@@ -248,6 +256,7 @@ def with_keyword_only(params: cst.Parameters, name: str) -> cst.Parameters:
     return params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, new])
 
 
+@fact
 def site_use(a, site: cst.Call, depth: int = 0) -> Optional[str]:
     """What a helper call's dataset is used for: "train" when it reaches
     fit()'s training or validation data, or a loop that trains on it
@@ -315,6 +324,7 @@ def _read_use(a, node: cst.CSTNode, depth: int = 0) -> Optional[str]:
     return None
 
 
+@fact
 def feeds_fit_only(a, value: cst.BaseExpression) -> bool:
     """Is this dataset (a call's value) only ever handed to fit() as its
     training or validation data -- directly, or through a name bound to it?"""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Set
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import dataflow
 from ..engine.scopes import walk
 from . import external_functions
@@ -44,6 +45,7 @@ class StepCount:
     start: Optional[cst.BaseExpression] = None  # a of range(a, b)
 
 
+@fact
 def is_range(a, call) -> bool:
     if not isinstance(call, cst.Call):
         return False
@@ -152,6 +154,7 @@ def _break_bound(loop, var: str) -> Optional[cst.BaseExpression]:
     return found[0] if len(found) == 1 else None
 
 
+@fact
 def enumerated_cap(a, loop) -> Optional[cst.BaseExpression]:
     """N of the ``if step > N: break`` (``>=``, ``==``) that ends a loop
     numbering what it iterates (``for step, batch in enumerate(dataset)``)
@@ -163,6 +166,7 @@ def enumerated_cap(a, loop) -> Optional[cst.BaseExpression]:
     return _break_bound(loop, loop.target.elements[0].value.value)
 
 
+@fact
 def unwrapped(a, it, wrappers=apis.ITERATION_WRAPPERS):
     """The iterable inside progress bars and numberings: range(n) in
     ``tqdm(range(n))``, ``enumerate(tqdm(range(n)))`` (of ``wrappers``)."""
@@ -172,6 +176,7 @@ def unwrapped(a, it, wrappers=apis.ITERATION_WRAPPERS):
     return it
 
 
+@fact
 def step_count(a, loop) -> Optional[StepCount]:
     """The step count of a training loop, or None when tfdist cannot see it."""
     if isinstance(loop, cst.For):
@@ -247,6 +252,7 @@ def _stream_iterable(a, loop) -> Optional[cst.BaseExpression]:
     return it
 
 
+@fact
 def stream_reach(a, loop) -> Optional[Set[str]]:
     """The names one step's data reaches in the body of a loop over an
     iterable tfdist cannot count (:func:`_stream_iterable`): the names the
@@ -280,6 +286,7 @@ def reads(node, names: Set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 
 
+@fact
 def stream_of_steps(a, loop, spots: List[cst.CSTNode]) -> Optional[cst.BaseExpression]:
     """The iterable of a for-loop whose elements are the data of its steps,
     when tfdist cannot count them (a generator, an object of another
@@ -324,6 +331,7 @@ def _steps_depend_on_data(a, loop, spots: List[cst.CSTNode], reached: Set[str]) 
     return False
 
 
+@fact
 def number_used_as_data(a, loop, counter: str):
     """A read of the loop's number in its body that is data: in a subscript
     (``labels[i]``) or an argument of a call other than console output and

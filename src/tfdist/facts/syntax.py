@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple, Union
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine.scopes import walk
 from ..engine import analysis as A
 
@@ -50,6 +51,7 @@ def fit_arg(call: cst.Call, key: str) -> Optional[cst.Arg]:
     return find_arg(call, apis.KERAS_FIT_KEYWORDS.get(key, key), fit_position(call, key))
 
 
+@fact
 def find_passed(a, call: cst.Call, keyword: str, position: Optional[int] = None):
     """find_arg, or else the element of a ``**mapping`` of call whose keys
     tfdist can read (``compile(**train_config)``, ``train_config =
@@ -156,6 +158,7 @@ def method_name(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
+@fact
 def is_optimizer_step(a, call: cst.Call) -> bool:
     """``opt.apply_gradients(...)``, or ``opt.apply(grads, vars)`` on what is
     known to be a Keras optimizer (apis.OPTIMIZER_APPLY_METHODS)."""
@@ -165,6 +168,7 @@ def is_optimizer_step(a, call: cst.Call) -> bool:
     return name not in apis.GENERIC_APPLY_METHODS or a.is_kind(receiver(call), A.KERAS_OPTIMIZER)
 
 
+@fact
 def names_a_field(a, name: cst.Name) -> bool:
     """``layers`` in ``tf.keras.layers``, ``units`` in ``Dense(units=4)``:
     the name of an attribute or a keyword, not a read of a variable."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -18,6 +19,7 @@ from . import sample_arrays
 from . import samplers
 
 
+@fact
 def eager_optimizer_sites(a: A.Analysis, expr, traced, depth: int = 0) -> Optional[List[cst.BaseExpression]]:
     """Where the optimizer ``expr`` is, in code that runs eagerly: expr
     itself, or -- expr being a parameter of a traced function -- the
@@ -55,11 +57,13 @@ def _reachable(a: A.Analysis, node, found, seen=None) -> bool:
     return dataflow.reaches(a, node, found, seen)
 
 
+@fact
 def runs_optimizer_step(a: A.Analysis, node, applies: Set[int]) -> bool:
     """Does running node run an optimizer step (directly or via local functions)?"""
     return _reachable(a, node, lambda n: any(id(c) in applies for c in calls_in(n)))
 
 
+@fact
 def loop_dataset(a: A.Analysis, it) -> Tuple[Optional[cst.BaseExpression], Optional[cst.Call]]:
     """The dataset a for-loop iterates (made here, or by a helper of another
     module of the project), and a ``.take(n)`` directly on it."""
@@ -92,6 +96,7 @@ def _settings_written_out(a: A.Analysis, name: cst.Name) -> bool:
         not isinstance(el, cst.StarredElement) and literal(el.value) for el in v.elements) for _o, v in bound)
 
 
+@fact
 def rows_read(a: A.Analysis, loop, applies: Set[int]) -> Tuple[Dict[str, cst.Name], List[cst.CSTNode]]:
     """Arrays whose rows the training step reads, followed back through the
     loops around it to where they are bound (``x_train`` in ``xb =
@@ -202,6 +207,7 @@ def _rows_bound_in_loop(a: A.Analysis, name: cst.Name, loop, depth: int = 0) -> 
     return False
 
 
+@fact
 def step_spots(a: A.Analysis, loop, applies: Set[int]) -> List[cst.CSTNode]:
     """Where the step loop's data enters training: its tape blocks and the arguments of calls that train."""
     spots: List[cst.CSTNode] = [w.body for w, _, _ in tapes(a) if dataflow.is_inside(a, w, loop)]
@@ -222,6 +228,7 @@ def _from_dataset_iterator(a: A.Analysis, call: cst.Call) -> bool:
     return False
 
 
+@fact
 def samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.Sampler]:
     """Batches the step loop draws from a sampler (``next_batch``, a function
     of the user's, a generator) and hands to the training step."""
@@ -244,6 +251,7 @@ def samplers_feeding(a: A.Analysis, loop, applies: Set[int]) -> List[samplers.Sa
     return out
 
 
+@fact
 def random_index_draws(a: A.Analysis, loop, read: Set[str], functions) -> List[cst.Call]:
     """Draws from a global generator (``functions``: NumPy's, TensorFlow's) in the loop body that pick the
     rows of the step's batch (``idx = np.random.choice(n, bs)``; ``xb =
@@ -280,6 +288,7 @@ def _feeding(body, read: Set[str]) -> List[Tuple[Set[str], cst.BaseExpression]]:
     return out
 
 
+@fact
 def rows_drawn_at_random(a: A.Analysis, loop, read: Set[str]) -> bool:
     """Every row the step's data is computed from, of an array bound before
     the loop, is picked by a draw from NumPy's global generator
@@ -302,6 +311,7 @@ def rows_drawn_at_random(a: A.Analysis, loop, read: Set[str]) -> bool:
                                   for e in sub.slice) for sub in rows)
 
 
+@fact
 def reaches(a: A.Analysis, node, loops) -> bool:
     """Is one of loops inside node, or inside a local function node calls?"""
     return _reachable(a, node, lambda n: any(any(anc is n for anc in a.ancestors(l)) for l in loops))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -54,6 +55,7 @@ def _feed_dict_node(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Option
     return arg.value if arg is not None else None
 
 
+@fact
 def feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[List[cst.BaseExpression]]:
     """The values of the feed_dict of a run call (a dict literal, maybe through one name)."""
     value = _feed_dict_node(a, run, train_ops)
@@ -67,6 +69,7 @@ def feed_values(a: A.Analysis, run: cst.Call, train_ops: Set[str]) -> Optional[L
     return [e.value for e in value.elements]
 
 
+@fact
 def full_size_uses(a: A.Analysis, block_body, first, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
     """Counts of the rows of the fed arrays (and names computed from such
     counts) bound between the first binding of the arrays and the slicing
@@ -121,6 +124,7 @@ def _feature_axes(a: A.Analysis, shape: cst.Attribute) -> bool:
     return isinstance(index, cst.Slice) and isinstance(index.lower, cst.Integer) and int(index.lower.value, 0) >= 1
 
 
+@fact
 def per_rank_sizes_in_graph(a: A.Analysis, block_body, point, roots: Set[str]) -> List[Tuple[str, int, cst.Name]]:
     """Names bound after the slicing point to a size of the sliced arrays and
     read in a statement that builds a TensorFlow expression (a loss
@@ -195,6 +199,7 @@ class SlicePoint:
         return self.point if self.point is not None else self.function.params
 
 
+@fact
 def lifted_to_common_block(a: A.Analysis, stmts: List[cst.BaseStatement], entry_block) -> List[cst.BaseStatement]:
     """Each statement replaced by the statement holding it in the innermost
     block holding them all (and ``entry_block``, a function's body when its
@@ -227,6 +232,7 @@ def lifted_to_common_block(a: A.Analysis, stmts: List[cst.BaseStatement], entry_
     return lifted
 
 
+@fact
 def changed_in_place(a: A.Analysis, node: cst.Name, stmts: List[cst.BaseStatement]) -> Optional[List[cst.BaseStatement]]:
     """The statements, in the block binding the array, that change it in
     place after it is bound (``dataX.append(x)`` in the loop filling it,
@@ -258,6 +264,7 @@ def is_docstring(stmt) -> bool:
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
 
+@fact
 def bound_names(a: A.Analysis, call: cst.Call) -> Set[str]:
     """The names ``call``'s result is bound to (``op1`` in ``op1 = opt.minimize(loss1)``)."""
     for anc in a.ancestors(call):
@@ -268,6 +275,7 @@ def bound_names(a: A.Analysis, call: cst.Call) -> Set[str]:
     return set()
 
 
+@fact
 def argument_values(a: A.Analysis, expr) -> List[cst.BaseExpression]:
     """expr, or what the calls pass for it when it is a parameter
     (``minimize(loss_value)`` in ``def train_step(loss_value)``)."""
@@ -283,6 +291,7 @@ def shuffle_off(call: cst.Call) -> bool:
     return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
 
 
+@fact
 def returned_by_callers(a: A.Analysis, queues: List[cst.Call], batches: Set[str]) -> Set[str]:
     """Names bound from calls of the functions that build the queues and
     return their batches (``X, Y = read_images(path)``), through up to three
@@ -302,6 +311,7 @@ def returned_by_callers(a: A.Analysis, queues: List[cst.Call], batches: Set[str]
     return out
 
 
+@fact
 def whole_feeds(a: A.Analysis, fed: List[cst.Call], train_ops: Set[str]) -> List[cst.BaseExpression]:
     """Fed values that are a whole array (or literal list) bound outside the step loop."""
     out = []
@@ -413,6 +423,7 @@ def _in_graph_data(a: A.Analysis) -> Optional[Tuple[Dict[str, cst.Name], List[cs
     return roots, losses
 
 
+@fact
 def optimizer_loss_calls(a: A.Analysis) -> List[cst.Call]:
     """``opt.minimize(loss)`` / ``opt.compute_gradients(loss)`` on TF1 optimizers."""
     return [c for c in a.calls if method_name(c) in ("minimize", "compute_gradients")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import List, Set
 import libcst as cst
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
@@ -30,10 +31,12 @@ FILE_WRITING_HOOKS = {
 }
 
 
+@fact
 def optimizer_calls(a: A.Analysis) -> List[cst.Call]:
     return [c for c in a.calls if any(t.kind == A.TF1_OPTIMIZER and t.call is c for t in a.types(c))]
 
 
+@fact
 def train_op_names(a: A.Analysis) -> Set[str]:
     """Names bound to ``optimizer.minimize(...)`` / ``apply_gradients``
     results, and to what a function returning one returns
@@ -89,6 +92,7 @@ def tf1_namespace(ctx) -> str:
     return tf if bound == "tensorflow.compat.v1" else f"{tf}.compat.v1"
 
 
+@fact
 def initialized_for_training(a: A.Analysis) -> List[cst.BaseExpression]:
     """The datasets a reinitializable iterator
     (``tf.data.Iterator.from_structure``) is switched to by
@@ -134,6 +138,7 @@ def _initializer_datasets(a: A.Analysis, op, depth: int = 0) -> List[cst.BaseExp
     return [d for v in values for d in _initializer_datasets(a, v, depth + 1)]
 
 
+@fact
 def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
     """``sess.run(train_op, ...)`` / ``train_op.run(...)`` calls inside node."""
     out = []
@@ -153,6 +158,7 @@ def train_runs(a: A.Analysis, node, train_ops: Set[str]) -> List[cst.Call]:
     return out
 
 
+@fact
 def train_op_strings(a: A.Analysis) -> Set[str]:
     """The graph names given to train ops (``optimizer.minimize(cost,
     name="train")``): a session may run one by that name
@@ -166,6 +172,7 @@ def train_op_strings(a: A.Analysis) -> Set[str]:
     return out
 
 
+@fact
 def names_train_op(a: A.Analysis, expr) -> bool:
     """``expr`` is a string naming a train op by its graph name."""
     if not isinstance(expr, cst.SimpleString):
@@ -196,6 +203,7 @@ def _holds_train_op(a: A.Analysis, expr, depth: int = 0) -> bool:
     return False
 
 
+@fact
 def runs_train_op(a: A.Analysis, node, train_ops: Set[str]) -> bool:
     return bool(train_runs(a, node, train_ops))
 
@@ -206,6 +214,7 @@ def should_stop_loop(loop: cst.While) -> bool:
             and isinstance(test.expression, cst.Call) and method_name(test.expression) == "should_stop")
 
 
+@fact
 def until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
     """``while True:`` ended by tf.errors.OutOfRangeError (the data runs out),
     caught in the loop or by the nearest ``try`` around it."""
@@ -218,6 +227,7 @@ def until_out_of_range(a: A.Analysis, loop: cst.While) -> bool:
     return any(n.type is not None and "OutOfRangeError" in a.code(n.type) for n in handlers)
 
 
+@fact
 def runs_train_op_through_calls(a: A.Analysis, node, runs: List[cst.Call]) -> bool:
     """node runs the train op (one of the module's train-op ``runs``),
     directly or through the functions it calls."""

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 import libcst as cst
+from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.analysis import returned_values
 from ..engine import dataflow
@@ -77,17 +78,20 @@ class Refusal(Exception):
         self.reason = reason
 
 
+@fact
 def steps(a: A.Analysis) -> List[cst.FunctionDef]:
     """``train_step`` / ``test_step`` methods of Keras Model subclasses."""
     return gradient_tapes.keras_steps(a)
 
 
+@fact
 def in_step(a: A.Analysis, node, step) -> bool:
     """node is in the step or in a method of its class only the step runs
     (gradient_tape.keras_step_of)."""
     return gradient_tapes.keras_step_of(a, a.enclosing_function(node)) is step
 
 
+@fact
 def optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
     out = []
     for c in a.calls:
@@ -99,6 +103,7 @@ def optimizer_applies(a: A.Analysis, step) -> List[cst.Call]:
     return out
 
 
+@fact
 def is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
     """``self.<attr>`` in a method of a Keras Model subclass (the model's
     own attribute: ``self.optimizer`` is what compile() was given)."""
@@ -110,6 +115,7 @@ def is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
 PASS_THROUGH = {"zip", "list", "tuple"}
 
 
+@fact
 def check_passed_as_they_are(a: A.Analysis, step, g: cst.Call, names, applies) -> None:
     """The optimizer sums the replicas' gradients inside apply: whatever the
     step does to them before (clipping by norm, ...) would act on one
@@ -148,6 +154,7 @@ def mentions_any(node, names) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 
 
+@fact
 def of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> bool:
     """``tape.gradient(pred, [interpolated])`` of tensors the tape is told to
     watch (``tape.watch(interpolated)``) in its block: a gradient with respect
@@ -163,6 +170,7 @@ def of_watched_inputs(a: A.Analysis, w: cst.With, tape: str, g: cst.Call) -> boo
     return bool(names) and all(isinstance(n, cst.Name) and n.value in watched for n in names)
 
 
+@fact
 def in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
     """The call is (a term of) the value of an assignment Keras divides as a
     whole (``d_loss = loss_fn(ones, real) + loss_fn(zeros, fake)``): what
@@ -173,6 +181,7 @@ def in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
     return isinstance(node, cst.Assign) and direct_kind(a, node.value, step) == SCALED
 
 
+@fact
 def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     """Is the name asg binds read in the step (the function of the step
     holding it: the step or a method only it runs), other than at ``skip``?"""
@@ -184,6 +193,7 @@ def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     return False
 
 
+@fact
 def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
     if not isinstance(expr, cst.Name):
         return None
@@ -198,6 +208,7 @@ def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
     return origin
 
 
+@fact
 def direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[str]:
     """SCALED when the value is itself a call Keras divides, or a sum of
     such calls (``loss_fn(ones, real) + loss_fn(zeros, fake)``), scaled by
@@ -217,6 +228,7 @@ def direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[st
     return None
 
 
+@fact
 def mean_kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
     """PLAIN (a mean Keras does not divide), SCALED (divided by Keras), or a
     Refusal naming what cannot be decided."""
@@ -319,6 +331,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool
     return None
 
 
+@fact
 def only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Call]]:
     """The constructions of the loss objects ``calls`` call, when each is
     built here with its arguments named (a positional one may be the
@@ -360,5 +373,6 @@ def only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Ca
     return found or None
 
 
+@fact
 def keras_flavor(a: A.Analysis) -> str:
     return flavor(a)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from typing import List
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from .samplers import generator_calls, generator_defs
 from . import seeding
 from . import shard_points
 
 
+@fact
 def unseeded_orders(a: A.Analysis, expr) -> List[str]:
     """The global generators ("numpy", "random") a generator expr is made
     by reorders its data with, unseeded (``random.shuffle(paths)`` in it or

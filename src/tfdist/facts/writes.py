@@ -25,6 +25,7 @@ from __future__ import annotations
 import weakref
 import libcst as cst
 from .. import apis
+from ..engine.memo import fact
 from ..engine import analysis as A
 from .keras_models import is_model
 from .syntax import find_arg, method_name, receiver
@@ -43,6 +44,7 @@ TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "trai
 INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@fact
 def is_model_value(a: A.Analysis, expr) -> bool:
     return is_model(a, expr)
 
@@ -52,6 +54,7 @@ def is_model_value(a: A.Analysis, expr) -> bool:
 TF1_STEP_BUILDERS = {"minimize", "compute_gradients", "apply_gradients", "gradients"}
 
 
+@fact
 def is_io_call(a: A.Analysis, c: cst.Call) -> bool:
     """Built-ins, file writes and plotting/image/table libraries: never a collective."""
     names = a.names(c)
@@ -60,6 +63,7 @@ def is_io_call(a: A.Analysis, c: cst.Call) -> bool:
         or n.startswith(apis.COLLECTIVE_FREE_MODULES) for n in names)
 
 
+@fact
 def is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
     """Numerical library calls (numpy, tf.math, ...) that are not training."""
     if method_name(c) in TRAINING_METHODS:
@@ -69,6 +73,7 @@ def is_harmless_library_call(a: A.Analysis, c: cst.Call) -> bool:
         n.startswith("tensorflow.distribute") for n in names)
 
 
+@fact
 def object_kind(a: A.Analysis, expr, depth: int = 0):
     """The kind (apis.PIL_IMAGE, MPL_FIGURE, ...) of a file-writing object, or
     None when what built it is not known. A name has a kind only when every
@@ -117,6 +122,7 @@ def _tuple_kind(a: A.Analysis, target):
     return apis.WRITER_OBJECT_TUPLES[name].get(list(seq.elements).index(element))
 
 
+@fact
 def open_mode(a: A.Analysis, call: cst.Call):
     """True: a call opening a file for writing; False: for reading or not an
     open call; None: an open call whose mode is not a literal."""
