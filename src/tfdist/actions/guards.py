@@ -44,7 +44,8 @@ def guard_call(ctx, call: cst.Call, what: str) -> None:
         new = ctx.expr(f"{source(a.module, call)} if {chief} else None")
         ctx.plan.replace(call, lambda old: new)
         ctx.change(call, RULE, f"{what} on rank 0 only (None elsewhere)")
-    elif isinstance(small, cst.Expr) and all(call_collective_free(a, c, set()) for c in calls_in(small.value)):
+    elif isinstance(small, cst.Expr) and all(
+            call_collective_free(a, c, set(), ctx.backend.inference_runs_collectives) for c in calls_in(small.value)):
         # the output inside an expression statement that does nothing else
         # (``print(model.summary())``, ``print(...),``): the statement is guarded
         if ctx.plan.guard(stmt, ctx.expr(chief)) or stmt in ctx.state("rank0_io.whole"):

@@ -16,4 +16,7 @@ asks, ``kinds`` the names of the findings.
 
 A fact makes no edit: it imports the engine (``tfdist.engine``) and other
 facts, never an action or a rule (import-linter contracts in pyproject.toml).
+Every public question asked about a module (``question(a, ...)``) is an
+``@fact`` (``tfdist.engine.memo``): answered once per module and arguments,
+kept on the Analysis, whichever rule asks (tests/fast/test_facts_cached.py).
 """

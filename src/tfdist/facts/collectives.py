@@ -10,11 +10,13 @@ from ..engine import analysis as A
 from ..engine.scopes import walk
 from .syntax import calls_in, method_name, receiver
 from .tf1_train_ops import names_train_op
-from .writes import INFERENCE_RUNS_COLLECTIVES, TF1_STEP_BUILDERS, TRAINING_METHODS, is_harmless_library_call, is_io_call, is_model_value, object_kind
+from .writes import TF1_STEP_BUILDERS, TRAINING_METHODS, is_harmless_library_call, is_io_call, is_model_value, object_kind
 
 
 @fact
-def call_collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
+def call_collective_free(a: A.Analysis, c: cst.Call, seen: set, inference_collectives: bool = False) -> bool:
+    """``inference_collectives``: the engine runs collectives in Keras
+    evaluate/predict (tf.distribute: the backend's inference_runs_collectives)."""
     if isinstance(c.func, cst.Name) and c.func.value in apis.PURE_CALLS:
         return True
     m = method_name(c)
@@ -35,7 +37,7 @@ def call_collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
     if m in apis.KERAS_PRINT_METHODS and is_model_value(a, receiver(c)):
         return True  # model.summary() prints what it knows
     if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
-        return not INFERENCE_RUNS_COLLECTIVES.get(a, False)
+        return not inference_collectives
     if a.is_kind(c.func, A.MODEL):
         return True
     if m == "run" and a.is_kind(receiver(c), A.SESSION) and c.args and not c.args[0].keyword \
@@ -51,7 +53,7 @@ def call_collective_free(a: A.Analysis, c: cst.Call, seen: set) -> bool:
             if id(f) in seen:
                 continue
             seen.add(id(f))
-            if not all(call_collective_free(a, inner, seen) for inner in calls_in(f.body)
+            if not all(call_collective_free(a, inner, seen, inference_collectives) for inner in calls_in(f.body)
                        if not is_harmless_library_call(a, inner)):
                 return False
         return True
@@ -84,6 +86,6 @@ def _fetches_training(a: A.Analysis, fetches, seen: set, depth: int = 0) -> bool
 
 
 @fact
-def collective_free(a: A.Analysis, c: cst.Call) -> bool:
+def collective_free(a: A.Analysis, c: cst.Call, inference_collectives: bool = False) -> bool:
     """Can this call never run a collective operation (nor step an optimizer)?"""
-    return call_collective_free(a, c, set())
+    return call_collective_free(a, c, set(), inference_collectives)

@@ -12,7 +12,6 @@ datasets that feed the training loop are sharded.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 from .. import apis
@@ -169,9 +168,6 @@ def calls_under(node) -> List[cst.Call]:
     return calls_in(node)
 
 
-_STEP_FUNCTIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 @fact
 def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cst.FunctionDef]:
     """The ``train_step`` / ``test_step`` of a Keras Model subclass that
@@ -181,10 +177,7 @@ def keras_step_of(a: A.Analysis, fdef: Optional[cst.FunctionDef]) -> Optional[cs
     with the step. None otherwise."""
     if fdef is None:
         return None
-    table = _STEP_FUNCTIONS.get(a)
-    if table is None:
-        table = _STEP_FUNCTIONS[a] = _keras_step_functions(a)
-    return table.get(id(fdef))
+    return _keras_step_functions(a).get(id(fdef))
 
 
 #: the methods fit() / evaluate() run for a Keras Model subclass, per batch
@@ -223,6 +216,7 @@ def _run_by_the_script_alone(a: A.Analysis, step: cst.FunctionDef, owner: cst.Cl
     return True
 
 
+@fact
 def _keras_step_functions(a: A.Analysis) -> Dict[int, cst.FunctionDef]:
     steps = keras_steps(a)
     callers: Dict[int, Set[int]] = {}  # method -> the functions calling it
@@ -273,9 +267,6 @@ def detect(a: A.Analysis) -> List[Evidence]:
             for w, item, name, calls in training_tapes(a)]
 
 
-_GRADIENT_BINDINGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 @fact
 def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     """Does an optimizer apply these gradients (else they are applied by hand,
@@ -283,17 +274,15 @@ def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     these only where a binding holding them reaches it (another function's
     ``grads`` -- a sampler's gradient with respect to its inputs -- is
     another variable)."""
-    key = frozenset(id(g) for g in grad_calls)
-    cached = _GRADIENT_BINDINGS.setdefault(a, {})
-    if key not in cached:  # training_tapes asks for every tape, and several rules ask for training_tapes
-        cached[key] = _gradient_bindings(a, grad_calls)
-    held = cached[key]
+    # training_tapes asks for every tape, and several rules ask for training_tapes: held once per module
+    held = _gradient_bindings(a, tuple(grad_calls))
     return any(any(g in calls_under(p) for g in grad_calls) or any(
         isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n))
         for n in walk(p)) for p in apply_calls(a))
 
 
-def _gradient_bindings(a: A.Analysis, grad_calls: List[cst.Call]) -> Set[int]:
+@fact
+def _gradient_bindings(a: A.Analysis, grad_calls: Tuple[cst.Call, ...]) -> Set[int]:
     """The binding nodes (targets) that hold these gradients or values
     derived from them, to a fixed point: names bound to a value reading the
     gradient calls or such a binding (an assignment, a for loop over it, a

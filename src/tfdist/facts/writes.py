@@ -22,7 +22,6 @@ the edit to make by hand.
 """
 from __future__ import annotations
 
-import weakref
 import libcst as cst
 from .. import apis
 from ..engine.memo import fact
@@ -37,11 +36,6 @@ RULE = kinds.RANK0_IO
 
 # Calls that run an optimizer step, directly or through a session.
 TRAINING_METHODS = {"apply_gradients", "minimize", "fit", "fit_generator", "train_on_batch", "gradient", "run"}
-
-
-# Per conversion (keyed by its analysis): does the engine run collective
-# operations in Keras evaluate/predict? Set by apply() from the backend.
-INFERENCE_RUNS_COLLECTIVES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @fact

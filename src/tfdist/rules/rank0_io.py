@@ -30,7 +30,7 @@ from ..facts.collectives import call_collective_free, collective_free
 from ..facts.keras_models import layer_of_a_model
 from ..facts.syntax import calls_in, find_arg, method_name, receiver, source
 from ..facts.tf1_train_ops import tf1_namespace
-from ..facts.writes import INFERENCE_RUNS_COLLECTIVES, RULE, is_model_value, object_kind, open_mode
+from ..facts.writes import RULE, is_model_value, object_kind, open_mode
 from ..actions import replicas
 from ..engine.rule import Rule, register
 
@@ -42,9 +42,10 @@ def _saves_a_model(a: A.Analysis, expr) -> bool:
     return is_model_value(a, expr) or layer_of_a_model(a, expr)
 
 
-def pure_arguments(a: A.Analysis, call: cst.Call) -> bool:
-    """True if the call's arguments can never run a collective operation."""
-    return all(call_collective_free(a, c, set()) for arg in call.args for c in calls_in(arg))
+def pure_arguments(a: A.Analysis, call: cst.Call, inference: bool) -> bool:
+    """True if the call's arguments can never run a collective operation
+    (``inference``: Keras evaluate/predict run collectives on this engine)."""
+    return all(call_collective_free(a, c, set(), inference) for arg in call.args for c in calls_in(arg))
 
 
 def apply(ctx) -> None:
@@ -53,7 +54,6 @@ def apply(ctx) -> None:
     # Engines whose saves may run collective operations (tf.distribute) have
     # every worker save, to a path of its own; the others save on rank 0.
     every_worker = ctx.backend.worker_write_path("path") is not None
-    INFERENCE_RUNS_COLLECTIVES[a] = ctx.backend.inference_runs_collectives
     _with_open_statements(ctx)
     _open_close_runs(ctx)
     for call in a.calls:
@@ -63,7 +63,7 @@ def apply(ctx) -> None:
         recv = receiver(call)
         names = a.names(call)
         if names & apis.CONSOLE_WRITE_FUNCTIONS:
-            if pure_arguments(a, call):
+            if pure_arguments(a, call, ctx.backend.inference_runs_collectives):
                 guard_call(ctx, call, "console output")
             continue
         if m in apis.KERAS_PRINT_METHODS and recv is not None and is_model_value(a, recv):
@@ -199,10 +199,10 @@ def _in_memory(a: A.Analysis, arg) -> bool:
 _WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
 
 
-def _first_collective(a: A.Analysis, node: cst.CSTNode):
+def _first_collective(a: A.Analysis, node: cst.CSTNode, inference: bool):
     """The first call in node that may run a collective operation, or None."""
     for c in calls_in(node):
-        if not collective_free(a, c):
+        if not collective_free(a, c, inference):
             return c
     return None
 
@@ -245,7 +245,7 @@ def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> N
     # plt.title(t); plt.show(): a line of calls only (no name bound) is guarded whole
     calls_only = isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Expr) for s in stmt.body)
     chief = _chief_text(ctx)
-    blocker = _first_collective(a, stmt) if stmt is not None else call
+    blocker = _first_collective(a, stmt, ctx.backend.inference_runs_collectives) if stmt is not None else call
     if calls_only and blocker is None:
         if ctx.plan.guard(stmt, ctx.expr(ctx.backend.is_chief())):
             ctx.change(stmt, RULE, f"{what} on rank 0 only")
@@ -279,7 +279,7 @@ def _with_open_statements(ctx) -> None:
         if _in_guarded_statement(ctx, w) or a.statement_of(w) is not w:
             continue
         opener = w.items[modes.index(True)].item
-        reason = _unguardable_body(a, w)
+        reason = _unguardable_body(a, w, ctx.backend.inference_runs_collectives)
         if reason is None:
             if ctx.plan.guard(w, ctx.expr(ctx.backend.is_chief())):
                 ctx.change(w, RULE, f"file {_file_name(a, opener)} written on rank 0 only")
@@ -302,7 +302,7 @@ def _open_close_runs(ctx) -> None:
         run = _open_run(ctx, call)
         if run is None:
             continue
-        reason = _unguardable_run(a, run)
+        reason = _unguardable_run(a, run, ctx.backend.inference_runs_collectives)
         if reason is not None:
             if not _guard_each_use(ctx, call):
                 ctx.state("rank0_io.unguarded_runs", dict)[call] = (run, reason)  # said where the open is warned about
@@ -344,7 +344,8 @@ def _guard_each_use(ctx, call: cst.Call) -> bool:
             return False
         stmt = a.statement_of(written)
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        if not (isinstance(small, cst.Expr) and small.value is written and pure_arguments(a, written)):
+        if not (isinstance(small, cst.Expr) and small.value is written and pure_arguments(
+                a, written, ctx.backend.inference_runs_collectives)):
             return False
         statements.append((stmt, written))
     if not statements:
@@ -410,13 +411,13 @@ def _opened_name(a: A.Analysis, opener: cst.Call):
     return None
 
 
-def _unguardable_run(a: A.Analysis, run):
+def _unguardable_run(a: A.Analysis, run, inference: bool):
     """Why these consecutive statements cannot run on rank 0 only (a
     phrase), or None when they can: a collective operation, an early exit,
     a definition, a change to something else than a name, or a name set
     there and read after them."""
     for stmt in run:
-        blocker = _first_collective(a, stmt)
+        blocker = _first_collective(a, stmt, inference)
         if blocker is not None:
             return f"also runs {a.code(blocker.func)}(), which may run a collective operation"
         for node in walk(stmt):
@@ -549,9 +550,9 @@ _EXITS = (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Await, cst.Global,
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom, cst.Lambda)
 
 
-def _unguardable_body(a: A.Analysis, w: cst.With):
+def _unguardable_body(a: A.Analysis, w: cst.With, inference: bool):
     """Why ``w`` cannot run on rank 0 only (a phrase), or None when it can."""
-    return _unguardable_run(a, [w])
+    return _unguardable_run(a, [w], inference)
 
 
 def _within(a: A.Analysis, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
