@@ -107,9 +107,22 @@ class Reaching:
             self._cache[use] = self._bindings(use)
         return self._cache[use]
 
-    def _bindings(self, use: cst.Name) -> Optional[List[Binding]]:
+    def read_by_augmented(self, target: cst.Name) -> Optional[List[Binding]]:
+        """The bindings an augmented assignment's target reads before it
+        binds the name anew (``x += r`` reads the ``x`` of the statements
+        run before it), source order; None when not decided here."""
+        aug = self.parents.get(target)
+        if not (isinstance(aug, cst.AugAssign) and aug.target is target):
+            return None
+        if target not in self._cache:
+            self._cache[target] = None
+            self._cache[target] = self._bindings(target, read=True)
+        return self._cache[target]
+
+    def _bindings(self, use: cst.Name, read: bool = False) -> Optional[List[Binding]]:
+        """``read``: use is an augmented assignment's target, read as a use is."""
         scope = self.scopes.scope_of.get(use)
-        if scope is None or use not in self.scopes.access_index or scope.kind not in ("module", "function"):
+        if scope is None or not (read or use in self.scopes.access_index) or scope.kind not in ("module", "function"):
             return None
         if use.value in scope.global_decls or use.value in scope.nonlocal_decls:
             return None

@@ -26,28 +26,46 @@ class BoundValues:
         """
         out = []
         for ref in self.bindings_of(name) if reaching else self.scopes.lookup(name):
-            node = ref.node
-            if not isinstance(node, cst.Name):
-                out.append((node, None))
-                continue
-            par = self.parent(node)
-            if isinstance(par, cst.AssignTarget):
-                assign = self.parent(par)
-                if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
-                    out.append((assign, assign.value))
-                    continue
-            if isinstance(par, cst.AnnAssign) and par.value is not None:
-                out.append((par, par.value))
-                continue
-            if isinstance(par, cst.AsName):
-                item = self.parent(par)
-                if isinstance(item, cst.WithItem):
-                    out.append((item, item.item))
-                    continue
-            if isinstance(par, cst.Param):
-                out.append((par, None))
-                continue
-            out.append((node, None))
+            out += self._values_of(ref)
+        out.sort(key=lambda t: self.line(t[0]) if t[0] is not None else 0)
+        return out
+
+    def _values_of(self, ref) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
+        """[(assigning statement or node, value)] of one binding."""
+        node = ref.node
+        if not isinstance(node, cst.Name):
+            return [(node, None)]
+        par = self.parent(node)
+        if isinstance(par, cst.AssignTarget):
+            assign = self.parent(par)
+            if isinstance(assign, cst.Assign) and len(assign.targets) == 1:
+                return [(assign, assign.value)]
+        if isinstance(par, cst.AnnAssign) and par.value is not None:
+            return [(par, par.value)]
+        if isinstance(par, cst.AsName):
+            item = self.parent(par)
+            if isinstance(item, cst.WithItem):
+                return [(item, item.item)]
+        if isinstance(par, cst.Param):
+            return [(par, None)]
+        return [(node, None)]
+
+    def augmented_values(self, target: cst.Name) -> List[Tuple[cst.CSTNode, Optional[cst.BaseExpression]]]:
+        """What an augmented assignment's target held before it (``x`` in
+        ``x += residual`` reads the ``x`` bound before): (assigning statement
+        or node, value) as :meth:`assigned_values` gives them; [] when
+        ``target`` is no augmented assignment's target."""
+        aug = self.parent(target)
+        if not (isinstance(aug, cst.AugAssign) and aug.target is target):
+            return []
+        refs = self.reaching.read_by_augmented(target)
+        if refs is None:  # not decided by the flow: every binding visible from here that starts before it
+            line = self.line(aug)
+            refs = [b for b in self.scopes.lookup(target)
+                    if b.node is not target and b.node is not None and 0 < self.line(b.node) < line]
+        out = []
+        for ref in refs:
+            out += [pair for pair in self._values_of(ref) if pair not in out]
         out.sort(key=lambda t: self.line(t[0]) if t[0] is not None else 0)
         return out
 

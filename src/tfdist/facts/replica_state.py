@@ -258,33 +258,77 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
             # called on tensors, made by a function tfdist does not read (``img = generator(z)`` of
             # ``generator = build_generator()`` from another module): a sub-model, its variables made there
             out += [s for s in unread_construction(a, n) if s not in out]
+        tensor = not _constructor_argument(a, n, node)
         for origin, value in a.assigned_values(n):
-            if isinstance(origin, cst.Param) and depth < 6:
-                # a layer handed to the function building the model: followed to every caller's argument
-                for _call, arg in a.argument_values(origin):
-                    out += [s for s in _layer_statements(a, arg, seen, depth + 1) if s not in out]
-                continue
-            if value is None and isinstance(origin, cst.Name):
-                value = dataflow.assigned_by(a, origin)  # s, _, c = lstm_cell(x, initial_state=[s, c])
-            if value is not None and (_is_layer_call(a, value) or _calls_layers(a, value) or (
-                    isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and unread_construction(a, value.func))):
-                stmt = a.statement_of(value)
-                if stmt is not None and stmt not in out:
-                    out.append(stmt)
-                    # what builds a layer object after its constructor (``normalizer.adapt(data)``)
-                    out += [s for s in building_statements(a, value) if s not in out]
-                    out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
-            elif isinstance(value, cst.List) and isinstance(origin, cst.Assign) \
-                    and isinstance(origin.targets[0].target, cst.Name):
-                # outputs = [] ... outputs.append(head(x)) in a loop: the tensors appended are the model's
-                for added in dataset_flow.appended(a, origin.targets[0].target):
-                    stmt = a.statement_of(added)
-                    if stmt is not None and stmt not in out and (
-                            _is_layer_call(a, added) or _layer_statements(a, added, set(seen), depth)):
-                        out.append(stmt)
-                        out += [s for s in _layer_statements(a, added, seen, depth) if s not in out]
+            _follow_binding(a, origin, value, out, seen, depth, tensor)
     return out
 
+
+# values that compute a tensor from others without a layer of their own
+# (``x + residual``, ``-x``, ``outputs[0]``, ``a if c else b``): the layers
+# that made those others are followed through them
+_TENSOR_EXPRESSIONS = (cst.BinaryOperation, cst.UnaryOperation, cst.Name, cst.Subscript, cst.IfExp, cst.Tuple,
+                       cst.NamedExpr)
+
+
+def _constructor_argument(a: A.Analysis, n: cst.Name, root) -> bool:
+    """``n`` is an argument of a class's construction within ``root``
+    (``Dense(units)``, ``Sequential([...])``: a setting, not a tensor the
+    model computes from; classes by Python's naming convention)."""
+    child = n
+    for anc in a.ancestors(n):
+        if isinstance(anc, cst.Call) and child is not anc.func:
+            func = anc.func.attr if isinstance(anc.func, cst.Attribute) else anc.func
+            if isinstance(func, cst.Name) and func.value[:1].isupper():
+                return True
+        if anc is root:
+            return False
+        child = anc
+    return False
+
+
+def _follow_binding(a: A.Analysis, origin, value, out: List[cst.BaseStatement], seen: set, depth: int,
+                    tensor: bool = True) -> None:
+    """Add the statements building the layers behind one binding of a name
+    a functional model reads: a layer's call, a function calling layers,
+    a tensor expression over such values, an augmented assignment
+    (``x += residual``: what ``x`` held before and ``residual``)."""
+    if isinstance(origin, cst.Param) and depth < 6:
+        # a layer handed to the function building the model: followed to every caller's argument
+        for _call, arg in a.argument_values(origin):
+            out += [s for s in _layer_statements(a, arg, seen, depth + 1) if s not in out]
+        return
+    if value is None and isinstance(origin, cst.Name):
+        aug = a.parent(origin)
+        if tensor and isinstance(aug, cst.AugAssign) and aug.target is origin:
+            # ``x += residual``: the x bound before, and what is added to it
+            out += [s for s in _layer_statements(a, aug.value, seen, depth) if s not in out]
+            for before, earlier in a.augmented_values(origin):
+                _follow_binding(a, before, earlier, out, seen, depth, tensor)
+            return
+        if isinstance(aug, cst.NamedExpr) and aug.target is origin:
+            value = aug.value  # ``(x := layer(x))``
+        else:
+            value = dataflow.assigned_by(a, origin)  # s, _, c = lstm_cell(x, initial_state=[s, c])
+    if value is not None and (_is_layer_call(a, value) or _calls_layers(a, value) or (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and unread_construction(a, value.func))):
+        stmt = a.statement_of(value)
+        if stmt is not None and stmt not in out:
+            out.append(stmt)
+            # what builds a layer object after its constructor (``normalizer.adapt(data)``)
+            out += [s for s in building_statements(a, value) if s not in out]
+            out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
+    elif isinstance(value, cst.List) and isinstance(origin, cst.Assign) \
+            and isinstance(origin.targets[0].target, cst.Name):
+        # outputs = [] ... outputs.append(head(x)) in a loop: the tensors appended are the model's
+        for added in dataset_flow.appended(a, origin.targets[0].target):
+            stmt = a.statement_of(added)
+            if stmt is not None and stmt not in out and (
+                    _is_layer_call(a, added) or _layer_statements(a, added, set(seen), depth)):
+                out.append(stmt)
+                out += [s for s in _layer_statements(a, added, seen, depth) if s not in out]
+    elif tensor and isinstance(value, _TENSOR_EXPRESSIONS):
+        out += [s for s in _layer_statements(a, value, seen, depth) if s not in out]
 
 def _calls_layers(a: A.Analysis, value) -> bool:
     """A call of a function of this module that calls layers on the tensors
