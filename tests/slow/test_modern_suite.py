@@ -95,7 +95,36 @@ def test_suite_is_large_enough():
     assert len([i for i in ITEMS if i.suffix == ".ipynb"]) >= 5
 
 
-@pytest.mark.parametrize("item", ITEMS, ids=lambda p: p.name)
+#: Items whose shape a sibling in the slow tier already runs on both
+#: strategies: they run in the extended tier (the test budget's 2 cores).
+#: Each names the sibling that keeps its family in the slow tier.
+SIBLINGS_EXTENDED = {
+    "keras_class_weight_imbalanced.py": "keras_cnn_sequential_add_validation.py",   # fit on arrays, one extra argument
+    "keras_text_embedding_pooling.py": "keras_cnn_sequential_add_validation.py",    # Sequential fit on arrays
+    "keras_functional_regression_early_stopping.py": "keras_checkpoint_csvlogger_callbacks.py",  # fit with callbacks
+    "keras_imagedatagenerator_flow_inline.py": "keras_imagedatagenerator_flow.py",  # ImageDataGenerator.flow
+    "keras_save_and_reload.py": "nb_functional_checkpoint_cells.ipynb",             # saves and reloads
+    "keras3_import_keras_fit.py": "five_cells_fit.ipynb",                           # import keras; fit
+    "nb_dataset_performance_cells.ipynb": "nb_cnn_add_compile_fit_cells.ipynb",     # a notebook's fit on tf.data
+    "keras_augmentation_layers.py": "keras_normalization_adapt.py",                 # preprocessing layers in the model
+    "keras_sequence_subclass_reshuffled.py": "keras3_pydataset_fit.py",             # fit on a Sequence / PyDataset
+    "tape_advanced_quickstart_metrics.py": "nb_tape_quickstart_cells.ipynb",        # the tape quickstart
+    "tape_autoencoder_enumerate.py": "tape_training_loop_from_scratch.py",          # a tape loop over a dataset
+}
+
+
+def _item(path: Path):
+    marks = [pytest.mark.extended] if path.name in SIBLINGS_EXTENDED else []
+    return pytest.param(path, id=path.name, marks=marks)
+
+
+def test_every_item_moved_to_the_extended_tier_has_a_sibling_here():
+    names = {i.name for i in ITEMS}
+    for moved, sibling in SIBLINGS_EXTENDED.items():
+        assert moved in names and sibling in names and sibling not in SIBLINGS_EXTENDED, (moved, sibling)
+
+
+@pytest.mark.parametrize("item", [_item(i) for i in ITEMS])
 def test_modern_item_trains_like_the_original_on_both_strategies(item, tmp_path):
     python = _python()
     original_script, converted_script, result = _convert(item, tmp_path)

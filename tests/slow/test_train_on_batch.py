@@ -170,9 +170,14 @@ def test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_tra
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
-@pytest.mark.parametrize("fixture,steps", [("train_on_batch_gan_model_factories", 128),
-                                           ("train_on_batch_gan_class_attributes", 200)])
+# Each recipe runs on one engine in the slow tier, the other in the extended
+# tier (the test budget's 2 cores): the GAN's train_on_batch runs on both
+# engines in the slow tier (test_gan_train_on_batch_*).
+@pytest.mark.parametrize("fixture,steps,backend", [
+    ("train_on_batch_gan_model_factories", 128, "tf-distribute"),
+    pytest.param("train_on_batch_gan_model_factories", 128, "horovod", marks=pytest.mark.extended),
+    ("train_on_batch_gan_class_attributes", 200, "horovod"),
+    pytest.param("train_on_batch_gan_class_attributes", 200, "tf-distribute", marks=pytest.mark.extended)])
 def test_tfdist_verify_passes_gan_recipes(tmp_path, backend, fixture, steps):
     """Two common GAN recipes -- define_discriminator() / define_gan(g_model,
     d_model) functions, and a GAN class keeping its models in attributes --
@@ -186,7 +191,10 @@ def test_tfdist_verify_passes_gan_recipes(tmp_path, backend, fixture, steps):
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("backend", ["horovod", "tf-distribute"])
+@pytest.mark.parametrize("backend", ["horovod",
+                                     # extended (the budget): the slow tier runs this shape on Horovod
+                                     # and a train_on_batch GAN on tf-distribute
+                                     pytest.param("tf-distribute", marks=pytest.mark.extended)])
 def test_gan_models_built_by_an_unread_module(tmp_path, backend):
     """2 processes: a GAN whose models come from builders of another module
     (train_on_batch/gan_builders.py, not given to tfdist) and reach the

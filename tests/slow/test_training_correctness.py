@@ -188,6 +188,14 @@ TF1_SIBLINGS_EXTENDED = {
     "tf1_train_loop_in_function": "tf1_train_op_in_class_method",  # the loop away from module level
     "tf1_while_step_counter": "tf1_while_true_break",          # while loops on a step counter
     "tf1_zip_range_batches": "tf1_nested_epoch_batches",       # batches zipped or nested in epochs
+    "tf1_mnist_reshaped_batches_fed_rate": "tf1_mnist_next_batch_range",  # mnist.train.next_batch
+    "tf1_random_split_choice_column_labels": "tf1_random_rows_transposed_columns",  # random rows
+    "tf1_minibatch_list_unseeded_per_epoch": "tf1_helper_shuffles_unseeded",  # unseeded shuffles
+    "tf1_feed_enumerated_stream": "tf1_sampler_function_split_stream",  # batches from a stream
+    "tf1_train_ops_of_listed_instances": "tf1_train_op_in_class_method",  # train ops on objects
+    "tf1_while_offsets_by_batch": "tf1_while_true_break",      # while loops
+    "tf1_rows_unpacked_in_loop": "tf1_nested_epoch_batches",   # batches in epochs
+    "tf1_slice_producer_in_helper": "tf1_queue_shuffle_batch",  # input queues
 }
 
 

@@ -80,6 +80,26 @@ SIBLINGS_EXTENDED = {
     "tape_while_step_iterator": "tape_numpy_offsets_epochs",          # step loops counted by hand
     "tape_numpy_random_index": "tape_numpy_generator",                # NumPy batches drawn per step
     "keras_fit_generator_flag_through_parameter": "keras_fit_generator_flag_unset",  # fit on a generator with a flag
+    "keras_fit_arithmetic_arguments": "keras_fit_numpy",              # fit on arrays
+    "keras_fit_numpy_from_lists": "keras_fit_numpy",                  # fit on arrays
+    "keras_fit_numpy_permutation_split": "keras_fit_split_dataset",   # data split before fit
+    "keras_fit_generator_python_random_order": "keras_fit_generator_function",  # fit on a generator
+    "keras_fit_tfds_split_list_helper_tuple": "keras_fit_tfds_helper",  # TFDS through a helper
+    "keras_fit_tfds_builder_repeated": "keras_fit_tfds_helper",       # TFDS
+    "keras_fit_window_helper_other_calls": "keras_fit_window_class_attached_properties",  # window helpers
+    "keras_fit_optimizer_by_name_compiled_twice": "keras_fit_optimizer_by_name",  # optimizer given by name
+    "keras3_train_step_gan_step_methods": "keras3_train_step_gan",    # a GAN's train_step
+    "tape_generator_python_random_order": "tape_generator_batches_stream",  # tape loop over a generator
+    "tape_random_rows_column_labels": "tape_progress_bar_random_rows",  # random rows drawn per step
+    "tape_rows_rescaled_with_conditions": "tape_rows_converted_in_loop",  # rows changed in the loop
+    "tape_steps_numbered_from_one": "tape_stream_enumerated_with_step_cap",  # steps counted by hand
+    "tape_epoch_permutation_pair_reassigned": "tape_method_arrays_epoch_permutation",  # a permutation per epoch
+    "tape_tfds_dict_take_steps": "tape_dict_dataset",                 # tape loop over a dict dataset
+    "keras_fit_dataset_take_skip": "keras_fit_split_dataset",         # a dataset split before fit
+    "keras_fit_row_keeping_transforms": "keras_fit_numpy",            # fit on arrays
+    "tape_generator_function_refills_buffers": "tape_generator_batches_stream",  # tape loop over a generator
+    "tape_optimizer_per_layer_group_random_batch": "tape_progress_bar_random_rows",  # random rows per step
+    "tape_rows_read_from_listed_files": "tape_rows_converted_in_loop",  # rows made in the loop
 }
 
 
