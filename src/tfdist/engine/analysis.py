@@ -139,11 +139,10 @@ class Analysis(ClassHierarchy, BoundValues, TypeInference, Mappings):
 
     def names(self, node: cst.CSTNode) -> Set[str]:
         """Canonical qualified names of a Name/Attribute/Call (its callee)."""
-        if isinstance(node, cst.Call):
-            node = node.func
         return set(self._sorted_names(node))
 
     def _sorted_names(self, node: cst.CSTNode) -> Tuple[str, ...]:
+        """names(node), sorted, computed once per node."""
         if isinstance(node, cst.Call):
             node = node.func
         known = self._names.get(node)
