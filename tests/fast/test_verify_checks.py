@@ -220,3 +220,20 @@ def test_the_expected_rate_factor_follows_the_conversion_options():
     assert expected_rate_factor(Options(backend="horovod", lr_scaling="sqrt"), 4) == 2.0
     assert expected_rate_factor(Options(backend="tf-distribute", lr_scaling="none"), 4) == 1.0
     assert expected_rate_factor(Options(backend="horovod", warmup_epochs=1), 4) is None
+
+
+def test_workers_that_crash_after_training_alone_are_still_told_their_strategy():
+    """Two workers that each build a one-worker strategy train alone; they can
+    then crash on each other's files (both save to one path). The span check
+    must still say what they built, whichever rank the race made crash; a
+    rank that crashed before building any strategy is not counted."""
+    alone = [{"class": "MirroredStrategy", "num_workers": 1, "num_replicas_in_sync": 1}]
+    for crashed in (0, 1):
+        ranks = [_rank(r, strategies=alone, exit_code=1 if r == crashed else 0) for r in (0, 1)]
+        span = _by_name(run_checks(_original(), _run(ranks, 2, "tf-distribute", returncode=1), 2))
+        assert not span["strategy-spans-workers"].passed
+        assert ("did not build a tf.distribute strategy spanning all 2 workers (rank 0: 1 worker(s), "
+                "rank 1: 1 worker(s))") in span["strategy-spans-workers"].detail
+    early = [_rank(0, exit_code=1), _rank(1, strategies=alone)]
+    span = _by_name(run_checks(_original(), _run(early, 2, "tf-distribute", returncode=1), 2))
+    assert span["strategy-spans-workers"].measured == {"1": 1}

@@ -202,7 +202,11 @@ def _exit_checks(reference: Observation, ref: RankRecord, distributed: Observati
 
 
 def _span_checks(ranks: list[RankRecord], np: int) -> list[Check]:
-    spans = {r.rank: r.multi_worker_size for r in ranks if not r.missing and r.exit_code == 0}
+    # a rank that crashed still tells what strategy it built before it did (two
+    # workers that each train alone can crash on each other's files); one that
+    # crashed before building any says nothing about the script's strategy
+    spans = {r.rank: r.multi_worker_size for r in ranks
+             if not r.missing and (r.exit_code == 0 or r.multi_worker_size is not None)}
     off = {k: v for k, v in spans.items() if v != np}
     if off:
         detail = ", ".join(f"rank {k}: " + ("no tf.distribute strategy" if v is None else f"{v} worker(s)")
