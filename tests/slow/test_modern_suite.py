@@ -110,6 +110,7 @@ SIBLINGS_EXTENDED = {
     "keras_sequence_subclass_reshuffled.py": "keras3_pydataset_fit.py",             # fit on a Sequence / PyDataset
     "tape_advanced_quickstart_metrics.py": "nb_tape_quickstart_cells.ipynb",        # the tape quickstart
     "tape_autoencoder_enumerate.py": "tape_training_loop_from_scratch.py",          # a tape loop over a dataset
+    "keras_quickstart_mnist_shape.py": "keras_cnn_sequential_add_validation.py",    # Sequential fit on arrays
 }
 
 

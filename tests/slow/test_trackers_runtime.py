@@ -59,6 +59,7 @@ def _mlflow_metric(run: Path, name: str) -> bool:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.extended   # measures what the trackers do (the fact the conversion rests on), not the conversion
 def test_original_counts_one_run_per_process(tmp_path):
     python = str(_venv() / "bin" / "python")
     one, two = tmp_path / "one", tmp_path / "two"

@@ -100,6 +100,9 @@ SIBLINGS_EXTENDED = {
     "tape_generator_function_refills_buffers": "tape_generator_batches_stream",  # tape loop over a generator
     "tape_optimizer_per_layer_group_random_batch": "tape_progress_bar_random_rows",  # random rows per step
     "tape_rows_read_from_listed_files": "tape_rows_converted_in_loop",  # rows made in the loop
+    "keras_fit_dataset_windows": "keras_fit_window_class_attached_properties",  # fit on window datasets
+    "keras_sequential_add_cnn": "keras_fit_numpy",                    # Sequential fit on arrays
+    "tfkeras_train_step_gan_loss_object": "keras3_train_step_gan",    # a GAN's train_step
 }
 
 

@@ -27,4 +27,4 @@ if __name__ == "__main__":
     z = tf.keras.Input(shape=(2,))
     combined = tf.keras.Model(z, discriminator(generator(z)))
     combined.compile(loss="binary_crossentropy", optimizer=tf.keras.optimizers.Adam(2e-4))
-    train(generator=generator, discriminator=discriminator, combined=combined, steps=100, batch_size=32)
+    train(generator=generator, discriminator=discriminator, combined=combined, steps=50, batch_size=32)
