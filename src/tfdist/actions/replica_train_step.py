@@ -11,7 +11,8 @@ import libcst as cst
 from ..engine import dataflow
 from ..engine.scopes import walk
 from ..facts.syntax import append_arg, find_arg, kwarg, method_name, receiver, source
-from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, check_passed_as_they_are, direct_kind, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
+from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, direct_kind, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
+from . import global_gradients
 from . import tape_loops
 from ..facts import gradient_tapes
 from ..facts import losses
@@ -56,10 +57,11 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
             raise Refusal(g, "gradients a custom " + step.name.value + " computes and no Keras optimizer applies "
                           "(apply_gradients / apply): under {engine} nothing would average them over the replicas; "
                           "not converted{alternative}")
-        check_passed_as_they_are(a, step, g, names, applies)
     done: Set[int] = set()
     for w, g in gradient_calls:
         _share_gradient(ctx, step, w, g, done)
+    # clipped, scaled...: summed first, so the change acts on the global batch's gradient
+    global_gradients.sum_before_changes(ctx, RULE, [g for _w, g in gradient_calls], applies)
     # The loss Keras divided, reported by the step: the mean again.
     for asg in a.assigns:
         if in_step(a, asg, step) and id(asg) not in done and direct_kind(a, asg.value, step) == SCALED:

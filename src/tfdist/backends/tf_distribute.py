@@ -201,6 +201,52 @@ def _shard_by_data_helper(q) -> Tuple[str, str]:
     )
 
 
+def _global_gradients_helper(q) -> Tuple[str, str]:
+    """{global_gradients}: the replicas' gradients summed, in the replica
+    context (None kept where a variable has none)."""
+    return (
+        f"def {{global_gradients}}(gradients):\n"
+        f"    flat = {{tf}}.nest.flatten(gradients)\n"
+        f"    present = [g for g in flat if g is not None]\n"
+        f"    context = {{tf}}.distribute.get_replica_context()\n"
+        f"    summed = iter(context.all_reduce({{tf}}.distribute.ReduceOp.SUM, present) if present else [])\n"
+        f"    return {{tf}}.nest.pack_sequence_as(gradients, [None if g is None else next(summed) for g in flat])",
+        "tf.distribute: the optimizer sums the replicas' gradients inside apply; a step that changes them "
+        "first (clipping by norm or value, scaling) sums them here instead, so that it acts on the gradient "
+        "of the global batch, as in one process.",
+    )
+
+
+def _replica_part_helper(q) -> Tuple[str, str]:
+    """{replica_part}: gradients summed already, handed to an optimizer that
+    sums the replicas' gradients again: the first replica hands them whole,
+    the others zeros. Exact for any number of replicas, and under Keras 3,
+    whose optimizer clips (clipnorm, global_clipnorm, clipvalue) each
+    replica's gradients before it sums them, the clip then acts on the sum."""
+    return (
+        f"def {{replica_part}}(gradients):\n"
+        f"    first = {{tf}}.distribute.get_replica_context().replica_id_in_sync_group == 0\n"
+        f"    def part(g):\n"
+        f"        if isinstance(g, {{tf}}.IndexedSlices):\n"
+        f"            return {{tf}}.IndexedSlices(part(g.values), g.indices, g.dense_shape)\n"
+        f"        return None if g is None else {{tf}}.where(first, g, {{tf}}.zeros_like(g))\n"
+        f"    return [(part(g[0]),) + tuple(g[1:]) if isinstance(g, tuple) else part(g) for g in gradients]",
+        "tf.distribute: gradients summed over the replicas already, for an optimizer that sums them again: "
+        "the first replica hands them on whole, the others zeros (the optimizer's own clipping then acts on "
+        "the sum too).",
+    )
+
+
+#: placeholder -> the name the converted script gives what it defines (the
+#: strategy, the helpers), made free of the script's own names
+_DEFINED_NAMES = {
+    "strategy": "strategy", "run_step": "run_on_replicas", "write_path": "worker_path",
+    "shard_by_data": "shard_by_sample", "keras3_reduce": "reduce_for_keras3", "split_stream": "replica_batches",
+    "local_values": "local_values", "sequence_batches": "sequence_dataset",
+    "global_gradients": "global_gradients", "replica_part": "replica_part",
+}
+
+
 # The helper functions a converted script may call, in the order they are
 # defined: each is written only when the rules bound its placeholder.
 _SETUP_HELPERS = (
@@ -210,6 +256,8 @@ _SETUP_HELPERS = (
     ("sequence_batches", _sequence_batches_helper),
     ("write_path", _write_path_helper),
     ("shard_by_data", _shard_by_data_helper),
+    ("global_gradients", _global_gradients_helper),
+    ("replica_part", _replica_part_helper),
 )
 
 
@@ -227,8 +275,7 @@ class TfDistributeBackend(Backend):
         self.steps_per_epoch = check_steps_per_epoch(steps_per_epoch, self.warmup_epochs)
 
     def placeholder_names(self) -> Tuple[str, ...]:
-        return ("strategy", "tf", "keras", "os", "run_step", "write_path", "shard_by_data", "keras3_reduce",
-                "split_stream", "local_values", "sequence_batches")
+        return ("tf", "keras", "os") + tuple(_DEFINED_NAMES)
 
     def message_words(self) -> Dict[str, str]:
         return {
@@ -277,11 +324,8 @@ class TfDistributeBackend(Backend):
             return imports.keras()
         if key == "os":
             return imports.require("os", "os")
-        if key in ("strategy", "run_step", "write_path", "shard_by_data", "keras3_reduce", "split_stream", "local_values",
-                   "sequence_batches"):
-            return imports.free_name({"run_step": "run_on_replicas", "write_path": "worker_path",
-                                      "shard_by_data": "shard_by_sample", "split_stream": "replica_batches",
-                                      "keras3_reduce": "reduce_for_keras3", "sequence_batches": "sequence_dataset"}.get(key, key))
+        if key in _DEFINED_NAMES:
+            return imports.free_name(_DEFINED_NAMES[key])
         raise KeyError(key)
 
     # --- process topology
@@ -403,6 +447,16 @@ class TfDistributeBackend(Backend):
         """A loss Keras divided by the number of replicas (for the summing
         optimizer), multiplied back to the replica's mean for reporting."""
         return f"{loss} * {{strategy}}.num_replicas_in_sync"
+
+    def global_gradients(self, gradients: str) -> Optional[str]:
+        """Gradients a step changes before the optimizer: summed over the
+        replicas first (None: the engine averages them already)."""
+        return f"{{global_gradients}}({gradients})"
+
+    def replica_part(self, gradients: str) -> Optional[str]:
+        """What each replica hands an optimizer that sums the replicas'
+        gradients, for gradients summed already."""
+        return f"{{replica_part}}({gradients})"
 
     def run_on_replicas(self, step: str, args: str) -> str:
         return f"{{run_step}}({step}{', ' + args if args else ''})"

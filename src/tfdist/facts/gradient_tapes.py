@@ -275,14 +275,14 @@ def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     ``grads`` -- a sampler's gradient with respect to its inputs -- is
     another variable)."""
     # training_tapes asks for every tape, and several rules ask for training_tapes: held once per module
-    held = _gradient_bindings(a, tuple(grad_calls))
+    held = gradient_bindings(a, tuple(grad_calls))
     return any(any(g in calls_under(p) for g in grad_calls) or any(
         isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n))
         for n in walk(p)) for p in apply_calls(a))
 
 
 @fact
-def _gradient_bindings(a: A.Analysis, grad_calls: Tuple[cst.Call, ...]) -> Set[int]:
+def gradient_bindings(a: A.Analysis, grad_calls: Tuple[cst.Call, ...]) -> Set[int]:
     """The binding nodes (targets) that hold these gradients or values
     derived from them, to a fixed point: names bound to a value reading the
     gradient calls or such a binding (an assignment, a for loop over it, a

@@ -15,6 +15,7 @@ from ..engine import dataflow
 from ..engine.scopes import walk
 from ..actions.replica_feeds import ArrayFeed, GeneratorFeed, array_feed, assigned_names, cut_arguments, generator_feed, split_array_feed, split_generator, target_names
 from ..facts.syntax import calls_in, find_arg, names_a_field, receiver, source
+from ..actions import global_gradients
 from ..actions import loss_shares
 from ..actions import replicas
 from ..actions import sharding
@@ -25,6 +26,7 @@ from ..facts import kinds
 from ..facts import replica_state
 from ..facts import shard_points
 from ..facts import step_counts
+from ..facts import train_steps
 from ..facts import tape_rows
 from ..engine.rule import Rule, register
 
@@ -60,6 +62,12 @@ def apply(ctx) -> None:
     for w, _item, _name, calls in found:
         for call in calls:
             loss_shares.loss_share(ctx, w, call)
+    trained = [c for w, _item, name, calls in found for c in calls
+               if not train_steps.of_watched_inputs(a, w, name, c)]
+    try:  # clipped, scaled...: summed first, so the change acts on the global batch's gradient
+        global_gradients.sum_before_changes(ctx, RULE, trained, applies)
+    except train_steps.Refusal as r:
+        raise ctx.unsupported(r.node, ctx.say(r.reason))
     _run_steps(ctx, {id(p) for p in applies})
 
 
