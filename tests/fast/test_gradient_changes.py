@@ -160,3 +160,25 @@ def train_step(xb, yb):
 ''')
     assert "global_gradients(gp_tape" not in text
     assert "global_gradients(tape.gradient(" in text
+
+
+@pytest.mark.parametrize("clip", ["clipnorm=1.0", "global_clipnorm=1.0", "clipvalue=0.5"])
+def test_fit_with_a_clipping_optimizer_is_warned_with_the_edit(clip):
+    """Keras's own train_step: no step to sum the gradients in, and Keras 3
+    clips each replica's share: warned at the argument, with the edit."""
+    src = f'''import numpy as np
+import tensorflow as tf
+
+x = np.random.randn(256, 4).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile(optimizer=tf.keras.optimizers.Adam(1e-3, {clip}), loss="mse")
+model.fit(x, y, batch_size=32, epochs=2)
+'''
+    result = convert_source(src.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    warned = [w for w in result.warnings if w.level == "WARNING" and "clips each replica's gradients" in w.message]
+    assert len(warned) == 1 and warned[0].line == 7 and clip in warned[0].message, result.warnings
+    assert "TF_USE_LEGACY_KERAS=1" in warned[0].message and "train_step" in warned[0].message
+    plain = convert_source(src.replace(", " + clip, "").encode(), "train.py", backend="tf-distribute")
+    assert not any("clips each replica" in w.message for w in plain.warnings)

@@ -25,6 +25,7 @@ from ..actions import warmup_edits
 from ..facts import batch_steps
 from ..facts import batches
 from ..facts import dataset_flow
+from ..facts import gradient_changes
 from ..facts import gradient_tapes
 from ..facts import keras_inputs
 from ..facts import keras_models
@@ -33,6 +34,7 @@ from ..facts import replica_state
 from ..facts import sample_arrays
 from ..facts import samplers
 from ..facts import shard_points
+from ..facts import train_steps
 from ..engine.rule import Rule, register
 
 
@@ -59,6 +61,29 @@ KERAS3_WRITER_CALLBACKS = {
 }
 
 
+def _clipping_optimizer(ctx, compile_call: cst.Call) -> None:
+    """An optimizer that clips (``clipnorm``, ``global_clipnorm``,
+    ``clipvalue``) compiled for Keras's own train_step: Keras 3 clips each
+    replica's gradients before it sums them, tf-keras sums first. No step to
+    sum them in (a custom train_step is: actions/global_gradients): warned
+    with the edit."""
+    a = ctx.a
+    if train_steps.steps(a):
+        return
+    passed = find_passed(a, compile_call, "optimizer", 0)
+    for built, _type in (keras_models.optimizer_constructions(a, passed.value, 0) or []) if passed else []:
+        clip = next((arg for arg in getattr(built, "args", ()) if arg.keyword is not None
+                     and arg.keyword.value in gradient_changes.OPTIMIZER_CLIPPING), None)
+        if clip is not None:
+            ctx.warn(clip, RULE, ctx.say(
+                "{clip}: Keras 3 clips each replica's gradients before its optimizer sums them (measured: one "
+                "step with global_clipnorm=1.0 moved a weight 0.108 on 2 replicas, 0.058 on one device); "
+                "tf-keras sums first. Under Keras 3 (one host's MirroredStrategy, or `import keras`) the clip "
+                "lets through up to {size} times its threshold: run on tf-keras (pip install tf-keras; "
+                "TF_USE_LEGACY_KERAS=1), or clip in a train_step of the model (tfdist sums the gradients "
+                "there first)", clip=a.code(clip).strip().rstrip(",")))
+
+
 def apply(ctx) -> None:
     a = ctx.a
     stepped = batch_steps.calls(a)
@@ -75,6 +100,7 @@ def apply(ctx) -> None:
         if find_passed(a, call, "optimizer", 0) is None and keras_models.override_without_optimizer(a, call):
             continue  # an overridden compile(d_optimizer=..., g_optimizer=...): its optimizers are followed in the step
         keras_optimizers.scale_compile_optimizer(ctx, call)
+        _clipping_optimizer(ctx, call)
     fits = keras_models.model_calls(a, apis.KERAS_FIT_METHODS)
     for call in fits:
         if keras_models.sklearn_wrapper(a, receiver(call)):
