@@ -36,7 +36,7 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
     draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
         c for c in a.calls if a.names(c) & {"numpy.random.shuffle"} and c.args
         and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value in names]
-    draws = [c for c in draws if a.enclosing_function(c) is None]
+    draws = [c for c in draws if _runs_once(a, c)]
     if draws:
         first = min(draws, key=lambda c: (a.line(c), a.col(c)))
         # before the loops around it: seeded once, each epoch still draws anew
@@ -104,6 +104,18 @@ def _seed_before_helper(ctx, call: cst.Call) -> None:
         return
     ctx.change(call, RULE, f"{a.code(call.func)}() reorders the data with NumPy's global generator and no seed: "
                            f"NumPy seeded the same on every rank before it, so the shares taken from it are disjoint")
+
+
+def _runs_once(a: A.Analysis, node) -> bool:
+    """The code holding node runs once per process: at module level, or in
+    a function (``main()``) called only from module level, outside loops --
+    seeded there, a second run would not draw the same order again."""
+    fdef = a.enclosing_function(node)
+    if fdef is None:
+        return True
+    sites = dataset_flow.call_sites(a, fdef)
+    return bool(sites) and not any(dataflow.outermost_loop(a, site) is not None or a.enclosing_function(site) is not None
+                                   for site in sites)
 
 
 def seed_numpy_alike_before(ctx, stmt, comment: str) -> bool:

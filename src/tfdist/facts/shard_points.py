@@ -118,23 +118,46 @@ def dataframe_draw(a, call) -> bool:
 
 
 @fact
+def _seeded_earlier_in_function(a, node, fdef, table) -> bool:
+    """A statement of fdef's own body (not in a branch or loop of it) sets
+    the seed before the statement of that body holding node (``def main():
+    tf.random.set_seed(0)`` ... the loop drawing)."""
+    body = list(fdef.body.body) if isinstance(fdef.body, cst.IndentedBlock) else []
+
+    def own_statement(n):
+        while n is not None and a.parent(n) is not fdef.body:
+            n = a.parent(n)
+        return n
+    held = own_statement(node)
+    if held is None or held not in body:
+        return False
+    return any(own_statement(c) in body[:body.index(held)] for c in a.calls
+               if a.names(c) & table and a.enclosing_function(c) is fdef
+               and isinstance(a.parent(a.parent(c)), cst.SimpleStatementLine)
+               and a.parent(a.parent(a.parent(c))) is fdef.body)
+
+
+@fact
 def global_seed_set_before(a, node, setters_table=None) -> bool:
     """Does the script set TensorFlow's global seed (tf.random.set_seed,
-    keras.utils.set_random_seed) at module level before the code building
+    keras.utils.set_random_seed) before the code building
     ``node`` runs? Then an unseeded shuffle there draws the same order on
     every rank, and the user's own order (their split) is kept as it is. The
     code runs at its module-level statement, or, inside a function, at the
-    first module-level statement calling that function. ``setters_table``:
+    first module-level statement calling that function (or after a
+    statement of that function's own body that seeds). ``setters_table``:
     other seeding calls to look for (NumPy's)."""
     def top(n):
         while n is not None and not isinstance(a.parent(n), cst.Module):
             n = a.parent(n)
         return n
     table = setters_table if setters_table is not None else apis.TF_GLOBAL_SEED_SETTERS
+    fdef = a.enclosing_function(node)
+    if fdef is not None and _seeded_earlier_in_function(a, node, fdef, table):
+        return True
     setters = [top(c) for c in a.calls if a.names(c) & table and a.enclosing_function(c) is None]
     if not setters:
         return False
-    fdef = a.enclosing_function(node)
     if fdef is None:
         runs = [top(node)]
     else:

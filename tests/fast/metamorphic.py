@@ -1,0 +1,151 @@
+"""Variants of a script that keep its meaning and change its syntax, each
+with the map from the original's lines to the variant's (for
+tests/fast/test_metamorphic.py).
+
+* ``alias``: an imported name bound under another name everywhere it is
+  used (``import tensorflow as tf`` -> ``as tf_v``; ``from tensorflow.keras
+  import layers`` -> ``import layers as layers_v``): lines unchanged.
+* ``comments``: a comment line before every top-level statement: each line
+  moves down by the statements that start at or before it.
+* ``main``: the statements after the last import, function and class moved
+  into ``def main():``, run under ``if __name__ == "__main__":`` -- only
+  where no function or class reads a name those statements bind (else the
+  meaning would change): each moved line moves down by one.
+
+A variant is ``None`` where its transformation does not apply to the script
+(or would change its meaning).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider, GlobalScope
+
+
+@dataclass
+class Variant:
+    kind: str
+    text: str
+    line_map: Callable[[int], int]
+
+
+def _imports_end(module: cst.Module) -> int:
+    """Index of the first statement after the leading imports/docstring."""
+    i = 0
+    for i, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) or (isinstance(s, cst.Expr) and isinstance(
+                    s.value, (cst.SimpleString, cst.ConcatenatedString))) for s in stmt.body):
+            continue
+        return i
+    return len(module.body)
+
+
+# ---------------------------------------------------------------- alias
+class _Rename(cst.CSTTransformer):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+        self.skip = set()
+
+    def visit_Attribute(self, node):
+        self.skip.add(id(node.attr))
+
+    def visit_Arg(self, node):
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def visit_ImportAlias(self, node):
+        return False  # rebound by leave_ImportAlias
+
+    def leave_ImportAlias(self, original, updated):
+        bound = original.asname.name.value if original.asname else None
+        if bound == self.old:
+            return updated.with_changes(asname=cst.AsName(cst.Name(self.new)))
+        if bound is None and isinstance(original.name, cst.Name) and original.name.value == self.old:
+            return updated.with_changes(asname=cst.AsName(cst.Name(self.new)))
+        return updated
+
+    def leave_Name(self, original, updated):
+        if original.value == self.old and id(original) not in self.skip:
+            return updated.with_changes(value=self.new)
+        return updated
+
+
+def alias(src: str) -> Optional[Variant]:
+    module = cst.parse_module(src)
+    bound = []
+    for stmt in module.body:
+        for small in getattr(stmt, "body", []) if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Import):
+                bound += [a.asname.name.value for a in small.names if a.asname]
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                bound += [a.asname.name.value if a.asname else a.name.value for a in small.names
+                          if isinstance(a.name, cst.Name)]
+    params = {p.name.value for n in _walk(module) if isinstance(n, cst.Parameters)
+              for p in list(n.params) + list(n.kwonly_params) + list(n.posonly_params)}
+    for old in bound:
+        new = old + "_v"
+        if old in params or new in src or old.startswith("_"):
+            continue
+        return Variant("alias", module.visit(_Rename(old, new)).code, lambda line: line)
+    return None
+
+
+# ------------------------------------------------------------- comments
+def comments(src: str) -> Optional[Variant]:
+    module = cst.parse_module(src)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    starts = sorted(positions[s].start.line for s in module.body)
+    body = [s.with_changes(leading_lines=list(s.leading_lines) + [cst.EmptyLine(comment=cst.Comment(
+        "# (a comment the variant adds)"))]) for s in module.body]
+    text = module.with_changes(body=body).code
+    return Variant("comments", text, lambda line: line + sum(1 for s in starts if s <= line))
+
+
+# ----------------------------------------------------------------- main
+def main(src: str) -> Optional[Variant]:
+    module = cst.parse_module(src)
+    last = max([i for i, s in enumerate(module.body) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or (
+        isinstance(s, cst.SimpleStatementLine) and any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body))]
+               + [_imports_end(module) - 1])
+    tail = list(module.body[last + 1:])
+    if not tail or "main" in src or "global " in src or "nonlocal " in src or "__name__" in src:
+        return None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    scopes = wrapper.resolve(ScopeProvider)
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    tail = list(module.body[last + 1:])
+    global_scope = next(s for s in scopes.values() if isinstance(s, GlobalScope))
+    tail_ids = set()
+    for stmt in tail:
+        tail_ids |= {id(n) for n in _walk(stmt)}
+    for assignment in global_scope.assignments:
+        if id(assignment.node) not in tail_ids:
+            continue
+        if any(scopes.get(access.node) is not global_scope for access in assignment.references):
+            return None  # a function or class reads it: moving it would change what they see
+    first = positions[tail[0]].start.line
+    moved = [s for s in tail]
+    leading = moved[0].leading_lines
+    moved[0] = moved[0].with_changes(leading_lines=())
+    define = cst.FunctionDef(name=cst.Name("main"), params=cst.Parameters(),
+                             body=cst.IndentedBlock(body=moved), leading_lines=leading)
+    call = cst.parse_statement('if __name__ == "__main__":\n    main()\n')
+    text = module.with_changes(body=list(module.body[:last + 1]) + [define, call]).code
+    return Variant("main", text, lambda line: line + 1 if line >= first else line)
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {"alias": alias, "comments": comments, "main": main}

@@ -1,0 +1,91 @@
+"""Metamorphic tests: the same program written another way converts the same way.
+
+Every whole-script fixture (tests/fast/fixtures/*/*/input.py with an
+expected output for the engine, and no module of its own beside it) is
+varied by tests/fast/metamorphic.py -- an import bound under another name,
+a comment before every top-level statement, the script's tail moved into
+``main()`` -- and converted with each engine whose expected output the
+fixture has. The variant must end as the original does (converted,
+unchanged, or refused at the mapped line) with the same findings: the
+same rule and level at the mapped line, as many times.
+
+Known differences, each asserted to still differ (an entry that stops
+differing fails: remove it), are listed in KNOWN with the reason.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tfdist.api import convert_source
+
+from metamorphic import TRANSFORMS
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ENGINES = {"horovod": "expected.py", "tf-distribute": "expected.tf-distribute.py"}
+
+
+def _cases():
+    out = []
+    for path in sorted(FIXTURES.glob("*/*/input.py")):
+        own = [p for p in path.parent.glob("*.py") if p.name != "input.py" and not p.name.startswith("expected")]
+        if own or any(p.is_dir() for p in path.parent.iterdir()):
+            continue  # a project of several modules: its variants would need them too
+        engines = [engine for engine, expected in ENGINES.items() if (path.parent / expected).exists()]
+        if engines:
+            out.append((path, engines))
+    return out
+
+
+CASES = _cases()
+#: (fixture dir relative to fixtures/, engine, variant) -> why the conversion differs (asserted)
+KNOWN: dict = {}
+
+
+def _key(path, engine, kind):
+    return (str(path.parent.relative_to(FIXTURES)), engine, kind)
+
+
+def _findings(result, line_map=lambda line: line):
+    return Counter((f.rule, f.level, line_map(f.line)) for f in list(result.changes) + list(result.warnings))
+
+
+def _outcome(result, line_map=lambda line: line):
+    return (result.status, None if result.error_line is None else line_map(result.error_line))
+
+
+def test_the_suite_is_large_and_varies_every_transformation():
+    """Every transformation applies to many scripts (counted on every 4th)."""
+    sample = [p for p, _e in CASES][::4]
+    applied = Counter(kind for path in sample for kind, make in TRANSFORMS.items() if make(path.read_text()))
+    assert len(CASES) >= 100 and sum(len(e) for _p, e in CASES) >= 200, len(CASES)
+    assert set(applied) == set(TRANSFORMS) and min(applied.values()) >= len(sample) // 5, (applied, len(sample))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(p.parent.relative_to(FIXTURES)) for p, _e in CASES])
+def test_variants_convert_as_the_original_does(case):
+    path, engines = case
+    src = path.read_text()
+    variants = {kind: make(src) for kind, make in TRANSFORMS.items()}
+    failures = {}
+    for engine in engines:
+        original = convert_source(src.encode(), str(path), backend=engine)
+        for kind, variant in variants.items():
+            if variant is None:
+                continue  # does not apply to this script without changing its meaning
+            varied = convert_source(variant.text.encode(), str(path), backend=engine)
+            expected = (_outcome(original, variant.line_map), _findings(original, variant.line_map))
+            got = (_outcome(varied), _findings(varied))
+            known = KNOWN.get(_key(path, engine, kind))
+            if known is not None:
+                if got == expected:
+                    failures[engine, kind] = f"no longer differs ({known}): remove it from KNOWN"
+                continue
+            if got[0] != expected[0]:
+                failures[engine, kind] = {"outcome": got[0], "expected": expected[0], "error": varied.error}
+            elif got[1] != expected[1]:
+                failures[engine, kind] = {"missing in the variant": sorted(expected[1] - got[1]),
+                                          "extra": sorted(got[1] - expected[1])}
+    assert not failures, failures
