@@ -49,8 +49,10 @@ def wrap_node(ctx, node: cst.BaseExpression, template: str) -> bool:
     return True
 
 
-def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
-    """Shard every tf.data source ``dataset`` is built from. False if none found."""
+def shard_dataset(ctx, dataset: cst.BaseExpression, what: str, evaluation: bool = False) -> bool:
+    """Shard every tf.data source ``dataset`` is built from. False if none
+    found. ``evaluation``: a set only evaluated (fit's validation data),
+    never divided into fewer pieces than ranks."""
     a = ctx.a
     shared = dataset_flow.shared_helpers(a, dataset)
     if shared:
@@ -102,7 +104,9 @@ def shard_dataset(ctx, dataset: cst.BaseExpression, what: str) -> bool:
             if wrap_node(ctx, later, ctx.backend.shard_dataset_known_size("{inner}")):
                 ctx.change(later, RULE, f"{what}: dataset sharded by rank where it is given to training (its source {ctx.a.code(src.func)}(...) {why}), equal share per rank")
             continue
-        if ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
+        if evaluation and ctx.a.is_name(src, apis.KERAS_BATCHED_DATASETS):
+            template = ctx.backend.shard_evaluation_known_size("{inner}")  # batched: maybe fewer batches than ranks
+        elif ctx.a.is_name(src, apis.KNOWN_SIZE_SOURCES | apis.TFDS_LOAD | apis.KERAS_BATCHED_DATASETS):
             template = ctx.backend.shard_dataset_known_size("{inner}")
         else:
             template = ctx.backend.shard_dataset("{inner}")

@@ -258,6 +258,13 @@ class Backend(ABC):
     def shard_dataset_known_size(self, dataset: str) -> str:
         """Shard a dataset whose cardinality is known, equal share per rank."""
 
+    def shard_evaluation_known_size(self, dataset: str) -> str:
+        """Shard a dataset evaluated (fit's validation data) whose cardinality
+        is known: as shard_dataset_known_size, but never into fewer pieces
+        than ranks -- a set of fewer elements (batches) than ranks is
+        evaluated whole on every rank instead of left empty."""
+        return self.shard_dataset_known_size(dataset)
+
     @abstractmethod
     def shard_files(self, dataset: str) -> str:
         """Shard a dataset of file names by file (nothing dropped)."""

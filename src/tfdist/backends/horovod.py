@@ -208,6 +208,13 @@ class HorovodBackend(Backend):
         return (f"{dataset}.apply(lambda ds: ds.shard({{hvd}}.size(), {{hvd}}.rank())"
                 f".take(ds.cardinality() // {{hvd}}.size()))")
 
+    def shard_evaluation_known_size(self, dataset: str) -> str:
+        # A validation set already batched with fewer batches than ranks
+        # (one batch of 100 rows, 2 ranks) would leave every rank's share
+        # empty (fit: "Expected input data to be non-empty"): evaluated whole.
+        return (f"{dataset}.apply(lambda ds: ds if 0 <= ds.cardinality() < {{hvd}}.size() else "
+                f"ds.shard({{hvd}}.size(), {{hvd}}.rank()).take(ds.cardinality() // {{hvd}}.size()))")
+
     def shard_files(self, dataset: str) -> str:
         return f"{dataset}.shard({{hvd}}.size(), {{hvd}}.rank())"
 

@@ -170,7 +170,7 @@ def _shard_validation_input(ctx, call: cst.Call, v, per_rank: dict) -> None:
         if fit_arg(call, "validation_steps") is None:
             _add_steps(ctx, call, v, "validation_steps")
     elif a.is_kind(v, A.DATASET):
-        sharding.shard_dataset(ctx, v, "validation data")
+        sharding.shard_dataset(ctx, v, "validation data", evaluation=True)
         per_rank["validation_steps"] = keras_inputs.data_names(a, v)
     elif isinstance(v, cst.Tuple) and 2 <= len(v.elements) <= 3 and all(
             sample_arrays.array_leaves(e.value, a) is not None for e in v.elements):
@@ -181,7 +181,7 @@ def _shard_validation_input(ctx, call: cst.Call, v, per_rank: dict) -> None:
     elif fit_arg(call, "validation_steps") is not None and samplers.generator_call(a, v) is not None \
             and _share_generator(ctx, v, "validation data", "validation_steps"):
         pass  # validation_steps (divided below) bounds each rank's share
-    elif sharding.shard_dataset(ctx, v, "validation data"):
+    elif sharding.shard_dataset(ctx, v, "validation data", evaluation=True):
         per_rank["validation_steps"] = keras_inputs.data_names(a, v)
 
 
