@@ -17,4 +17,4 @@ val_ds = tf.keras.utils.timeseries_dataset_from_array(
 model = tf.keras.Sequential([tf.keras.Input((WINDOW, 2)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(1)])
 model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse")
 history = model.fit(train_ds, validation_data=val_ds, epochs=3, verbose=0)
-print("VAL_LOSS " + json.dumps(history.history["val_loss"]))
+print("VAL_LOSS " + json.dumps([float(v) for v in history.history["val_loss"]]))
