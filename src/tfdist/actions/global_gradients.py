@@ -58,6 +58,13 @@ def summed_group(a, grad_calls: Sequence[cst.Call], applies: Sequence[cst.Call]
     return group, steps, [c for g in group for c in changed[g]]
 
 
+def _gradients_arg(p: cst.Call):
+    """The argument of an optimizer step holding the gradients
+    (``grads_and_vars`` of apply_gradients, ``grads`` of a Keras 3 apply)."""
+    keyword = "grads" if method_name(p) == "apply" else apis.OPTIMIZER_APPLY_METHODS[method_name(p)][0]
+    return find_arg(p, keyword, 0)
+
+
 def sum_before_changes(ctx, rule: str, grad_calls: Sequence[cst.Call], applies: Sequence[cst.Call]) -> None:
     """Sum the gradients a step changes over the replicas where
     tape.gradient returns them, and hand them to the optimizer steps
@@ -70,9 +77,9 @@ def sum_before_changes(ctx, rule: str, grad_calls: Sequence[cst.Call], applies: 
     for g in group:
         if not gradient_changes.receiving(a, g, tuple(applies)):
             raise Refusal(changed[0], CHANGED)
-    for p in steps:
-        keyword, _position, _zipped = apis.OPTIMIZER_APPLY_METHODS[method_name(p)]
-        if find_arg(p, "grads" if method_name(p) == "apply" else keyword, 0) is None:
+    handed = {p: _gradients_arg(p) for p in steps}
+    for p, arg in handed.items():
+        if arg is None:
             raise Refusal(p, CHANGED)
     first = changed[0]
     for g in group:
@@ -82,9 +89,7 @@ def sum_before_changes(ctx, rule: str, grad_calls: Sequence[cst.Call], applies: 
             "gradients summed over the replicas here: line {line} ({what}) changes them before the optimizer "
             "sums them, and must act on the gradient of the global batch, as in one process",
             line=str(a.line(first)), what=a.code(first)[:60]))
-    for p in steps:
-        keyword, _position, _zipped = apis.OPTIMIZER_APPLY_METHODS[method_name(p)]
-        arg = find_arg(p, "grads" if method_name(p) == "apply" else keyword, 0)
+    for p, arg in handed.items():
         wrapper = ctx.expr(ctx.backend.replica_part("GRADIENTS"))
         ctx.plan.replace(arg.value, lambda new, wrapper=wrapper: wrapper.with_changes(args=[cst.Arg(new)]))
         ctx.change(p, rule, ctx.say(

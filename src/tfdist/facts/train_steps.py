@@ -111,23 +111,9 @@ def is_self_attribute(a: A.Analysis, expr, attr: str) -> bool:
             and a.self_class(expr.value) is not None)
 
 
-#: what may carry gradients from tape.gradient to the optimizer unchanged
-PASS_THROUGH = {"zip", "list", "tuple"}
-
-
 CHANGED = ("gradients changed between tape.gradient and the optimizer (clipped, scaled, filtered): under {engine} "
            "the optimizer sums the replicas' gradients inside apply, so this would act on each replica's share "
            "instead of the mean gradient; not converted{alternative}")
-
-
-def _passes(a: A.Analysis, expr, names) -> bool:
-    if not mentions_any(expr, names):
-        return True
-    if isinstance(expr, cst.Name):
-        return True
-    if isinstance(expr, cst.Call) and a.is_name(expr, {f"builtins.{n}" for n in PASS_THROUGH}):
-        return all(arg.keyword is None and arg.star == "" and _passes(a, arg.value, names) for arg in expr.args)
-    return False
 
 
 def mentions_any(node, names) -> bool:
