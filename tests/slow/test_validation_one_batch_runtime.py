@@ -4,7 +4,9 @@
 every epoch -- the whole batch, evaluated on each rank (sharded by whole
 batches it was empty on both: "Expected input data to be non-empty"). The
 original's validation loss after the first epoch is the converted ranks'
-scale (the same batch, a model trained on twice the rows per step)."""
+scale (the same batch, a model trained on twice the rows per step).
+The script seeds its weights: unseeded, the original alone ranged from
+0.02 to 0.3 after 3 epochs, and a comparison of scales was a coin toss."""
 from __future__ import annotations
 
 import json
@@ -37,11 +39,12 @@ def test_one_batch_validation_set_is_evaluated_on_every_rank(runtime_python, tmp
             if line.startswith(f"[{rank}]<stdout>:VAL_LOSS "):
                 losses[rank] = json.loads(line.split("VAL_LOSS ", 1)[1])
     # console output is rank 0's alone; its validation loss is the allreduced mean of the ranks'
-    assert "0" in losses and len(losses["0"]) == 3 and all(v > 0 for v in losses["0"]), (losses, proc.stdout[-2000:])
+    assert "0" in losses and len(losses["0"]) == 8 and all(v > 0 for v in losses["0"]), (losses, proc.stdout[-2000:])
     original = subprocess.run([runtime_python, str(SCRIPT)], cwd=tmp_path, env=cli_env(), capture_output=True,
                               text=True, timeout=300)
     assert original.returncode == 0, original.stderr[-3000:]
     reference = json.loads(next(l for l in original.stdout.splitlines() if l.startswith("VAL_LOSS ")).split(" ", 1)[1])
-    # both learn: the last epoch's validation loss below the first's, and of the original's order
-    assert losses["0"][-1] < losses["0"][0] and reference[-1] < reference[0], (losses, reference)
+    # both learn (the script seeds its weights: 0.20 -> 0.003 converted, 0.25 -> 0.012 original when
+    # measured): the last epoch's validation loss a quarter of the first's or less, and of the original's order
+    assert losses["0"][-1] < losses["0"][0] / 4 and reference[-1] < reference[0] / 4, (losses, reference)
     assert losses["0"][-1] < 3 * reference[0], (losses, reference)
