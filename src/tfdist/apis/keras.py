@@ -14,6 +14,13 @@ KERAS_APPLICATIONS_PREFIX = "keras.applications."
 # randomly initialised -- except the preprocessing pieces named here.
 KERAS_PRESET_MODEL_PREFIXES = ("keras_hub.models.", "keras_nlp.models.", "keras_cv.models.")
 KERAS_PRESET_NON_MODELS = ("Tokenizer", "Preprocessor", "Converter", "Augmenter", "Sampler")
+# Keras models other libraries define: Hugging Face transformers' TensorFlow
+# classes (TFAutoModelForSequenceClassification.from_pretrained(...),
+# TFBertForMaskedLM(config), TFBertModel) are keras.Model subclasses (tf-keras).
+# A class under a prefix is a model when its name holds one of the markers.
+KERAS_LIBRARY_MODEL_PREFIXES = ("transformers.TF",)
+KERAS_LIBRARY_MODEL_MARKERS = ("Model", "For")
+KERAS_LIBRARY_MODEL_FACTORIES = ("from_pretrained", "from_config")
 KERAS_CALLBACK_BASES = {"keras.callbacks.Callback"}
 TF_MODULE_BASES = {"tensorflow.Module", "keras.layers.Layer"}
 # Callbacks that set the optimizer's rate each epoch from a function of the
@@ -33,8 +40,9 @@ KERAS_METRIC_CALLBACKS = {
     "keras.callbacks.ReduceLROnPlateau",
 }
 KERAS_SAVE_FUNCTIONS = {"keras.save_model", "keras.saving.save_model", "tensorflow.saved_model.save"}
-# Model methods that write files (Keras 3's export() writes a SavedModel).
-KERAS_SAVE_METHODS = {"save", "save_weights", "export"}
+# Model methods that write files (Keras 3's export() writes a SavedModel; a
+# Hugging Face TF model's save_pretrained(save_directory) its config and weights).
+KERAS_SAVE_METHODS = {"save", "save_weights", "export", "save_pretrained"}
 # Keras's symbolic inputs: an object called on one is a Keras layer or model
 # (``img = generator(z)`` of ``z = Input(shape=(100,))``), whatever built it.
 KERAS_SYMBOLIC_INPUTS = {"keras.Input", "keras.layers.Input"}

@@ -79,6 +79,12 @@ class TypeInference:
                 cls = parts[-2] if parts[-1] == "from_preset" else parts[-1]
                 if cls[:1].isupper() and not cls.endswith(apis.KERAS_PRESET_NON_MODELS):
                     return {Type(MODEL, name, call)}
+            if name.startswith(apis.KERAS_LIBRARY_MODEL_PREFIXES):
+                # transformers.TFAutoModelForSequenceClassification.from_pretrained(...)
+                parts = name.split(".")
+                cls = parts[-2] if parts[-1] in apis.KERAS_LIBRARY_MODEL_FACTORIES else parts[-1]
+                if any(marker in cls for marker in apis.KERAS_LIBRARY_MODEL_MARKERS):
+                    return {Type(MODEL, name, call)}
             if name.startswith("keras.callbacks.") and name.rsplit(".", 1)[1][:1].isupper():
                 return {Type(CALLBACK, name, call)}
         fact = self.class_of(call.func)
