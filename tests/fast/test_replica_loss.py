@@ -57,12 +57,40 @@ CASES = {
         "loss = loss_fn(y, pred) * loss_fn(y, 2 * pred) + sum(model.losses)", MIXED),
     "a Keras Loss object scaled in place": ("loss = loss_fn(y, pred)\n        loss *= 2.0", KEPT),
     "two Keras Loss values added in place": ("loss = loss_fn(y, pred)\n        loss += loss_fn(y, 2 * pred)", KEPT),
+    # a function or lambda of the module is followed into what it returns: the
+    # Loss object's value inside it is divided by Keras already (dividing the
+    # whole again trained with gradients N times too small, exit 0)
+    "a Keras Loss object returned by a helper function": ("loss = helper_loss(y, pred)", KEPT),
+    "a Keras Loss object returned by a lambda": ("loss = lambda_loss(y, pred)", KEPT),
+    "a mean returned by a helper function": ("loss = helper_mean(y, pred)", DIVIDED),
+    # tf.nn.compute_average_loss divides by the global batch under a strategy by itself
+    "tf.nn.compute_average_loss": (
+        "loss = tf.nn.compute_average_loss(tf.reduce_sum(tf.square(y - pred), axis=-1))", KEPT),
+    # ... unless given the original's batch size: a mean over the replica's batch
+    "tf.nn.compute_average_loss with global_batch_size": (
+        "loss = tf.nn.compute_average_loss(tf.reduce_sum(tf.square(y - pred), axis=-1), global_batch_size=8)",
+        DIVIDED),
+    # a mean of a value Keras divided is not that value's share: warned
+    "a mean of a Keras Loss value": ("loss = tf.reduce_mean(loss_fn(y, pred))", MIXED),
 }
+HELPERS = '''
+
+def helper_loss(labels, predictions):
+    return loss_fn(labels, predictions)
+
+
+def helper_mean(labels, predictions):
+    return tf.reduce_mean(tf.abs(labels - predictions))
+
+
+lambda_loss = lambda labels, predictions: loss_fn(labels, predictions)
+'''
 
 
 @pytest.mark.parametrize("body, expected", CASES.values(), ids=list(CASES))
 def test_loss_share(body, expected):
-    result = convert_source(STEP.replace("{body}", body).encode(), "train.py", backend="tf-distribute")
+    source = STEP.replace("{body}", body).replace("\n\n@tf.function", HELPERS + "\n\n@tf.function")
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
     assert result.status == "converted", result.error
     warnings = [w.message for w in result.warnings if w.level == "WARNING"]
     text = result.data.decode()

@@ -53,22 +53,51 @@ def _line(src: str, text: str) -> int:
     # Keras 3 divides self.compute_loss, not the mean added to it
     ("loss = self.compute_loss(x, y, pred) + 0.1 * tf.reduce_mean(tf.abs(pred))", "loss = self.compute_loss",
      "adds terms Keras divides"),
-    # a sum: not a mean over the replica's batch
-    ("loss = tf.reduce_sum(tf.square(pred - y))", "tf.reduce_sum", "cannot tell whether Keras already divides"),
     # a mean of a value Keras already divided
-    ("loss = tf.reduce_mean(self.compute_loss(x, y, pred))", "tf.reduce_mean(self", "a mean of a loss Keras"),
-    # bound twice: += is not a plain assignment
-    ("loss = tf.reduce_mean(tf.square(pred - y))\nloss += tf.reduce_mean(tf.abs(pred))", "loss += ",
-     "not only bound by plain assignments"),
+    ("loss = tf.reduce_mean(self.compute_loss(x, y, pred))", "tf.reduce_mean(self", "of a loss Keras already divides"),
+    # a callable nothing in the module binds: a Loss object (divided) or a function (not)
+    ("loss = self.loss_callable(y, pred)", "self.loss_callable", "cannot tell whether Keras already divides"),
+    # in a loop, the loss is what the loop target holds
+    ("for loss in [tf.reduce_mean(tf.square(pred - y))]:\n    pass", "tape.gradient(loss",
+     "cannot tell whether Keras already divides"),
 ])
 def test_undecidable_losses_are_refused_with_their_line(body, at, needle):
     src, result = _tfd(body)
     assert result.status == "unsupported", result.status
     assert needle in result.error, result.error
-    if at == "loss += ":  # the refusal names the gradient's loss, whose bindings are not all plain
-        assert result.error_line == _line(src, "tape.gradient(loss")
-    else:
-        assert result.error_line == _line(src, at), (result.error_line, result.error)
+    assert result.error_line == _line(src, at), (result.error_line, result.error)
+
+
+DIVIDED = "scaled_loss = loss / strategy.num_replicas_in_sync"
+
+
+@pytest.mark.parametrize("body", [
+    # nothing in these is a value Keras divides: a sum or mean of the step's own, a
+    # loss function (not a Loss object), a Loss object reducing by sum, the model's
+    # regularisation losses, weights that are tensors or expressions
+    "loss = tf.reduce_sum(tf.square(pred - y))",
+    "loss = tf.reduce_sum(tf.square(pred - y)) / tf.cast(tf.shape(x)[0], tf.float32)",
+    "loss = tf.reduce_mean(tf.square(pred - y))\nloss += tf.reduce_mean(tf.abs(pred))",
+    "loss = tf.keras.losses.mean_squared_error(y, pred)",
+    "loss = tf.reduce_mean(tf.keras.losses.mean_squared_error(y, pred)) + tf.add_n(self.losses or [0.0])",
+    "loss = tf.keras.losses.MeanSquaredError(reduction='sum')(y, pred) / 8",
+    "alpha = tf.constant(0.3)\nloss = alpha * tf.reduce_mean(tf.square(pred - y)) + (1 - alpha) * tf.reduce_mean(tf.abs(pred - y))",
+    "loss = 1e-4 * tf.add_n([tf.nn.l2_loss(v) for v in self.trainable_variables]) + tf.reduce_mean(tf.square(pred - y))",
+    "mse = lambda a, b: tf.reduce_mean(tf.square(a - b))\nloss = mse(y, pred)",
+])
+def test_losses_keras_does_not_divide_are_divided_once(body):
+    src, result = _tfd(body)
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert text.count(DIVIDED) == 1 and "tape.gradient(scaled_loss" in text, text
+
+
+def test_compute_average_loss_is_this_replicas_share_already():
+    src, result = _tfd("loss = tf.nn.compute_average_loss(tf.reduce_sum(tf.square(pred - y), axis=-1))")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    # not divided again; the step reports the mean, multiplied back
+    assert DIVIDED not in text and "loss = scaled_loss * strategy.num_replicas_in_sync" in text, text
 
 
 def test_gradients_clipped_before_the_optimizer_are_summed_first():
@@ -152,15 +181,18 @@ def _with_methods(methods: str, body: str, init: str = "", construct: str = "Net
     # ... or Keras's (compute_loss, divided by Keras)
     ("def keras_loss(self, x, y, pred):\n    return self.compute_loss(x, y, pred)",
      "loss = self.keras_loss(x, y, pred)", "keras"),
-    # a sum: refused as before, through the method
+    # a sum the method computes: the step's own too, divided once
     ("def sum_loss(self, pred, y):\n    return tf.reduce_sum(tf.square(pred - y))", "loss = self.sum_loss(pred, y)",
+     "plain"),
+    # a callable the method is handed from nowhere in the module: refused at its call
+    ("def handed_loss(self, pred, y):\n    return self.loss_callable(pred, y)", "loss = self.handed_loss(pred, y)",
      None),
 ])
 def test_a_loss_a_method_returns_is_followed_into_it(methods, body, kind):
     src, result = _with_methods(methods, body)
     if kind is None:
         assert result.status == "unsupported" and "cannot tell whether Keras already divides" in result.error
-        assert result.error_line == _line(src, "tf.reduce_sum")
+        assert result.error_line == _line(src, "return self.loss_callable")
         return
     assert result.status == "converted", result.error
     text = result.data.decode()
@@ -170,7 +202,8 @@ def test_a_loss_a_method_returns_is_followed_into_it(methods, body, kind):
 
 @pytest.mark.parametrize("construct,converted", [
     ("Net(gp_weight=10.0)", True),  # a number: the penalty is still the step's own mean, weighted
-    ("Net(gp_weight=tf.reduce_sum(x))", False),  # not a Python number: refused
+    ("Net(gp_weight=tf.reduce_sum(x))", True),  # a tensor: nothing Keras divides either
+    ("Net(gp_weight=tf.keras.losses.MeanSquaredError()(x, x))", False),  # a Loss object's value times a mean
 ])
 def test_a_mean_weighted_by_a_number_the_constructor_keeps_is_the_steps_own(construct, converted):
     src, result = _with_methods(

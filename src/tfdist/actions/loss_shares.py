@@ -6,15 +6,16 @@ Under a strategy the optimizer SUMS the replicas' gradients, so every
 replica must differentiate its loss divided by the number of replicas --
 unless Keras 3 already divided it: a Keras ``Loss`` object with a mean
 reduction, run by a strategy, returns the replica's share itself. What the
-loss is made of is followed through names, ``self`` attributes and the
-parameters an overridden ``compile`` is handed (never its text); a loss that
-adds both kinds is warned about, not guessed.
+loss is made of is decided by ``facts/losses.loss_kind`` (names, ``self``
+attributes, the module's functions and lambdas, parameters; never its text);
+a loss that adds both kinds is warned about, not guessed, and so is a call
+tfdist cannot see into (divided, with the edit if it is Keras's).
 """
 from __future__ import annotations
 
 import libcst as cst
 from ..engine import dataflow
-from ..facts.losses import RULE, loss_kind, plain_terms
+from ..facts.losses import RULE, loss_kind, plain_terms, undecided_term
 from ..facts.syntax import find_arg, source
 from ..facts import replica_state
 
@@ -51,6 +52,13 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
             "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
             "other terms: divide only the other terms by {size} before tape.gradient", target=a.code(target.value)))
         return
+    if kind == "unknown":
+        # divided, as a loss of the step's own; what tfdist cannot see into is named with the edit
+        term = undecided_term(a, target.value) or target.value
+        ctx.warn(term, RULE, ctx.say(
+            "tfdist cannot tell whether {term} is a value Keras divides by {size} under {engine} (a Keras Loss "
+            "object with a mean reduction): the gradient is taken of the loss divided by {size}; if it is such a "
+            "value, differentiate {target} itself", term=a.code(term), target=a.code(target.value)))
     if kind == "keras" and "Keras" in ctx.patterns and ctx.facts.get("keras_flavor") != "keras":
         _legacy_keras_clash(ctx, target.value)
     if kind == "keras" and isinstance(target.value, cst.Name):

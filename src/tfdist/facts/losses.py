@@ -5,11 +5,13 @@ Each replica's loss: its share of the global mean.
 
 Under a strategy the optimizer SUMS the replicas' gradients, so every
 replica must differentiate its loss divided by the number of replicas --
-unless Keras 3 already divided it: a Keras ``Loss`` object with a mean
-reduction, run by a strategy, returns the replica's share itself. What the
-loss is made of is followed through names, ``self`` attributes and the
-parameters an overridden ``compile`` is handed (never its text); a loss that
-adds both kinds is warned about, not guessed.
+unless it is already that share: a Keras ``Loss`` object with a mean
+reduction run by a strategy (Keras 3 divides it), ``self.compute_loss``,
+``tf.nn.compute_average_loss``. What the loss is made of is followed
+through names, ``self`` attributes, the module's functions and lambdas and
+the parameters the module's calls fill (never its text): one answer
+(:func:`loss_kind`) for tape loops and Keras ``train_step`` alike. A loss
+adding both kinds, or a call tfdist cannot see into, is named, never guessed.
 """
 from __future__ import annotations
 
@@ -17,51 +19,190 @@ import libcst as cst
 from .. import apis
 from ..engine.memo import fact
 from ..engine import analysis as A
+from ..engine import dataflow
+from ..engine.analysis import returned_values
 from .syntax import find_arg
 from . import kinds
 
 
 RULE = kinds.GRADIENT_TAPE
+#: the Model methods returning the compiled loss, divided by the replicas under a strategy
+SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
+#: divides by the global batch under a strategy when no global_batch_size is given
+SHARE_FUNCTIONS = {"tensorflow.nn.compute_average_loss", "tensorflow.compat.v2.nn.compute_average_loss"}
+#: what these libraries compute is no Keras Loss object's reduction: Keras divides none of it
+LIBRARY_ROOTS = ("tensorflow.", "keras.", "tf_keras.", "numpy.", "math.", "builtins.")
 
 
 @fact
-def loss_kind(a: A.Analysis, expr, depth: int = 0) -> str:
-    """'keras' when the loss is made of values of Keras Loss objects with a
-    mean reduction (Keras 3 divides each by the number of replicas under a
-    strategy), summed or scaled by constants; 'plain' when none is (a mean
-    the user computed); 'mixed' when both kinds are added."""
-    if depth > 6:
-        return "plain"
+def call_kind(a: A.Analysis, call: cst.Call) -> str:
+    """What a call in a loss is, for who divides it by the replicas:
+
+    - 'keras': this replica's share already -- a Keras Loss object with a
+      mean reduction, ``self.compute_loss`` / ``self.compiled_loss`` of a
+      class that does not override them, ``tf.nn.compute_average_loss``
+      without ``global_batch_size``;
+    - 'module': a function, method or lambda of this module
+      (:func:`call_returns` are what it gives);
+    - 'library': computed by TensorFlow, Keras, NumPy or a builtin (a mean,
+      a sum, ``keras.losses.mse``, a Loss object reducing by sum or not at
+      all): Keras divides none of it;
+    - 'unknown': anything else (a parameter, an object's method).
+    """
+    func = call.func
+    if is_keras_loss_object(a, func):
+        return "keras"
+    if keras_loss_constructions(a, func, mean_only=False):
+        return "library"
+    if a.is_name(call, SHARE_FUNCTIONS):
+        return "keras" if find_arg(call, "global_batch_size", 1) is None else "library"
+    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and isinstance(func.value, cst.Name):
+        owner = a.self_class(func.value)
+        if owner is not None:
+            overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
+                             for klass in a.lineage(owner) for f in klass.body.body)
+            return "unknown" if overridden else "keras"
+    if call_returns(a, call):
+        return "module"
+    if _is_layer_or_model(a, func):
+        return "library"
+    names = a.names(call)
+    if names and all(n.startswith(LIBRARY_ROOTS) for n in names):
+        return "library"
+    return "unknown"
+
+
+@fact
+def call_returns(a: A.Analysis, call: cst.Call) -> list:
+    """What a call of this module's functions, methods or lambdas returns
+    (``return`` values; a lambda's body); [] for any other call."""
+    returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
+    if not returns and isinstance(call.func, cst.Name):
+        bound = a.assigned_values(call.func)
+        if bound and all(isinstance(v, cst.Lambda) for _, v in bound):
+            returns = [v.body for _, v in bound]
+    return returns
+
+
+@fact
+def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
+    """'keras' when the loss is made of values Keras divides by the number
+    of replicas under a strategy (:func:`call_kind`), summed or scaled;
+    'plain' when none is (a mean the user computed); 'mixed' when both
+    kinds are added, or a library call is given a Keras-divided value
+    (``tf.reduce_mean(loss_fn(y, p))``: divided, then no share of a sum);
+    'unknown' when a term of the loss is a call that may or may not be
+    divided (a function handed in as a parameter, an object's method).
+
+    Followed through names (plain and augmented assignments; a parameter:
+    what the module's calls pass), this module's functions, methods and
+    lambdas (what they return) and arithmetic. ``inside``: the value is an
+    argument of a library call (a prediction, the labels): only a
+    Keras-divided value matters there; an unknown call is taken as data."""
+    if depth > 8:
+        return "plain" if inside else "unknown"
     if isinstance(expr, cst.Call):
-        return "keras" if is_keras_loss_object(a, expr.func) else "plain"
+        kind = call_kind(a, expr)
+        if kind == "module":
+            return _combined([loss_kind(a, r, depth + 1, inside) for r in call_returns(a, expr)])
+        if kind == "library":
+            args = {loss_kind(a, arg.value, depth + 1, True) for arg in expr.args}
+            return "plain" if args <= {"plain"} else "mixed"
+        return "plain" if inside and kind == "unknown" else kind
     if isinstance(expr, cst.Name):
-        kinds = set()
+        kinds = []
         for origin, value in a.assigned_values(expr):
             if value is not None:
-                kinds.add(loss_kind(a, value, depth + 1))
+                kinds.append(loss_kind(a, value, depth + 1, inside))
             elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
-                kinds.add(_augmented_kind(a, a.parent(origin), depth + 1))
-        kinds = kinds or {"plain"}
-        return kinds.pop() if len(kinds) == 1 else "mixed"
+                kinds.append(_augmented_kind(a, a.parent(origin), depth + 1, inside))
+            elif isinstance(origin, cst.Param) and not inside:
+                # a helper handed the loss, a weight: what the module's calls pass, or the default
+                values = [arg for _, arg in a.argument_values(origin)] + [
+                    origin.default] * (origin.default is not None)
+                kinds += [loss_kind(a, v, depth + 1) for v in values] or ["unknown"]
+            elif not inside:
+                kinds.append("unknown")  # a loop target, an unpacked tuple...: what it holds is not followed
+        return _combined(kinds)
     if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
-            for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
-                if isinstance(other, (cst.Integer, cst.Float)):
-                    return loss_kind(a, side, depth + 1)
-            # a Keras value weighted by a plain one (a tensor of weights) is
-            # still divided by Keras; two Keras values multiplied are not a share
-            left, right = loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)
-            if (left, right) == ("plain", "plain"):
-                return "plain"
-            if left == "keras" and right == "plain":
-                return "keras"
-            if isinstance(expr.operator, cst.Multiply) and (left, right) == ("plain", "keras"):
-                return "keras"
-            return "mixed"
+        left, right = loss_kind(a, expr.left, depth + 1, inside), loss_kind(a, expr.right, depth + 1, inside)
         if isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            kinds = {loss_kind(a, expr.left, depth + 1), loss_kind(a, expr.right, depth + 1)}
-            return kinds.pop() if len(kinds) == 1 else "mixed"
-    return "plain"
+            return _combined([left, right])
+        if "unknown" in (left, right):
+            return "unknown"
+        # a Keras value weighted by a plain one (a constant, a tensor of
+        # weights) or divided by one is still divided by Keras; two Keras
+        # values multiplied, or a plain value divided by a Keras one, are no share
+        if (left, right) in (("plain", "plain"), ("keras", "plain")):
+            return left
+        if isinstance(expr.operator, cst.Multiply) and (left, right) == ("plain", "keras"):
+            return "keras"
+        return "mixed"
+    if isinstance(expr, cst.UnaryOperation):
+        return loss_kind(a, expr.expression, depth + 1, inside)
+    if isinstance(expr, cst.Attribute):
+        # self.weight: what the class binds it to (a constructor's argument); any other attribute
+        # read (self.net.losses, a config value) holds no loss of this step
+        return _combined([loss_kind(a, v, depth + 1, inside) for v in bound_values(a, expr)])
+    if isinstance(expr, (cst.Lambda, cst.BaseNumber, cst.BaseString)):
+        return "plain"
+    return _combined([loss_kind(a, n, depth + 1, inside) for n in _parts(expr)])
+
+
+@fact
+def undecided_term(a: A.Analysis, expr, depth: int = 0):
+    """The innermost part of a loss that makes it 'unknown' or 'mixed' (what
+    a refusal names, with its line); None when the loss is decided."""
+    if depth > 8 or loss_kind(a, expr) not in ("unknown", "mixed"):
+        return None
+    parts = []
+    if isinstance(expr, cst.Call):
+        parts = call_returns(a, expr) if call_kind(a, expr) == "module" else []
+    elif isinstance(expr, cst.Name):
+        for origin, value in a.assigned_values(expr):
+            parts.append(value if value is not None else (
+                a.parent(origin).value if isinstance(a.parent(origin), cst.AugAssign) else None))
+        if any(p is None for p in parts):
+            return expr  # bound by a parameter, a loop...
+    elif isinstance(expr, cst.BinaryOperation):
+        parts = [expr.left, expr.right]
+    elif isinstance(expr, cst.Attribute):
+        parts = bound_values(a, expr)
+    elif isinstance(expr, cst.UnaryOperation):
+        parts = [expr.expression]
+    else:
+        parts = _parts(expr)
+    for part in parts:
+        found = undecided_term(a, part, depth + 1)
+        if found is not None:
+            return found
+    return expr
+
+
+def _parts(expr) -> list:
+    """The calls and names an expression reads directly (list elements,
+    subscripts, comprehensions...), not inside a nested call or lambda."""
+    out, todo = [], list(expr.children)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, (cst.Call, cst.Name)):
+            out.append(n)
+        elif not isinstance(n, (cst.Lambda, cst.Attribute)):
+            todo.extend(n.children)
+    return out
+
+
+def _combined(kinds, weight: bool = False) -> str:
+    """The kind of a sum of terms of these kinds (``weight``: of a product
+    or other combination, where a plain factor keeps a Keras share's kind)."""
+    found = set(kinds)
+    if "unknown" in found:
+        return "unknown"
+    if weight and found != {"plain"}:
+        found.discard("plain")
+    if not found:
+        return "plain"
+    return found.pop() if len(found) == 1 else "mixed"
 
 
 @fact
@@ -104,28 +245,28 @@ def plain_terms(a: A.Analysis, expr, depth: int = 0):
     return None if previous is None or added is None else previous + added
 
 
-def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int) -> str:
+def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int, inside: bool = False) -> str:
     """``loss += sum(model.losses)``: the kind of the value before (the
     binding of the name last run before this statement, in its block)
-    combined with what is added; scaled by a constant, the kind before."""
-    if depth > 6 or not isinstance(aug.target, cst.Name):
-        return "mixed"
+    combined with what is added; scaled by a plain factor, the kind before."""
+    if depth > 8 or not isinstance(aug.target, cst.Name):
+        return "unknown"
     before = _binding_before(a, aug)
     if before is None:
-        return "mixed"
+        return "unknown"
     origin, value = before
     if value is not None:
-        previous = loss_kind(a, value, depth + 1)
+        previous = loss_kind(a, value, depth + 1, inside)
     elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
-        previous = _augmented_kind(a, a.parent(origin), depth + 1)
+        previous = _augmented_kind(a, a.parent(origin), depth + 1, inside)
     else:
-        return "mixed"  # a parameter, a loop target...: what it holds cannot be told
+        return "plain" if inside else "unknown"  # a parameter, a loop target...: what it holds cannot be told
+    added = loss_kind(a, aug.value, depth + 1, inside)
     if isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign)):
-        kinds = {previous, loss_kind(a, aug.value, depth + 1)}
-        return kinds.pop() if len(kinds) == 1 else "mixed"
-    if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) and isinstance(aug.value, (cst.Integer, cst.Float)):
+        return _combined([previous, added])
+    if isinstance(aug.operator, (cst.MultiplyAssign, cst.DivideAssign)) and added == "plain":
         return previous
-    return "mixed"
+    return "unknown" if "unknown" in (previous, added) else "mixed"
 
 
 def _binding_before(a: A.Analysis, aug: cst.AugAssign):
@@ -139,27 +280,46 @@ def _binding_before(a: A.Analysis, aug: cst.AugAssign):
 
 
 @fact
+def bound_values(a: A.Analysis, func) -> list:
+    """What ``func`` is bound to: itself when a call, a name's values, a
+    ``self`` attribute's values in its class, with the arguments the
+    module's calls pass for a parameter among them."""
+    values = []
+    if isinstance(func, cst.Call):
+        values = [func]
+    elif isinstance(func, cst.Name):
+        values = [v for _, v in a.assigned_values(func) if v is not None]
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        fdef = a.enclosing_function(func)
+        owner = a.method_owner(fdef) if fdef is not None else None
+        if owner is not None and a.self_class(func.value) is not None:
+            values = a.attribute_values(owner, func.attr.value)
+    return _through_parameters(a, values)
+
+
+def _is_layer_or_model(a: A.Analysis, func) -> bool:
+    """func is a Keras model, tf.Module or layer (its call returns outputs,
+    no loss Keras divides)."""
+    if a.kinds(func) & {A.MODEL, A.MODULE}:
+        return True
+    values = bound_values(a, func)
+    return bool(values) and all(isinstance(v, cst.Call) and any(
+        n.startswith(apis.KERAS_LAYER_MODULES) and n.rsplit(".", 1)[1][:1].isupper() for n in a.names(v))
+        for v in values)
+
+
+@fact
 def is_keras_loss_object(a: A.Analysis, func) -> bool:
     return bool(keras_loss_constructions(a, func))
 
 
 @fact
-def keras_loss_constructions(a: A.Analysis, func) -> list:
+def keras_loss_constructions(a: A.Analysis, func, mean_only: bool = True) -> list:
     """The constructions of the Keras Loss object with a mean reduction
-    ``func`` calls (followed through names, the ``self`` attributes of its
-    class and the parameters the module's calls fill); [] when func is not
-    certainly one."""
-    constructions = []
-    if isinstance(func, cst.Call):
-        constructions = [func]
-    elif isinstance(func, cst.Name):
-        constructions = [v for _, v in a.assigned_values(func) if v is not None]
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        fdef = a.enclosing_function(func)
-        owner = a.method_owner(fdef) if fdef is not None else None
-        if owner is not None and a.self_class(func.value) is not None:
-            constructions = a.attribute_values(owner, func.attr.value)
-    constructions = _through_parameters(a, constructions)
+    (``mean_only=False``: with any reduction) ``func`` calls (followed
+    through names, the ``self`` attributes of its class and the parameters
+    the module's calls fill); [] when func is not certainly one."""
+    constructions = bound_values(a, func)
     if not constructions:
         return []
     for c in constructions:
@@ -169,7 +329,7 @@ def keras_loss_constructions(a: A.Analysis, func) -> list:
         if not names or not names[0].rsplit(".", 1)[1][:1].isupper():
             return []  # a loss function (no reduction) or not a Keras loss
         reduction = find_arg(c, "reduction", None)
-        if reduction is not None:
+        if reduction is not None and mean_only:
             value = reduction.value
             text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
             if text is None and isinstance(value, cst.Attribute):

@@ -28,19 +28,27 @@ tf-keras 2.21):
   strategy outside compile() (``Loss._get_reduction`` raises), and a
   ``tf.keras`` script runs tf-keras on TF_CONFIG workers: converted for
   Keras 3 and warned (the workers would stop with that error).
-- a mean the step computes itself (``tf.reduce_mean``, ``keras.ops.mean``):
-  not divided: the gradient's target becomes ``loss / num_replicas_in_sync``.
+- ``tf.nn.compute_average_loss`` without ``global_batch_size``: divided by
+  the global batch under a strategy, so the replica's share already.
+- anything else TensorFlow, Keras or NumPy computes (a mean or a sum of the
+  step's own, ``keras.losses.mse``, a Loss object reducing by sum, the
+  model's regularisation losses): not divided: the gradient's target becomes
+  ``loss / num_replicas_in_sync``. A sum over the replica's batch divided so
+  is, summed over the replicas, the original's sum over its batch (the
+  per-replica batch is the original's), as a mean is the original's mean.
 
-A method of the model or a function of the module that returns the loss is
-followed into its returns; a loss weighted by a Python number (a literal, or
-an attribute the constructor sets from one) keeps its kind. The step's
-methods -- those only ``train_step`` calls (``self.discriminator_step(...)``)
--- are part of it. A gradient with respect to tensors the tape watches (a
-gradient penalty) is part of a loss, not a training gradient.
+What a loss is made of is decided by ``facts/losses.loss_kind`` (one answer
+for tape loops and train steps): followed through names (``+=`` too), the
+model's methods, the module's functions and lambdas (what they return),
+parameters (what the module's calls pass) and arithmetic. The step's methods
+-- those only ``train_step`` calls (``self.discriminator_step(...)``) -- are
+part of it. A gradient with respect to tensors the tape watches (a gradient
+penalty) is part of a loss, not a training gradient.
 
-Anything else (a sum, an overridden ``compute_loss``, a mix of divided and
-undivided terms, gradients not applied by an optimizer) is refused with its
-line: a wrong division trains wrong silently.
+Refused with its line: a call tfdist cannot see into (a callable nothing in
+the module binds, an overridden ``compute_loss``), a mix of divided and
+undivided terms, a mean of a divided value, gradients not applied by an
+optimizer: a wrong division trains wrong silently.
 """
 from __future__ import annotations
 
@@ -59,13 +67,7 @@ from . import losses
 
 
 RULE = kinds.GRADIENT_TAPE
-#: the Model methods returning the compiled loss, divided by the replicas under a strategy
-SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
-#: a mean over this replica's batch: not divided by Keras
-MEAN_FUNCTIONS = {
-    "tensorflow.reduce_mean", "tensorflow.math.reduce_mean", "keras.ops.mean", "tensorflow.keras.ops.mean",
-    "keras.backend.mean", "tensorflow.keras.backend.mean", "tf_keras.backend.mean",
-}
+SCALED_METHODS = losses.SCALED_METHODS
 APPLY_METHODS = ("apply_gradients", "apply")
 
 PLAIN, SCALED = "plain", "scaled"
@@ -179,7 +181,7 @@ def direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[st
     """SCALED when the value is itself a call Keras divides, or a sum of
     such calls (``loss_fn(ones, real) + loss_fn(zeros, fake)``), scaled by
     Python numbers; else None."""
-    if isinstance(value, cst.Call) and _call_kind(a, value, step, follow=follow) == SCALED:
+    if isinstance(value, cst.Call) and _call_kind(a, value, step, follow) == SCALED:
         return SCALED
     if isinstance(value, cst.BinaryOperation):
         if isinstance(value.operator, (cst.Add, cst.Subtract)):
@@ -195,48 +197,32 @@ def direct_kind(a: A.Analysis, value, step, follow: bool = False) -> Optional[st
 
 
 @fact
-def mean_kind(a: A.Analysis, expr, step, depth: int = 0) -> str:
-    """PLAIN (a mean Keras does not divide), SCALED (divided by Keras), or a
-    Refusal naming what cannot be decided."""
-    if depth > 8:
-        raise Refusal(expr, "a loss built too deep for tfdist to follow; not converted{alternative}")
-    if isinstance(expr, cst.Call):
-        kind = _call_kind(a, expr, step, depth, follow=True)
-        if kind is None:
-            raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot "
-                          "tell whether Keras already divides it by the number of replicas under {engine} (known: "
-                          "tf.reduce_mean / keras.ops.mean, self.compute_loss / self.compiled_loss, Keras 3 Loss "
-                          "objects); not converted{alternative}")
-        return kind
-    if isinstance(expr, cst.Name):
-        bindings = a.assigned_values(expr)
-        if not bindings or any(v is None for _, v in bindings):
-            raise Refusal(expr, "the loss " + expr.value + " of a custom " + step.name.value + " is not only bound "
-                          "by plain assignments (a parameter, +=, a loop): cannot tell whether Keras divides it by "
-                          "the number of replicas under {engine}; not converted{alternative}")
-        return _same([mean_kind(a, v, step, depth + 1) for _, v in bindings], expr, step)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        return mean_kind(a, expr.expression, step, depth + 1)
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
-            sides = ((expr.left, expr.right), (expr.right, expr.left)) if isinstance(expr.operator, cst.Multiply) \
-                else ((expr.left, expr.right),)
-            for side, other in sides:
-                if _python_number(a, other):
-                    return mean_kind(a, side, step, depth + 1)
-        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            return _same([mean_kind(a, expr.left, step, depth + 1), mean_kind(a, expr.right, step, depth + 1)], expr, step)
-    raise Refusal(expr, "the loss " + a.code(expr) + " of a custom " + step.name.value + ": tfdist cannot tell "
-                  "whether Keras already divides it by the number of replicas under {engine}; "
-                  "not converted{alternative}")
-
-
-def _same(kinds: List[str], expr, step) -> str:
-    if len(set(kinds)) == 1:
-        return kinds[0]
-    raise Refusal(expr, "the loss of a custom " + step.name.value + " adds terms Keras divides by the number of "
-                  "replicas under {engine} (compute_loss, Loss objects) to terms it does not (a mean of its own): "
-                  "not converted{alternative}")
+def mean_kind(a: A.Analysis, expr, step) -> str:
+    """PLAIN (nothing in it Keras divides: a mean or sum the step computes,
+    ``keras.losses.mse``, a Loss object reducing by sum, ``model.losses``),
+    SCALED (made of values Keras divides: :func:`losses.call_kind`), or a
+    Refusal naming what cannot be decided (:func:`losses.loss_kind`)."""
+    kind = losses.loss_kind(a, expr)
+    if kind == "plain":
+        return PLAIN
+    if kind == "keras":
+        return SCALED
+    node = losses.undecided_term(a, expr) or expr
+    if kind == "mixed" and isinstance(node, cst.Call):
+        raise Refusal(node, a.code(node.func) + "(...) of a loss Keras already divides by the number of replicas under "
+                      "{engine}: not converted{alternative}")
+    if kind == "mixed":
+        raise Refusal(node, "the loss of a custom " + step.name.value + " adds terms Keras divides by the number of "
+                      "replicas under {engine} (compute_loss, Loss objects) to terms it does not (a mean of its own): "
+                      "not converted{alternative}")
+    func = node.func if isinstance(node, cst.Call) else None
+    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS:
+        raise Refusal(node, "self." + func.attr.value + " is overridden in this module: tfdist cannot tell "
+                      "whether its loss is divided by the number of replicas under {engine}; not converted{alternative}")
+    raise Refusal(node, "the loss " + a.code(node) + " of a custom " + step.name.value + ": tfdist cannot tell whether "
+                  "Keras already divides it by the number of replicas under {engine} (known: computed by TensorFlow, "
+                  "Keras or NumPy, self.compute_loss / self.compiled_loss, Keras Loss objects, functions of this "
+                  "module); not converted{alternative}")
 
 
 def _python_number(a: A.Analysis, expr, depth: int = 0) -> bool:
@@ -266,34 +252,16 @@ def _python_number(a: A.Analysis, expr, depth: int = 0) -> bool:
     return bool(values) and all(_python_number(a, v, depth + 1) for v in values)
 
 
-def _call_kind(a: A.Analysis, call: cst.Call, step, depth: int = 0, follow: bool = False) -> Optional[str]:
-    """PLAIN, SCALED, or None (not known). ``follow``: for the loss the
-    gradient is taken of, a call of a method or function of the module is
-    followed into what it returns (elsewhere such a call is no loss)."""
-    if a.is_name(call, MEAN_FUNCTIONS):
-        for n in walk(call):
-            values = [v for _, v in a.assigned_values(n) if v is not None] if isinstance(n, cst.Name) else [n]
-            if n is not call and any(isinstance(v, cst.Call) and _call_kind(a, v, step) == SCALED for v in values):
-                raise Refusal(call, "a mean of a loss Keras already divides by the number of replicas under "
-                              "{engine}: not converted{alternative}")
-        return PLAIN
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and isinstance(func.value, cst.Name):
-        owner = a.self_class(func.value)
-        if owner is not None:
-            if any(f.name.value == func.attr.value for klass in a.lineage(owner) for f in klass.body.body
-                   if isinstance(f, cst.FunctionDef)):
-                raise Refusal(call, "self." + func.attr.value + " is overridden in this module: tfdist cannot tell "
-                              "whether its loss is divided by the number of replicas under {engine}; "
-                              "not converted{alternative}")
+def _call_kind(a: A.Analysis, call: cst.Call, step, follow: bool = False) -> Optional[str]:
+    """SCALED for a call Keras divides (``follow``: or a function or method
+    of the module returning only such); else None."""
+    kind = losses.call_kind(a, call)
+    if kind == "keras":
+        return SCALED
+    if kind == "module" and follow:
+        returns = losses.call_returns(a, call)
+        if all(direct_kind(a, r, step, follow) == SCALED for r in returns):
             return SCALED
-    if follow and not (isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS):
-        # a method of the model or a function of the module (self.log_loss(data)): what it returns
-        returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
-        if returns:
-            return _same([mean_kind(a, r, step, depth + 1) for r in returns], call, step)
-    if losses.is_keras_loss_object(a, func):
-        return SCALED  # Keras 3 divides it (tf-keras raises on it: warned, _legacy_loss_objects)
     return None
 
 
