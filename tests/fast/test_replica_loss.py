@@ -70,6 +70,8 @@ CASES = {
     "tf.nn.compute_average_loss with global_batch_size": (
         "loss = tf.nn.compute_average_loss(tf.reduce_sum(tf.square(y - pred), axis=-1), global_batch_size=8)",
         DIVIDED),
+    # Keras's own compiled loss of the model (Keras 3 and tf-keras divide it)
+    "the model's compute_loss": ("loss = model.compute_loss(x=x, y=y, y_pred=pred)", KEPT),
     # a mean of a value Keras divided is not that value's share: warned
     "a mean of a Keras Loss value": ("loss = tf.reduce_mean(loss_fn(y, pred))", MIXED),
 }

@@ -62,6 +62,11 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
             overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
                              for klass in a.lineage(owner) for f in klass.body.body)
             return "unknown" if overridden else "keras"
+    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and A.MODEL in a.kinds(func.value):
+        # model.compute_loss(...) of a Keras model no class of this module overrides it in
+        overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
+                         for klass in a.classdefs for f in klass.body.body)
+        return "unknown" if overridden else "keras"
     if call_returns(a, call):
         return "module"
     if _is_layer_or_model(a, func):
