@@ -12,6 +12,16 @@ tests/fast/test_metamorphic.py).
   where no function or class reads a name those statements bind (else the
   meaning would change): each moved line moves down by one.
 
+* ``augmented``: ``x = x + y`` written ``x += y`` and ``x += y`` written
+  ``x = x + (y)`` (``+ - * / //``, a name updated by itself), anywhere:
+  lines unchanged.
+* ``temporaries``: the first number literal a module-level statement passes
+  to a call (a learning rate, a batch size, epochs) bound to a name of its
+  own on the line before (``rate_v1 = 1e-3`` then ``Adam(rate_v1)``): each
+  line moves down by the temporaries before it; a finding on a temporary's
+  line counts as its statement's (the conversion may scale the number where
+  it is bound).
+
 A variant is ``None`` where its transformation does not apply to the script
 (or would change its meaning).
 """
@@ -29,6 +39,8 @@ class Variant:
     kind: str
     text: str
     line_map: Callable[[int], int]
+    #: a variant's line -> the variant line its findings count on (a temporary's -> its statement's)
+    fold: Callable[[int], int] = lambda line: line
 
 
 def _imports_end(module: cst.Module) -> int:
@@ -140,6 +152,84 @@ def main(src: str) -> Optional[Variant]:
     return Variant("main", text, lambda line: line + 1 if line >= first else line)
 
 
+# ------------------------------------------------------------ augmented
+_OPERATORS = {cst.Add: cst.AddAssign, cst.Subtract: cst.SubtractAssign, cst.Multiply: cst.MultiplyAssign,
+              cst.Divide: cst.DivideAssign, cst.FloorDivide: cst.FloorDivideAssign}
+_BACK = {v: k for k, v in _OPERATORS.items()}
+
+
+class _Augment(cst.CSTTransformer):
+    def __init__(self):
+        self.count = 0
+
+    def leave_Assign(self, original, updated):
+        value = updated.value
+        if (len(updated.targets) == 1 and isinstance(updated.targets[0].target, cst.Name)
+                and isinstance(value, cst.BinaryOperation) and type(value.operator) in _OPERATORS
+                and isinstance(value.left, cst.Name) and value.left.value == updated.targets[0].target.value):
+            self.count += 1
+            return cst.AugAssign(target=updated.targets[0].target, operator=_OPERATORS[type(value.operator)](),
+                                 value=value.right)
+        return updated
+
+    def leave_AugAssign(self, original, updated):
+        if isinstance(updated.target, cst.Name) and type(updated.operator) in _BACK:
+            self.count += 1
+            right = updated.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) \
+                if isinstance(updated.value, cst.BinaryOperation) else updated.value
+            return cst.Assign(targets=[cst.AssignTarget(updated.target)], value=cst.BinaryOperation(
+                left=cst.Name(updated.target.value), operator=_BACK[type(updated.operator)](), right=right))
+        return updated
+
+
+def augmented(src: str) -> Optional[Variant]:
+    transform = _Augment()
+    text = cst.parse_module(src).visit(transform).code
+    return Variant("augmented", text, lambda line: line) if transform.count else None
+
+
+# ---------------------------------------------------------- temporaries
+def temporaries(src: str) -> Optional[Variant]:
+    module = cst.parse_module(src)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    body, added = [], []  # added: original lines of the statements given a temporary
+    for stmt in module.body:
+        literal = None
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            literal = next((arg.value for n in _walk(stmt) if isinstance(n, cst.Call) for arg in n.args
+                            if isinstance(arg.value, (cst.Integer, cst.Float)) and arg.star == ""), None)
+        if literal is None:
+            body.append(stmt)
+            continue
+        name = f"value_v{len(added) + 1}"
+        if name in src:
+            return None
+        added.append(positions[stmt].start.line)
+        new = stmt.visit(_Replace(literal, cst.Name(name)))
+        temp = cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=literal)],
+                                       leading_lines=stmt.leading_lines)
+        body += [temp, new.with_changes(leading_lines=())]
+    if not added:
+        return None
+    text = module.with_changes(body=body).code
+    shifted = [line + i + 1 for i, line in enumerate(added)]  # each statement's line in the variant
+
+    def line_map(line):
+        return line + sum(1 for s in added if s <= line)
+
+    return Variant("temporaries", text, line_map, lambda line: line + 1 if line + 1 in shifted else line)
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def on_leave(self, original, updated):
+        return self.new if original is self.old else updated
+
+
 def _walk(node):
     stack = [node]
     while stack:
@@ -148,4 +238,5 @@ def _walk(node):
         stack.extend(n.children)
 
 
-TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {"alias": alias, "comments": comments, "main": main}
+TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {
+    "alias": alias, "comments": comments, "main": main, "augmented": augmented, "temporaries": temporaries}

@@ -4,7 +4,8 @@ Every whole-script fixture (tests/fast/fixtures/*/*/input.py with an
 expected output for the engine, and no module of its own beside it) is
 varied by tests/fast/metamorphic.py -- an import bound under another name,
 a comment before every top-level statement, the script's tail moved into
-``main()`` -- and converted with each engine whose expected output the
+``main()``, ``x = x + y`` and ``x += y`` swapped, a number a call is given
+bound to a temporary first -- and converted with each engine whose expected output the
 fixture has. The variant must end as the original does (converted,
 unchanged, or refused at the mapped line) with the same findings: the
 same rule and level at the mapped line, as many times.
@@ -41,7 +42,11 @@ def _cases():
 
 CASES = _cases()
 #: (fixture dir relative to fixtures/, engine, variant) -> why the conversion differs (asserted)
-KNOWN: dict = {}
+KNOWN: dict = {
+    # the temporary bound between the optimizer and the model is no part of the model's
+    # construction: strategy.scope() is opened twice around it (both in scope, two findings)
+    ("keras/compile_fit_settings_in_dicts", "tf-distribute", "temporaries"): "scope split by a temporary",
+}
 
 
 def _key(path, engine, kind):
@@ -57,11 +62,13 @@ def _outcome(result, line_map=lambda line: line):
 
 
 def test_the_suite_is_large_and_varies_every_transformation():
-    """Every transformation applies to many scripts (counted on every 4th)."""
+    """Every transformation applies to many scripts (counted on every 4th;
+    an update of a name by itself is rarer: at least 5 of them)."""
     sample = [p for p, _e in CASES][::4]
     applied = Counter(kind for path in sample for kind, make in TRANSFORMS.items() if make(path.read_text()))
     assert len(CASES) >= 100 and sum(len(e) for _p, e in CASES) >= 200, len(CASES)
-    assert set(applied) == set(TRANSFORMS) and min(applied.values()) >= len(sample) // 5, (applied, len(sample))
+    assert set(applied) == set(TRANSFORMS), applied
+    assert all(n >= (5 if kind == "augmented" else len(sample) // 5) for kind, n in applied.items()), (applied, len(sample))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(p.parent.relative_to(FIXTURES)) for p, _e in CASES])
@@ -77,7 +84,7 @@ def test_variants_convert_as_the_original_does(case):
                 continue  # does not apply to this script without changing its meaning
             varied = convert_source(variant.text.encode(), str(path), backend=engine)
             expected = (_outcome(original, variant.line_map), _findings(original, variant.line_map))
-            got = (_outcome(varied), _findings(varied))
+            got = (_outcome(varied, variant.fold), _findings(varied, variant.fold))
             known = KNOWN.get(_key(path, engine, kind))
             if known is not None:
                 if got == expected:

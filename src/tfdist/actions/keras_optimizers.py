@@ -150,6 +150,17 @@ def _tf1_optimizer(ctx, call: cst.Call):
         optimizer=a.code(call.func), keras_optimizer=short.replace('Optimizer', '') or short))
 
 
+def _silent(a, value, depth: int = 0) -> bool:
+    if isinstance(value, cst.Integer):
+        return value.evaluated_value == 0
+    if isinstance(value, cst.Name) and value.value == "False":
+        return True
+    if not isinstance(value, cst.Name) or depth > 4:
+        return False
+    bound = a.assigned_values(value)
+    return bool(bound) and all(v is not None and _silent(a, v, depth + 1) for _, v in bound)
+
+
 def rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
     arg = find_passed(ctx.a, call, "verbose", position)
     chief = ctx.backend.is_chief()
@@ -158,8 +169,8 @@ def rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
             return
         new = ctx.expr(f"{default} if {chief} else 0")
         ctx.plan.replace(call, lambda c: append_arg(c, kwarg("verbose", new)))
-    elif isinstance(arg.value, cst.Integer) and arg.value.value == "0":
-        return  # silent already
+    elif _silent(ctx.a, arg.value):
+        return  # silent already (verbose=0, or a name bound only to 0)
     else:
         new = ctx.expr(f"{{v}} if {chief} else 0", v=source(ctx.module, arg.value))
         ctx.plan.replace(arg.value, lambda old: new)

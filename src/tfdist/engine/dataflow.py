@@ -25,8 +25,8 @@ def names_in(expr: cst.CSTNode) -> Iterator[cst.Name]:
 
 def all_binding_statements(a: Analysis, name: cst.Name, params: Optional[List[cst.Param]] = None,
                            skip=None) -> Optional[List[cst.BaseStatement]]:
-    """Every statement binding name (plain or tuple assignments), source
-    order; None when a binding is anything else. With ``params`` a list,
+    """Every statement binding name (plain, annotated, augmented or tuple
+    assignments), source order; None when a binding is anything else. With ``params`` a list,
     parameters binding name are collected there instead of refused; bindings
     ``skip(origin)`` holds for are left out."""
     out = []
@@ -41,7 +41,7 @@ def all_binding_statements(a: Analysis, name: cst.Name, params: Optional[List[cs
             if isinstance(node, (cst.Param, cst.CompFor, cst.For, cst.With, cst.WithItem, cst.BaseCompoundStatement)):
                 return None
             node = a.parent(node)
-        if not isinstance(node, (cst.Assign, cst.AnnAssign)):
+        if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             return None
         stmt = a.statement_of(node)
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -56,8 +56,8 @@ def value_of_statement(stmt: cst.BaseStatement) -> Optional[cst.BaseExpression]:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return None  # a loop filling a list, ...: no value of its own
     small = stmt.body[0] if len(stmt.body) == 1 else None
-    if isinstance(small, (cst.Assign, cst.AnnAssign)):
-        return small.value
+    if isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        return small.value  # x /= 255.0: what x is combined with (x itself is the name's own)
     return None
 
 

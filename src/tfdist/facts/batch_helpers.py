@@ -343,6 +343,9 @@ def is_schedule(a: A.Analysis, expr, depth: int = 0) -> bool:
     if not bound:
         return False
     for origin, value in bound:
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.left, cst.Name) \
+                and value.left.value == expr.value and is_constant(a, value.right):
+            continue  # step = step + 1, as step += 1
         if value is not None:
             if not is_schedule(a, value, depth + 1):
                 return False

@@ -196,8 +196,12 @@ def step_count(a, loop) -> Optional[StepCount]:
     if isinstance(loop, cst.While):
         test = loop.test
         if isinstance(test, cst.Name) and test.value == "True":
-            for var in {n.target.value for n in walk(loop.body)
-                        if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name)}:
+            # the counters: names updated in the body (``step += 1`` or ``step = step + 1``)
+            updated = {n.target.value for n in walk(loop.body) if isinstance(n, cst.AugAssign)
+                       and isinstance(n.target, cst.Name)}
+            updated |= {n.targets[0].target.value for n in walk(loop.body) if isinstance(n, cst.Assign)
+                        and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)}
+            for var in sorted(updated):
                 bound = _break_bound(loop, var)
                 if bound is not None and _incremented(loop, var):
                     return StepCount(bound, "count")
