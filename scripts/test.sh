@@ -41,9 +41,9 @@ times=()
 failed=0
 case "$tier" in
   fast) run_tier fast tests/fast ;;
-  slow) run_tier slow tests/slow -m "not extended" --durations=50 ;;
-  all)  run_tier fast tests/fast; run_tier slow tests/slow -m "not extended" --durations=50 ;;
-  extended) run_tier extended tests/slow -m extended --durations=50 ;;
+  slow) run_tier slow tests/slow -m "not extended" --durations=0 ;;
+  all)  run_tier fast tests/fast; run_tier slow tests/slow -m "not extended" --durations=0 ;;
+  extended) run_tier extended tests/slow -m extended --durations=0 ;;
   *) echo "usage: bash scripts/test.sh [fast|slow|all|extended]" >&2; exit 2 ;;
 esac
 echo "tfdist test tiers: ${times[*]}"

@@ -28,6 +28,8 @@ from typing import NoReturn
 
 import pytest
 
+import tiers
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 SCRIPTS = Path(__file__).resolve().parent / "runtime_scripts"
 DEFAULT_TIMEOUT_S = 300
@@ -36,6 +38,19 @@ DEFAULT_TIMEOUT_S = 300
 def pytest_configure(config):
     if not config.pluginmanager.hasplugin("timeout"):
         config.addinivalue_line("markers", "timeout(seconds): fail the test if it runs longer")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The tests tests/slow/tiers.py moves to the extended tier get its
+    marker before ``-m`` selects by markers; every collected id is kept for
+    tests/slow/test_tiers.py."""
+    collected = config.__dict__.setdefault("tfdist_collected", {})
+    for item in items:
+        key = item.nodeid.split("tests/slow/", 1)[-1]
+        if key in tiers.EXTENDED:
+            item.add_marker(pytest.mark.extended)
+        collected[key] = item.get_closest_marker("extended") is not None
 
 
 @pytest.fixture(autouse=True)

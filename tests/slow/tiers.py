@@ -1,0 +1,75 @@
+"""The slow tier's budget (the README's test command: 35 minutes on 2 cores):
+runtime tests whose capability a sibling in the slow tier already proves run
+in the extended tier instead (``bash scripts/test.sh extended``).
+
+One table, applied by tests/slow/conftest.py at collection: test id -> the
+id of its sibling, which stays in the slow tier (checked by
+tests/slow/test_tiers.py: both collected, the sibling not moved). Suites
+that pick their own extended members (the modern suite's strategies, the
+correctness suites' scripts) keep their tables beside their tests.
+"""
+from __future__ import annotations
+
+EXTENDED = {
+    # a GAN trained with train_on_batch on tf.distribute: one verify run of that family stays
+    "test_train_on_batch.py::test_gan_train_on_batch_tf_distribute_two_workers":
+        "test_train_on_batch.py::test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train",
+    "test_train_on_batch.py::test_tfdist_verify_passes_gan_recipes[train_on_batch_gan_model_factories-64-tf-distribute]":
+        "test_train_on_batch.py::test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train",
+    "test_train_on_batch.py::test_tfdist_verify_passes_gan_recipes[train_on_batch_gan_class_attributes-200-horovod]":
+        "test_train_on_batch.py::test_gan_train_on_batch_horovod_two_ranks",
+    # objects built in a module the script imports
+    "test_train_on_batch.py::test_gan_models_built_by_an_unread_module[horovod]":
+        "test_project_optimizer_parameter_runtime.py::test_tf_function_step_in_another_module",
+    # gradients changed before the optimizer, summed first
+    "test_gradient_clipping_runtime.py::test_clipped_training_ends_where_one_process_on_the_global_batch_ends[tape_optimizer_clipnorm]":
+        "test_gradient_clipping_runtime.py::test_clipped_training_ends_where_one_process_on_the_global_batch_ends[train_step_clip_by_value]",
+    # verify --compare on step loops
+    "test_verify_compare.py::test_step_loops_record_their_loss_and_pass[tape_gan.py-2]":
+        "test_verify_compare.py::test_tf_distribute_workers_compare_with_the_loss_multiplied_back",
+    # who divides a loss by the replicas, by what the model learns
+    "test_train_step_tf_distribute.py::test_a_loss_object_the_step_averages_learns_like_the_original_and_undivided_does_not":
+        "test_loss_shares_runtime.py::test_the_loss_is_divided_once_where_keras_does_not_divide_it[tape_helper_loss_object]",
+    "test_train_step_tf_distribute.py::test_a_loss_divided_twice_or_not_at_all_leaves_the_band[not divided-scaled_loss = loss-<lambda>]":
+        "test_train_step_tf_distribute.py::test_a_loss_divided_twice_or_not_at_all_leaves_the_band[divided twice-"
+        "scaled_loss = loss / strategy.num_replicas_in_sync / strategy.num_replicas_in_sync-<lambda>]",
+    # the bundled examples, converted and run as a new user would
+    "test_examples_horovod.py::test_converted_example_trains_on_two_ranks[tape_tf_function]":
+        "test_examples_horovod.py::test_converted_example_trains_on_two_ranks[keras_sequential]",
+    "test_examples_horovod.py::test_converted_example_trains_on_two_ranks[tf1_session]":
+        "test_examples_horovod.py::test_converted_example_trains_on_two_ranks[keras_sequential]",
+    "test_examples_tf_distribute.py::test_new_user_converts_then_runs_two_workers[tape_tf_function.py]":
+        "test_examples_tf_distribute.py::test_new_user_converts_then_runs_two_workers[keras_sequential.py]",
+    # verify catches labels sliced apart from their samples
+    "test_training_correctness.py::test_verify_catches_tape_labels_sliced_with_another_stride":
+        "test_training_correctness.py::test_verify_catches_labels_sliced_twice",
+    # multi-input pairs kept on two ranks
+    "test_multi_input_pairs.py::test_named_dict_inputs_keep_their_pairs_on_two_ranks":
+        "test_multi_input_pairs.py::test_wide_deep_tuple_inputs_keep_their_pairs_on_two_ranks",
+    # projects of several modules: the same shape on the other engine stays
+    "test_project_class_method_arrays_runtime.py::test_horovod": "test_project_class_method_arrays_runtime.py::test_tf_distribute",
+    "test_project_helper_runtime.py::test_horovod": "test_project_helper_runtime.py::test_tf_distribute",
+    "test_project_helper_settings_runtime.py::test_horovod[settings_dict]":
+        "test_project_helper_settings_runtime.py::test_horovod[batch_argument]",
+    "test_project_helper_settings_runtime.py::test_tf_distribute[batch_argument]":
+        "test_project_helper_settings_runtime.py::test_tf_distribute[settings_dict]",
+    "test_project_optimizer_parameter_runtime.py::test_eager_loop_in_another_module":
+        "test_project_optimizer_parameter_runtime.py::test_tf_function_step_in_another_module",
+    "test_project_window_helper_runtime.py::test_fit_on_the_helpers_batches":
+        "test_project_window_helper_runtime.py::test_tape_loop_windows_stay_whole_and_disjoint",
+    # read-back barriers
+    "test_read_back_barrier_runtime.py::test_horovod_tf1_graph_mode": "test_read_back_barrier_runtime.py::test_horovod",
+    # verify's step cap and TF1 runs
+    "test_runtime_verify.py::test_converted_by_tfdist_with_steps_cap":
+        "test_tf_distribute_runtime.py::test_verify_steps_cap_under_keras3_and_tf_keras",
+    "test_runtime_verify.py::test_tf1_monitored_training_session_passes":
+        "test_training_correctness.py::test_converted_script_trains_correctly[monitored_next_batch_stop_hook-np2]",
+    # scaled schedules and warm-up
+    "test_scaled_schedule_runtime.py::test_rates_compressed_and_scaled_and_rebuilt_from_config":
+        "test_scaled_schedule_runtime.py::test_user_schedule_converts_and_trains",
+    "test_warmup_runtime.py::test_a_tape_loop_warms_up_over_its_first_epoch_on_2_ranks[@tf.function-"
+    "tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=16, decay_rate=0.5)-<lambda>]":
+        "test_warmup_runtime.py::test_a_tape_loop_warms_up_over_its_first_epoch_on_2_ranks[-0.1-<lambda>]",
+    "test_warmup_runtime.py::test_fit_warms_up_the_script_s_own_schedule_on_2_ranks":
+        "test_warmup_runtime.py::test_learning_rate_ramps_to_the_scaled_rate_on_2_ranks[key0-0.2]",
+}
