@@ -107,7 +107,7 @@ def test_suite_is_large_enough():
 SIBLINGS_EXTENDED = {
     "keras_class_weight_imbalanced.py": "keras_cnn_sequential_add_validation.py",   # fit on arrays, one extra argument
     "keras_text_embedding_pooling.py": "keras_cnn_sequential_add_validation.py",    # Sequential fit on arrays
-    "keras_functional_regression_early_stopping.py": "keras_checkpoint_csvlogger_callbacks.py",  # fit with callbacks
+    "keras_functional_regression_early_stopping.py": "nb_functional_checkpoint_cells.ipynb",  # fit with callbacks
     "keras_imagedatagenerator_flow_inline.py": "keras_imagedatagenerator_flow.py",  # ImageDataGenerator.flow
     "keras_save_and_reload.py": "nb_functional_checkpoint_cells.ipynb",             # saves and reloads
     "keras3_import_keras_fit.py": "five_cells_fit.ipynb",                           # import keras; fit
@@ -117,6 +117,7 @@ SIBLINGS_EXTENDED = {
     "tape_advanced_quickstart_metrics.py": "nb_tape_quickstart_cells.ipynb",        # the tape quickstart
     "tape_autoencoder_enumerate.py": "tape_training_loop_from_scratch.py",          # a tape loop over a dataset
     "keras_quickstart_mnist_shape.py": "keras_cnn_sequential_add_validation.py",    # Sequential fit on arrays
+    "keras_checkpoint_csvlogger_callbacks.py": "nb_functional_checkpoint_cells.ipynb",  # checkpoints from fit
 }
 
 

@@ -112,11 +112,11 @@ RUN_SCRIPTS = [s for s in TF2_SCRIPTS if s.name not in REFUSED and s.name not in
 
 def _alternates() -> dict:
     """The test budget (35 minutes on 2 cores): of the scripts the table
-    above leaves in the slow tier, every second by name runs in the extended
-    tier too; the one before it (often of its family: keras_fit_*, tape_*)
-    is its sibling in the slow tier."""
+    above leaves in the slow tier, two of every three by name run in the
+    extended tier too; the first of the three (often of their family:
+    keras_fit_*, tape_*) is their sibling in the slow tier."""
     kept = sorted(s.stem for s in RUN_SCRIPTS if s.stem not in SIBLINGS_EXTENDED)
-    return {kept[i]: kept[i - 1] for i in range(1, len(kept), 2)}
+    return {kept[i]: kept[i - i % 3] for i in range(len(kept)) if i % 3}
 
 
 ALTERNATES = _alternates()
