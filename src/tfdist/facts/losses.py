@@ -56,17 +56,15 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
         return "library"
     if a.is_name(call, SHARE_FUNCTIONS):
         return "keras" if find_arg(call, "global_batch_size", 1) is None else "library"
-    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and isinstance(func.value, cst.Name):
-        owner = a.self_class(func.value)
-        if owner is not None:
+    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS:
+        # self.compute_loss(...) in a model's method, or model.compute_loss(...) of a Keras model:
+        # Keras's own unless a class of this module (the model's lineage, for self) overrides it
+        owner = a.self_class(func.value) if isinstance(func.value, cst.Name) else None
+        classes = a.lineage(owner) if owner is not None else a.classdefs if A.MODEL in a.kinds(func.value) else None
+        if classes is not None:
             overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
-                             for klass in a.lineage(owner) for f in klass.body.body)
+                             for klass in classes for f in klass.body.body)
             return "unknown" if overridden else "keras"
-    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS and A.MODEL in a.kinds(func.value):
-        # model.compute_loss(...) of a Keras model no class of this module overrides it in
-        overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
-                         for klass in a.classdefs for f in klass.body.body)
-        return "unknown" if overridden else "keras"
     if call_returns(a, call):
         return "module"
     if _is_layer_or_model(a, func):

@@ -56,8 +56,6 @@ from typing import List, Optional
 import libcst as cst
 from ..engine.memo import fact
 from ..engine import analysis as A
-from ..engine.analysis import returned_values
-from ..engine import dataflow
 from ..engine.scopes import walk
 from .keras_models import flavor
 from .syntax import find_arg, method_name, receiver
@@ -67,7 +65,6 @@ from . import losses
 
 
 RULE = kinds.GRADIENT_TAPE
-SCALED_METHODS = losses.SCALED_METHODS
 APPLY_METHODS = ("apply_gradients", "apply")
 
 PLAIN, SCALED = "plain", "scaled"
@@ -216,7 +213,7 @@ def mean_kind(a: A.Analysis, expr, step) -> str:
                       "replicas under {engine} (compute_loss, Loss objects) to terms it does not (a mean of its own): "
                       "not converted{alternative}")
     func = node.func if isinstance(node, cst.Call) else None
-    if isinstance(func, cst.Attribute) and func.attr.value in SCALED_METHODS:
+    if isinstance(func, cst.Attribute) and func.attr.value in losses.SCALED_METHODS:
         raise Refusal(node, "self." + func.attr.value + " is overridden in this module: tfdist cannot tell "
                       "whether its loss is divided by the number of replicas under {engine}; not converted{alternative}")
     raise Refusal(node, "the loss " + a.code(node) + " of a custom " + step.name.value + ": tfdist cannot tell whether "
