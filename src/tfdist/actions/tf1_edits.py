@@ -10,8 +10,8 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..facts.batch_helpers import reorders_itself, rows_under, shuffled_with
 from ..facts.fed_arrays import fed_array_roots, fed_arrays_read, fed_from_streams, samplers_fed, sliced_for
-from ..facts.syntax import calls_in, find_arg, kwarg, mentions, method_name, receiver
-from ..facts.tf1_graphs import SlicePoint, add_kwarg, argument_values, bound_names, changed_in_place, feed_values, feeds, full_batch_feeds, full_size_uses, is_docstring, lifted_to_common_block, optimizer_loss_calls, per_rank_sizes_in_graph, pinned_configs, returned_by_callers, shuffle_off, whole_feeds
+from ..facts.syntax import append_arg, calls_in, find_arg, kwarg, mentions, method_name, receiver
+from ..facts.tf1_graphs import SlicePoint, argument_values, bound_names, changed_in_place, feed_values, feeds, full_batch_feeds, full_size_uses, is_docstring, lifted_to_common_block, optimizer_loss_calls, per_rank_sizes_in_graph, pinned_configs, returned_by_callers, shuffle_off, whole_feeds
 from ..facts.tf1_train_ops import GPU_OPTIONS, PS_DISTRIBUTION, initialized_for_training, optimizer_calls, runs_train_op_through_calls, should_stop_loop, tf1_prefix, train_op_names, train_runs, until_out_of_range
 from . import learning_rate
 from . import per_rank_draws
@@ -70,7 +70,7 @@ def pin_config(ctx, call: cst.Call, position) -> None:
     tf1 = tf1_prefix(ctx, call)
     if arg is None:
         new = ctx.expr(ctx.backend.tf1_device_config(tf1))
-        ctx.plan.replace(call, lambda c: add_kwarg(c, kwarg("config", new)))
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("config", new)))
         ctx.change(call, "gpu-pinning", "session config pins one GPU per process (by local rank)")
         return
     value = arg.value
@@ -91,7 +91,7 @@ def pin_config(ctx, call: cst.Call, position) -> None:
             if target not in pinned_configs(ctx):
                 pinned_configs(ctx).add(target)
                 new_arg = kwarg("gpu_options", ctx.expr(f"{tf1}.GPUOptions(visible_device_list={ctx.backend.tf1_visible_device_list()})"))
-                ctx.plan.replace(target, lambda c: add_kwarg(c, new_arg))
+                ctx.plan.replace(target, lambda c: append_arg(c, new_arg))
                 ctx.change(target, "gpu-pinning", "session config pins one GPU per process (by local rank)")
             return
         options = gpu.value
@@ -100,7 +100,7 @@ def pin_config(ctx, call: cst.Call, position) -> None:
             if options not in pinned_configs(ctx):
                 pinned_configs(ctx).add(options)
                 new_arg = kwarg("visible_device_list", ctx.expr(ctx.backend.tf1_visible_device_list()))
-                ctx.plan.replace(options, lambda c: add_kwarg(c, new_arg))
+                ctx.plan.replace(options, lambda c: append_arg(c, new_arg))
                 ctx.change(options, "gpu-pinning", "session config pins one GPU per process (by local rank)")
             return
     ctx.warn(value, "gpu-pinning", ctx.say("set config.gpu_options.visible_device_list = str({local_rank}) on this config by hand"))

@@ -72,22 +72,52 @@ def has_star_args(call: cst.Call) -> bool:
     return any(a.star for a in call.args)
 
 
+def _bare_break(ws):
+    """A line break as a separator, without the comment or blank lines it carried."""
+    return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+
+
 def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
-    """Add an argument at the end, in the call's own layout (one line or one per line)."""
+    """Add an argument at the end, in the call's own layout: on a line of its
+    own, indented like the others, when the call has one argument per line or
+    its ")" on a line of its own (and the last argument starts a line), else on
+    the line of the last argument. Comments stay on their lines, and
+    what stood before the closing parenthesis (a line break, a trailing comma)
+    stays there."""
     args = list(call.args)
     if not args:
         return call.with_changes(args=[arg])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # trailing comma: multi-line layout
-        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-            sep = args[-2].comma.whitespace_after
+    before_last = args[-2].comma.whitespace_after if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) \
+        else call.whitespace_before_args
+    closing = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+    one_per_line = all(isinstance(a.comma.whitespace_after, cst.ParenthesizedWhitespace) for a in args[:-1])
+    # own lines: one argument per line, or ")" on a line of its own; a call wrapped where a line
+    # filled up ("a, b,\n c)") gets its new arguments on its last line
+    broken = isinstance(before_last, cst.ParenthesizedWhitespace) and (
+        one_per_line or isinstance(closing, cst.ParenthesizedWhitespace))
+    sep = _bare_break(before_last) if broken else cst.SimpleWhitespace(" ")
+    if isinstance(last.comma, cst.Comma):  # a trailing comma: it stays last, with what follows it
+        if isinstance(closing, cst.ParenthesizedWhitespace) and broken:
+            kept = closing.with_changes(indent=sep.indent, last_line=sep.last_line)  # the comment stays
+            args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=kept))
+            args.append(arg.with_changes(comma=last.comma.with_changes(whitespace_after=_bare_break(closing))))
         else:
-            sep = call.whitespace_before_args
-        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=sep))
-        args.append(arg.with_changes(comma=last.comma))
+            args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=sep))
+            args.append(arg.with_changes(comma=last.comma))
+        return call.with_changes(args=args)
+    if isinstance(closing, cst.ParenthesizedWhitespace):
+        if closing.first_line.comment is not None or closing.empty_lines:
+            # "x=1  # note" then ")": the note stays after x=1, the new argument starts the next line
+            sep = closing.with_changes(indent=sep.indent, last_line=sep.last_line) if broken else closing
+        args[-1] = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""),
+                                     comma=cst.Comma(whitespace_after=sep))
+        args.append(arg.with_changes(whitespace_after_arg=_bare_break(closing)))
     else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(arg)
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep))
+        args.append(arg.with_changes(whitespace_after_arg=closing) if closing.value else arg)
+        if closing.value:
+            args[-2] = args[-2].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
     return call.with_changes(args=args)
 
 

@@ -12,25 +12,13 @@ from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
 from .batch_helpers import is_constant
-from .syntax import append_arg, find_arg, method_name, positional, receiver
+from .syntax import find_arg, method_name, positional, receiver
 from .tf1_train_ops import train_op_names, train_runs
 
 
 def pinned_configs(ctx) -> set:
     """Session configs already given a GPU per process (per conversion)."""
     return ctx.state("tf1_common.pinned")
-
-
-def add_kwarg(call: cst.Call, arg: cst.Arg) -> cst.Call:
-    """Add a keyword argument last; on a line of its own when the call has one argument per line."""
-    args = list(call.args)
-    if args and not isinstance(args[-1].comma, cst.Comma):
-        sep = args[-2].comma.whitespace_after if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) \
-            else call.whitespace_before_args
-        if isinstance(sep, cst.ParenthesizedWhitespace):
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=sep))
-            return call.with_changes(args=[*args, arg])
-    return append_arg(call, arg)
 
 
 def feeds(call: cst.Call, train_ops: Set[str]) -> bool:

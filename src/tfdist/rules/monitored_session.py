@@ -12,7 +12,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..facts.monitored_sessions import PATTERN, detect, monitored
-from ..facts.syntax import find_arg, kwarg, method_name, prepend_elements, source
+from ..facts.syntax import append_arg, find_arg, kwarg, method_name, prepend_elements, source
 from ..actions import sharding
 from ..actions import tf1_edits
 from ..facts import kinds
@@ -93,7 +93,7 @@ def _hooks(ctx, call: cst.Call, position: int) -> None:
     if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
         new = ctx.expr(f"[{hook}]")
         if arg is None:
-            ctx.plan.replace(call, lambda c: tf1_graphs.add_kwarg(c, kwarg("hooks", new)))
+            ctx.plan.replace(call, lambda c: append_arg(c, kwarg("hooks", new)))
         else:
             ctx.plan.replace(arg.value, lambda old: new)
         ctx.change(call, "broadcast", ctx.say("{broadcast_hook} added: initial variables broadcast from rank 0"))
@@ -120,7 +120,7 @@ def _pin_creator(ctx, call: cst.Call) -> None:
     if arg is None:
         tf1 = tf1_train_ops.tf1_prefix(ctx, call)
         new = ctx.expr(f"{tf1}.train.ChiefSessionCreator(config={ctx.backend.tf1_device_config(tf1)})")
-        ctx.plan.replace(call, lambda c: tf1_graphs.add_kwarg(c, kwarg("session_creator", new)))
+        ctx.plan.replace(call, lambda c: append_arg(c, kwarg("session_creator", new)))
         ctx.change(call, "gpu-pinning", "session creator's config pins one GPU per process (by local rank)")
         return
     creator = arg.value
