@@ -22,6 +22,12 @@ tests/fast/test_metamorphic.py).
   line counts as its statement's (the conversion may scale the number where
   it is bound).
 
+* ``cells``: the script as a notebook: the imports in the first cell, then
+  every top-level statement a cell of its own (converted as a notebook; a
+  block a conversion opens must close in the cell that opened it): a line's
+  place in the module tfdist joins the cells into (a marker line between two
+  cells, no blank lines at a cell's end).
+
 A variant is ``None`` where its transformation does not apply to the script
 (or would change its meaning).
 """
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 import libcst as cst
+import nbformat
 from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider, GlobalScope
 
 
@@ -41,6 +48,8 @@ class Variant:
     line_map: Callable[[int], int]
     #: a variant's line -> the variant line its findings count on (a temporary's -> its statement's)
     fold: Callable[[int], int] = lambda line: line
+    #: text is a notebook (.ipynb JSON), converted as one
+    notebook: bool = False
 
 
 def _imports_end(module: cst.Module) -> int:
@@ -238,5 +247,39 @@ def _walk(node):
         stack.extend(n.children)
 
 
+# ---------------------------------------------------------------- cells
+def cells(src: str) -> Optional[Variant]:
+    module = cst.parse_module(src)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    starts = [positions[s.decorators[0] if getattr(s, "decorators", None) else s].start.line
+              for s in module.body[_imports_end(module):]]
+    cuts = [line for line in starts if line > 1]
+    if not cuts:
+        return None
+    lines = src.splitlines(keepends=True)
+    bounds = [1] + cuts + [len(lines) + 1]
+    chunks = [lines[a - 1:b - 1] for a, b in zip(bounds, bounds[1:])]
+    for chunk in chunks:  # a cell ends at its last line of code or comment
+        while chunk and not chunk[-1].strip():
+            chunk.pop()
+    starts, line = [], 1  # each cell's first line in the module tfdist joins them into (a marker between two)
+    for chunk in chunks:
+        starts.append(line)
+        line += len(chunk) + 1
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("".join(chunk).rstrip("\n")) for chunk in chunks],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                  "language_info": {"name": "python"}})
+
+    def line_map(line):
+        cell = max(i for i, bound in enumerate(bounds[:-1]) if bound <= line)
+        return starts[cell] + line - bounds[cell]
+
+    return Variant("cells", nbformat.writes(nb), line_map, notebook=True)
+
+
 TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {
-    "alias": alias, "comments": comments, "main": main, "augmented": augmented, "temporaries": temporaries}
+    "alias": alias, "comments": comments, "main": main, "augmented": augmented, "temporaries": temporaries,
+    "cells": cells}
