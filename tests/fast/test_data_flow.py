@@ -658,3 +658,54 @@ def test_a_table_of_settings_picked_by_the_step_number_is_not_sliced():
     result = convert_source(source, "scaled.py")
     assert "SCALES = [1.0, 0.5, 0.25]\n" in result.code
     assert not [c for c in result.changes if "SCALES" in c.message], [c.message for c in result.changes]
+
+
+FULL_BATCH = """import tensorflow as tf
+
+class Model(object):
+    def __init__(self):
+        self.W = tf.Variable(10.0)
+        self.b = tf.Variable(-5.0)
+
+    def __call__(self, inputs):
+        return self.W * inputs + self.b
+
+def compute_loss(y_true, y_pred):
+    return tf.reduce_mean(tf.square(y_true - y_pred))
+
+model = Model()
+inputs = tf.random.normal(shape=[1000])
+outputs = inputs * 3.0 + 2.0
+optimizer = tf.keras.optimizers.SGD(0.1)
+for epoch in range(30):
+    with tf.GradientTape() as tape:
+        loss = compute_loss(outputs, model(inputs))
+    grads = tape.gradient(loss, [model.W, model.b])
+    optimizer.apply_gradients(zip(grads, [model.W, model.b]))
+"""
+
+
+def test_a_pure_function_of_unchanging_arguments_is_no_stream_of_batches():
+    """``compute_loss(outputs, model(inputs))`` returns the same value for the
+    same model at every step: drawing it size times per step and keeping one
+    (as for a sampler walking its data in order) computes the whole loss size
+    times over for nothing (seen on TensorFlow2.0-Examples' linear regression)."""
+    result = convert(FULL_BATCH)
+    assert result.status == "converted", result.error
+    assert "_draw" not in result.code and "loss = compute_loss(outputs, model(inputs))" in result.code
+
+
+@pytest.mark.parametrize("reads", ["np.random.randint(0, 1000, 32)", "tf.random.uniform([32], 0, 1000, tf.int32)",
+                                   "cursor"])
+def test_a_function_drawing_or_reading_what_the_loop_changes_is_still_a_stream(reads):
+    """The same shape, but the helper draws its rows at random or reads a
+    cursor the loop moves: a stream of batches, split between the ranks."""
+    src = FULL_BATCH.replace(
+        "def compute_loss(y_true, y_pred):\n    return tf.reduce_mean(tf.square(y_true - y_pred))",
+        "def compute_loss(y_true, y_pred):\n    rows = " + reads + "\n"
+        "    return tf.reduce_mean(tf.square(tf.gather(y_true, rows) - tf.gather(y_pred, rows)))")
+    src = "import numpy as np\n" + src.replace("for epoch in range(30):\n",
+                                              "cursor = 0\nfor epoch in range(30):\n    cursor = cursor + 32\n")
+    result = convert(src)
+    assert result.status == "converted", result.error
+    assert "_draw" in result.code or "np.random.seed(" in result.code, result.code

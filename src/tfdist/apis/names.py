@@ -39,3 +39,8 @@ ALIAS_EXACT.update({
     "keras.optimizers.adamax": "keras.optimizers.Adamax",
     "keras.optimizers.nadam": "keras.optimizers.Nadam",
 })
+
+# Modules whose functions compute from what they are given and nothing else
+# the script keeps (random draws aside: apis.RANDOM_MODULE_PREFIXES):
+# a value one of them returns is the step's own.
+LIBRARY_ROOTS = ("tensorflow.", "keras.", "tf_keras.", "numpy.", "math.", "builtins.")

@@ -31,7 +31,7 @@ SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
 #: divides by the global batch under a strategy when no global_batch_size is given
 SHARE_FUNCTIONS = {"tensorflow.nn.compute_average_loss", "tensorflow.compat.v2.nn.compute_average_loss"}
 #: what these libraries compute is no Keras Loss object's reduction: Keras divides none of it
-LIBRARY_ROOTS = ("tensorflow.", "keras.", "tf_keras.", "numpy.", "math.", "builtins.")
+LIBRARY_ROOTS = apis.LIBRARY_ROOTS
 
 
 @fact

@@ -181,8 +181,29 @@ def _stream_of(a: A.Analysis, functions: List[cst.FunctionDef], call: cst.Call, 
         return FIXED_ORDER if kinds == {False} else UNKNOWN
     # A pure function of its arguments: the same batch for the same
     # arguments; drawing it size times per step would give every rank the
-    # same batch. Only a call whose arguments never change is a stream.
-    return None if _varies_per_step(a, call, loop) else FIXED_ORDER
+    # same batch. Only a call whose arguments never change is a stream --
+    # unless nothing it reads changes either: then it returns the same value
+    # at every step (``compute_loss(outputs, model(inputs))`` on the whole
+    # data set), no batch of a stream.
+    if _varies_per_step(a, call, loop) or all(_same_every_step(a, f, loop) for f in functions):
+        return None
+    return FIXED_ORDER
+
+
+def _same_every_step(a: A.Analysis, fdef: cst.FunctionDef, loop) -> bool:
+    """fdef, given the same arguments, returns the same value at every step
+    of loop: it calls only TensorFlow, Keras, NumPy, math and builtins
+    functions, none of them a random draw, and reads no name the loop binds."""
+    for n in walk(fdef.body):
+        if isinstance(n, cst.Call):
+            names = a.names(n)
+            if not names or not all(x.startswith(apis.LIBRARY_ROOTS) for x in names) \
+                    or any(x.startswith(apis.RANDOM_MODULE_PREFIXES) for x in names):
+                return False
+        elif isinstance(n, cst.Name) and loop is not None and any(
+                o is loop or dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)):
+            return False
+    return True
 
 
 @fact
