@@ -26,6 +26,15 @@ A notebook runs as the script its code cells make, top to bottom (line
 magics, which only IPython runs, are commented out in both runs); it is
 converted as a notebook, then its converted cells run the same way.
 
+Metamorphic runs: for a few items (VARIANT_RUNS) the slow tier runs, in
+that item's strategy, the conversion of a variant of it instead (the same
+program written another way, made by tests/fast/metamorphic.py: an import
+alias, the tail in ``main()``, ``x += y`` for ``x = x + y``, numbers bound
+to temporaries, the script split into notebook cells), against the item's
+original as written; the item's own conversion runs there in the extended
+tier. The fast tier checks that a variant's conversion makes the same edits
+at the same places; this checks that it trains like the original.
+
 Items the engine refuses are listed with the reason (the refusal itself is
 asserted, so the list cannot go stale).
 """
@@ -33,18 +42,22 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tfdist.api import convert_file
+from tfdist.api import convert_file, convert_source
 from tfdist.project.notebook import convert_notebook, notebook_script
 from tfdist.runtime import compare as C
 from tfdist.runtime.verify import check, run_and_observe
 
 from test_training_correctness import run_env
 from conftest import missing_stack
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fast"))
+from metamorphic import TRANSFORMS  # noqa: E402  (tests/fast/metamorphic.py: the variants)
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +87,35 @@ def _python() -> str:
     if not VENV:
         missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
     return str(Path(VENV) / "bin" / "python")
+
+
+#: item -> the variant whose conversion the slow tier runs in the item's strategy (against
+#: the item's original); one of each transformation, on Keras fit, a train_step and tape loops
+VARIANT_RUNS = {
+    "keras3_gan_custom_train_step.py": "augmented",
+    "tape_training_loop_from_scratch.py": "main",
+    "keras_cnn_sequential_add_validation.py": "cells",
+    "keras_multi_input_functional.py": "alias",
+    "keras_lstm_timeseries_windows.py": "temporaries",
+    "tape_raw_variables_linear.py": "comments",
+}
+
+
+def _convert_variant(item: Path, kind: str, tmp_path: Path) -> tuple[Path, Path, object]:
+    """(original script, the variant's converted script, the conversion's FileResult)."""
+    variant = TRANSFORMS[kind](item.read_text())
+    assert variant is not None, f"{kind} does not apply to {item.name}"
+    (tmp_path / "converted").mkdir()
+    converted = tmp_path / "converted" / item.name
+    if variant.notebook:
+        result = convert_notebook(str(item.with_suffix(".ipynb")), variant.text.encode(), backend=TF_DISTRIBUTE).result
+        if result.status == "converted":
+            converted.write_text(notebook_script(result.data), encoding="utf-8")
+    else:
+        result = convert_source(variant.text.encode(), str(item), backend=TF_DISTRIBUTE)
+        if result.status == "converted":
+            converted.write_bytes(result.data)
+    return item, converted, result
 
 
 def _convert(item: Path, tmp_path: Path) -> tuple[Path, Path, object]:
@@ -142,9 +184,12 @@ def _params():
     out = []
     for index, item in enumerate(ITEMS):
         for mode in MODES:
-            extended = item.name in SIBLINGS_EXTENDED or mode != _slow_mode(index, item)
-            out.append(pytest.param(item, mode, id=f"{item.name}-{MODE_IDS[mode]}",
-                                    marks=[pytest.mark.extended] if extended else []))
+            slow = item.name not in SIBLINGS_EXTENDED and mode == _slow_mode(index, item)
+            kind = VARIANT_RUNS.get(item.name)
+            out.append(pytest.param(item, mode, None, id=f"{item.name}-{MODE_IDS[mode]}",
+                                    marks=[] if slow and kind is None else [pytest.mark.extended]))
+            if slow and kind is not None:
+                out.append(pytest.param(item, mode, kind, id=f"{item.name}-{MODE_IDS[mode]}-{kind}-variant"))
     return out
 
 
@@ -156,14 +201,22 @@ def test_every_item_moved_to_the_extended_tier_has_a_sibling_here():
 
 def test_both_strategies_run_in_the_slow_tier_and_every_item_in_one():
     slow = [p.values for p in _params() if not p.marks]
-    assert {mode for _, mode in slow} == set(MODES)
-    assert sorted(item.name for item, _ in slow) == sorted(i.name for i in ITEMS if i.name not in SIBLINGS_EXTENDED)
+    assert {mode for _, mode, _kind in slow} == set(MODES)
+    assert sorted(item.name for item, _, _kind in slow) == sorted(i.name for i in ITEMS if i.name not in SIBLINGS_EXTENDED)
 
 
-@pytest.mark.parametrize("item, mode", _params())
-def test_modern_item_trains_like_the_original(item, mode, tmp_path):
+def test_the_slow_tier_runs_every_transformation_once():
+    slow = [p.values for p in _params() if not p.marks]
+    kinds = [kind for _, _, kind in slow if kind is not None]
+    assert sorted(kinds) == sorted(TRANSFORMS) and len(kinds) == len(VARIANT_RUNS)
+    assert {mode for _, mode, kind in slow if kind is not None} == set(MODES)
+
+
+@pytest.mark.parametrize("item, mode, variant", _params())
+def test_modern_item_trains_like_the_original(item, mode, variant, tmp_path):
     python = _python()
-    original_script, converted_script, result = _convert(item, tmp_path)
+    original_script, converted_script, result = (
+        _convert(item, tmp_path) if variant is None else _convert_variant(item, variant, tmp_path))
     if item.name in REFUSED:
         assert result.status == "unsupported" and REFUSED[item.name] in result.error, (result.status, result.error)
         return

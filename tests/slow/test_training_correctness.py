@@ -73,8 +73,13 @@ from pathlib import Path
 
 import pytest
 
+from tfdist.api import convert_file, convert_source
+from tfdist.project.notebook import convert_notebook, notebook_script
 from tfdist.runtime.verify import RankRecord, VerifyReport, check, check_samples, run_and_observe
 from conftest import missing_stack
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fast"))
+from metamorphic import TRANSFORMS  # noqa: E402  (tests/fast/metamorphic.py: the variants)
 
 pytestmark = pytest.mark.slow
 
@@ -217,6 +222,18 @@ def _tf1_alternates() -> dict:
     return {kept[i]: kept[i - i % 3] for i in range(len(kept)) if i % 3}
 
 
+#: script -> the variant of it (tests/fast/metamorphic.py: the same program written another
+#: way) whose conversion the slow tier runs against the script's original; the script's own
+#: conversion runs in the extended tier. The fast tier checks that a variant's conversion makes
+#: the same edits at the same places; this checks that it trains correctly.
+VARIANT_RUNS = {
+    "tf1_feed_permutation.py": "main",
+    "tape_one_optimizer_two_models.py": "cells",
+    "tf1_queue_shuffle_batch.py": "temporaries",
+    "keras_fit_rows_as_lists.py": "alias",
+}
+
+
 def cases():
     alternates = _tf1_alternates()
     out = []
@@ -232,8 +249,12 @@ def cases():
             # TF2 scripts only Keras 2 runs.
             tf2 = not script.name.startswith(("tf1_", "monitored_")) and script.name not in KERAS2_ONLY
             moved = script.stem in TF1_SIBLINGS_EXTENDED or script.stem in alternates
-            marks = [pytest.mark.extended] if np_ > 2 or tf2 or moved else []
-            out.append(pytest.param(script, np_, id=f"{script.stem}-np{np_}", marks=marks))
+            slow = not (np_ > 2 or tf2 or moved)
+            kind = VARIANT_RUNS.get(script.name)
+            out.append(pytest.param(script, np_, None, id=f"{script.stem}-np{np_}",
+                                    marks=[] if slow and kind is None else [pytest.mark.extended]))
+            if slow and kind is not None:
+                out.append(pytest.param(script, np_, kind, id=f"{script.stem}-np{np_}-{kind}-variant"))
     return out
 
 
@@ -261,10 +282,19 @@ def original_run(script: Path, flags: Flags, tmp_path_factory):
     return _ORIGINALS[script]
 
 
-def converted_copy(script: Path, dest: Path, allow_warnings: bool = False) -> Path:
-    from tfdist.api import convert_file
-
-    result = convert_file(script)
+def converted_copy(script: Path, dest: Path, allow_warnings: bool = False, variant: str | None = None) -> Path:
+    """The script converted (or its variant ``variant`` of tests/fast/metamorphic.py), in dest."""
+    if variant is None:
+        result = convert_file(script)
+    else:
+        made = TRANSFORMS[variant](script.read_text())
+        assert made is not None, f"{variant} does not apply to {script.name}"
+        if made.notebook:
+            result = convert_notebook(str(script.with_suffix(".ipynb")), made.text.encode()).result
+            if result.status == "converted":
+                result.data = notebook_script(result.data).encode()
+        else:
+            result = convert_source(made.text.encode(), str(script))
     assert result.status == "converted", (result.status, result.error, result.error_line)
     # the header's steps=all says what the conversion reports (verify reads it from there)
     assert result.full_batch == flags_of(script).full_batch, \
@@ -434,13 +464,13 @@ def test_suite_has_scripts():
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("script,np_", cases())
-def test_converted_script_trains_correctly(script, np_, tmp_path, tmp_path_factory):
+@pytest.mark.parametrize("script,np_,variant", cases())
+def test_converted_script_trains_correctly(script, np_, variant, tmp_path, tmp_path_factory):
     flags = flags_of(script)
     missing = [m for m in flags.requires if importlib.util.find_spec(m) is None]
     if missing:
         missing_stack(f"{script.name} needs {', '.join(missing)} in the runtime environment")
-    converted = converted_copy(script, tmp_path / "converted")
+    converted = converted_copy(script, tmp_path / "converted", variant=variant)
     original = original_run(script, flags, tmp_path_factory)
     distributed = distributed_run(script, converted, np_, flags, tmp_path)
     assert_trains_correctly(script, flags, original, distributed, np_)
