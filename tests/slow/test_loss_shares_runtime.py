@@ -12,6 +12,9 @@ with plain SGD, a loss of a shape tfdist refused or divided wrongly before:
   over the batch with a second sum added by ``+=``; refused before.
 - ``train_step_compute_average_loss``: ``tf.nn.compute_average_loss``
   (divides by the global batch itself); refused before.
+- ``tape_assign_sub_by_hand``: tf.Variables updated by hand
+  (``w.assign_sub(RATE * dw)``, ``b.assign(b - RATE * db)``), no optimizer
+  to sum the replicas' gradients; refused before.
 
 Converted, the global batch is the whole data set, so on 1 process x 2
 devices (MirroredStrategy, Keras 3) the run must end with the weights one
@@ -43,6 +46,7 @@ CASES = {
                                       (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
     "train_step_compute_average_loss": ("BATCH, RATE = 256, 0.1",
                                         ("scaled_loss = loss\n", f"scaled_loss = loss {DIVIDED}\n")),
+    "tape_assign_sub_by_hand": ("BATCH, RATE = 256, 0.1", (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
 }
 #: the test budget's 2 cores: a train_step under fit runs in the slow tier as
 #: train_step_sum_added_in_place; this one runs in the extended tier

@@ -237,6 +237,23 @@ def _replica_part_helper(q) -> Tuple[str, str]:
     )
 
 
+def _update_variable_helper(q) -> Tuple[str, str]:
+    """{update_variable}: a variable a step updates by hand (``w.assign_sub(lr
+    * dw)``) updated once on every replica's copy, in the replica context,
+    with the value the replicas computed alike from the summed gradients
+    (a MirroredVariable takes no update from a replica by itself). A Keras 3
+    variable is updated through the tf.Variable it holds."""
+    return (
+        f"def {{update_variable}}(variable, method, value):\n"
+        f"    def update(strategy, variable, value):\n"
+        f"        return strategy.extended.update(variable, lambda v, x: getattr(v, method)(x), args=(value,))\n"
+        f"    variable = variable if isinstance(variable, {{tf}}.Variable) else getattr(variable, \"value\", variable)\n"
+        f"    return {{tf}}.distribute.get_replica_context().merge_call(update, args=(variable, value))",
+        "tf.distribute: a variable updated by hand is updated on every replica's copy at once, with the value "
+        "every replica made alike from the summed gradients.",
+    )
+
+
 #: placeholder -> the name the converted script gives what it defines (the
 #: strategy, the helpers), made free of the script's own names
 _DEFINED_NAMES = {
@@ -244,6 +261,7 @@ _DEFINED_NAMES = {
     "shard_by_data": "shard_by_sample", "keras3_reduce": "reduce_for_keras3", "split_stream": "replica_batches",
     "local_values": "local_values", "sequence_batches": "sequence_dataset",
     "global_gradients": "global_gradients", "replica_part": "replica_part",
+    "update_variable": "update_on_replicas",
 }
 
 
@@ -258,6 +276,7 @@ _SETUP_HELPERS = (
     ("shard_by_data", _shard_by_data_helper),
     ("global_gradients", _global_gradients_helper),
     ("replica_part", _replica_part_helper),
+    ("update_variable", _update_variable_helper),
 )
 
 
@@ -457,6 +476,10 @@ class TfDistributeBackend(Backend):
         """What each replica hands an optimizer that sums the replicas'
         gradients, for gradients summed already."""
         return f"{{replica_part}}({gradients})"
+
+    def update_by_hand(self, variable: str, method: str, value: str) -> str:
+        """``variable.method(value)`` written by hand in a step run on every replica."""
+        return f"{{update_variable}}({variable}, \"{method}\", {value})"
 
     def run_on_replicas(self, step: str, args: str) -> str:
         return f"{{run_step}}({step}{', ' + args if args else ''})"

@@ -164,6 +164,25 @@ def manual_updates(a: A.Analysis, grad_calls: List[cst.Call]) -> List[cst.Call]:
             and c.args and (mentions(c.args[0].value, names) or any(g in calls_under(c) for g in grad_calls))]
 
 
+@fact
+def update_rate(a: A.Analysis, update: cst.Call, gradients: frozenset) -> Optional[cst.BaseExpression]:
+    """The factor a hand-written update multiplies the gradient by: ``lr`` in
+    ``w.assign_sub(lr * dw)`` or ``w.assign(w - lr * dw)``."""
+    step = update.args[0].value
+    if method_name(update) == "assign":
+        if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Subtract)):
+            return None
+        step = step.right
+    if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Multiply)):
+        return None
+    sides = [step.left, step.right]
+    with_gradient = [mentions(s, gradients) for s in sides]
+    if with_gradient.count(True) != 1:
+        return None
+    rate = sides[with_gradient.index(False)]
+    return rate if isinstance(rate, (cst.Name, cst.Float, cst.Integer, cst.Attribute)) else None
+
+
 def calls_under(node) -> List[cst.Call]:
     return calls_in(node)
 

@@ -17,7 +17,7 @@ from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
 from ..actions.tape_loops import divide_loops, scale, wrap_one_tape
-from ..facts.gradient_tapes import RULE, applied_variables, apply_calls, calls_under, detect, gradient_names, gradients_and_loop_targets, in_keras_train_step, manual_updates, optimizer_applied, training_tapes
+from ..facts.gradient_tapes import RULE, applied_variables, apply_calls, calls_under, detect, gradient_names, gradients_and_loop_targets, in_keras_train_step, manual_updates, optimizer_applied, training_tapes, update_rate
 from ..facts.syntax import find_arg, mentions, method_name, receiver
 from ..actions import learning_rate
 from ..actions import step_division
@@ -121,7 +121,7 @@ def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], gra
                                   f"hand, with no optimizer state)")
     gradients = gradients_and_loop_targets(a, grad_calls)
     for u in updates:
-        rate = _update_rate(a, u, gradients)
+        rate = update_rate(a, u, frozenset(gradients))
         if rate is None:
             ctx.warn(u, learning_rates.RULE, f"cannot tell the learning rate of {a.code(u)}: multiply it by the number "
                                          "of processes by hand")
@@ -160,24 +160,6 @@ def _plain_variables(a: A.Analysis, expr) -> Optional[List[str]]:
             out += inner
         return out
     return None
-
-
-def _update_rate(a: A.Analysis, update: cst.Call, gradients: Set[str]) -> Optional[cst.BaseExpression]:
-    """The factor a hand-written update multiplies the gradient by: ``lr`` in
-    ``w.assign_sub(lr * dw)`` or ``w.assign(w - lr * dw)``."""
-    step = update.args[0].value
-    if method_name(update) == "assign":
-        if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Subtract)):
-            return None
-        step = step.right
-    if not (isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Multiply)):
-        return None
-    sides = [step.left, step.right]
-    with_gradient = [mentions(s, gradients) for s in sides]
-    if with_gradient.count(True) != 1:
-        return None
-    rate = sides[with_gradient.index(False)]
-    return rate if isinstance(rate, (cst.Name, cst.Float, cst.Integer, cst.Attribute)) else None
 
 
 def _variables_identity(a: A.Analysis, call: cst.Call, grad_calls) -> Optional[tuple]:

@@ -21,6 +21,7 @@ from ..actions import replicas
 from ..actions import sharding
 from ..actions import step_division
 from ..actions import tape_loops
+from ..actions import updates_by_hand
 from ..facts import gradient_tapes
 from ..facts import kinds
 from ..facts import replica_state
@@ -40,21 +41,9 @@ def apply(ctx) -> None:
     a = ctx.a
     found = gradient_tapes.training_tapes(a)
     by_hand = [t for t in found if not gradient_tapes.optimizer_applied(a, t[3])]
-    for w, _item, _name, calls in by_hand:
-        updates = gradient_tapes.manual_updates(a, calls)
-        message = ctx.say(
-            "this step updates variables by hand ({update}, no optimizer): under {engine} an optimizer "
-            "aggregates the replicas' gradients; apply them with an optimizer (e.g. "
-            "tf.keras.optimizers.SGD(lr).apply_gradients(zip(grads, variables))){alternative}",
-            update=a.code(updates[0].func))
-        if any(p != P.TAPE for p in ctx.patterns) or len(by_hand) < len(found):
-            ctx.warn(updates[0], shard_points.RULE, message)  # the file's other training is converted
-        else:
-            raise ctx.unsupported(updates[0], message)
-    found = [t for t in found if t not in by_hand]
+    updates = [u for *_, calls in by_hand for u in gradient_tapes.manual_updates(a, calls)]
+    found = [t for t in found if t not in by_hand or gradient_tapes.manual_updates(a, t[3])]
     applies = [p for p in gradient_tapes.apply_calls(a) if not gradient_tapes.in_keras_train_step(a, p)]
-    if by_hand and not found and not applies:
-        return  # only steps written by hand, warned above: the file's other training is converted
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)
     for p in applies:
@@ -62,13 +51,16 @@ def apply(ctx) -> None:
     for w, _item, _name, calls in found:
         for call in calls:
             loss_shares.loss_share(ctx, w, call)
-    trained = [c for w, _item, name, calls in found for c in calls
+    trained = [c for w, _item, name, calls in found if (w, _item, name, calls) not in by_hand for c in calls
                if not train_steps.of_watched_inputs(a, w, name, c)]
     try:  # clipped, scaled...: summed first, so the change acts on the global batch's gradient
         global_gradients.sum_before_changes(ctx, RULE, trained, applies)
     except train_steps.Refusal as r:
         raise ctx.unsupported(r.node, ctx.say(r.reason))
-    _run_steps(ctx, {id(p) for p in applies})
+    if updates:
+        updates_by_hand.convert(ctx, RULE, [c for *_, cs in by_hand for c in cs], updates)
+    by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
+    _run_steps(ctx, {id(p) for p in applies} | {id(u) for u in updates}, by_hand_loops)
 
 
 # ------------------------------------------------------------ replica scope
@@ -128,12 +120,13 @@ def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
 
 
 # ------------------------------------------------------------ steps
-def _run_steps(ctx, applies: Set[int]) -> None:
+def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset()) -> None:
+    """``within_step``: ids of loops that are part of a step (over its gradients)."""
     a = ctx.a
     trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
     # a loop over a tuple written out applies each of a fixed set within a step
     loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)
-             and not tape_rows.over_a_display(l)]
+             and not tape_rows.over_a_display(l) and id(l) not in within_step]
     innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
                  and not any(o is not l and _inside_called(a, o, l) for o in loops)]
     if not innermost:
@@ -250,7 +243,15 @@ def _inline_step_params(ctx, loop, before, span, refusal: str):
                 raise ctx.unsupported(n, refusal.replace("{why}", f"it updates {n.target.value}, bound outside the step"))
             if isinstance(n, (cst.Return, cst.Break, cst.Continue, cst.Yield, cst.Global, cst.Nonlocal)):
                 raise ctx.unsupported(n, refusal.replace("{why}", "it leaves the loop body or yields"))
-    params = [n for n in read_in_span if n in bound_before and n not in assigned]
+    # a name the step reads before it binds it (``x = tf.reshape(x, ...)``) is given to it too
+    read_first: Set[str] = set()
+    stored: Set[str] = set()
+    for stmt in span:
+        targets = {id(n) for t in walk(stmt) if isinstance(t, (cst.AssignTarget, cst.AsName))
+                   for n in walk(t.target if isinstance(t, cst.AssignTarget) else t.name) if isinstance(n, cst.Name)}
+        read_first |= {n.value for n in walk(stmt) if isinstance(n, cst.Name) and id(n) not in targets} - stored
+        stored |= assigned_names(stmt)
+    params = [n for n in read_in_span if n in bound_before and (n not in assigned or n in read_first)]
     return params, assigned
 
 
