@@ -35,7 +35,7 @@ for x, y in ds:
 
 DIVIDED = "scaled_loss = loss / strategy.num_replicas_in_sync"
 KEPT = "scaled_loss = loss\n"
-MIXED = "adds a Keras loss object's value"
+MIXED = "computes with a Keras loss object's value"
 
 CASES = {
     "a Keras Loss object": ("loss = loss_fn(y, pred)", KEPT),

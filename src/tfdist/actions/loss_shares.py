@@ -49,8 +49,10 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
         kind = "keras"
     if kind == "mixed":
         ctx.warn(target.value, RULE, ctx.say(
-            "{target} adds a Keras loss object's value (already divided by {size} under {engine} with Keras 3) to "
-            "other terms: divide only the other terms by {size} before tape.gradient", target=a.code(target.value)))
+            "{target} computes with a Keras loss object's value (already divided by {size} under {engine} with "
+            "Keras 3) and with terms or operations of its own (added terms, a product, a mean of it): tfdist cannot "
+            "tell which part to divide; keep the Loss object's value as Keras returns it and divide by {size} only "
+            "the terms the step computes itself, before tape.gradient", target=a.code(target.value)))
         return
     if kind == "unknown":
         # divided, as a loss of the step's own; what tfdist cannot see into is named with the edit
