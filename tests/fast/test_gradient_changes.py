@@ -163,9 +163,11 @@ def train_step(xb, yb):
 
 
 @pytest.mark.parametrize("clip", ["clipnorm=1.0", "global_clipnorm=1.0", "clipvalue=0.5"])
-def test_fit_with_a_clipping_optimizer_is_warned_with_the_edit(clip):
+def test_fit_with_a_clipping_optimizer_clips_the_summed_gradients(clip):
     """Keras's own train_step: no step to sum the gradients in, and Keras 3
-    clips each replica's share: warned at the argument, with the edit."""
+    clips each replica's share: the optimizer is wrapped where it is built so
+    that it clips their sum (exact against one process on the global batch:
+    tests/slow/test_gradient_clipping_runtime.py, fit_global_clipnorm)."""
     src = f'''import numpy as np
 import tensorflow as tf
 
@@ -177,8 +179,11 @@ model.fit(x, y, batch_size=32, epochs=2)
 '''
     result = convert_source(src.encode(), "train.py", backend="tf-distribute")
     assert result.status == "converted", result.error
-    warned = [w for w in result.warnings if w.level == "WARNING" and "clips each replica's gradients" in w.message]
-    assert len(warned) == 1 and warned[0].line == 7 and clip in warned[0].message, result.warnings
-    assert "TF_USE_LEGACY_KERAS=1" in warned[0].message and "train_step" in warned[0].message
+    assert [w for w in result.warnings if w.level == "WARNING"] == [], result.warnings
+    assert f"optimizer=clip_after_summing(tf.keras.optimizers.Adam(1e-3 * strategy.num_replicas_in_sync, {clip}))" \
+        in result.code
+    assert "optimizer._clip_gradients = clip_sum" in result.code
+    changed = [c for c in result.changes if "clips their sum instead" in c.message]
+    assert len(changed) == 1 and changed[0].line == 7 and clip in changed[0].message, result.changes
     plain = convert_source(src.replace(", " + clip, "").encode(), "train.py", backend="tf-distribute")
-    assert not any("clips each replica" in w.message for w in plain.warnings)
+    assert "clip_after_summing" not in plain.code

@@ -254,6 +254,36 @@ def _update_variable_helper(q) -> Tuple[str, str]:
     )
 
 
+def _clip_summed_helper(q) -> Tuple[str, str]:
+    """{clip_summed}: a Keras 3 optimizer that clips (clipnorm,
+    global_clipnorm, clipvalue) under fit: Keras 3 clips in
+    ``BaseOptimizer._backend_apply_gradients``, on each replica's gradients,
+    before ``TFOptimizer._backend_update_step`` sums them; its clip is made to
+    act on their sum (summed in the replica context, clipped, handed on by the
+    first replica, zeros by the others, which the optimizer's own sum gives
+    back whole). tf-keras (and Keras 2) sum before they clip: left as it is."""
+    return (
+        f"def {{clip_summed}}(optimizer):\n"
+        f"    clip = getattr(optimizer, \"_clip_gradients\", None)\n"
+        f"    package = __import__(type(optimizer).__module__.split(\".\")[0])\n"
+        f"    if clip is None or int(getattr(package, \"__version__\", \"2\").split(\".\")[0]) < 3:\n"
+        f"        return optimizer\n"
+        f"    def clip_sum(grads):\n"
+        f"        context = {{tf}}.distribute.get_replica_context()\n"
+        f"        if context is None or context.num_replicas_in_sync == 1:\n"
+        f"            return clip(grads)\n"
+        f"        present = [{{tf}}.convert_to_tensor(g) for g in grads if g is not None]\n"
+        f"        summed = iter(context.all_reduce({{tf}}.distribute.ReduceOp.SUM, present) if present else [])\n"
+        f"        clipped = clip([None if g is None else next(summed) for g in grads])\n"
+        f"        first = context.replica_id_in_sync_group == 0\n"
+        f"        return [None if g is None else {{tf}}.where(first, g, {{tf}}.zeros_like(g)) for g in clipped]\n"
+        f"    optimizer._clip_gradients = clip_sum\n"
+        f"    return optimizer",
+        "tf.distribute: Keras 3 clips each replica's gradients before its optimizer sums them; this optimizer clips "
+        "their sum instead, as one process clips the gradient of the whole batch (tf-keras sums first already).",
+    )
+
+
 #: placeholder -> the name the converted script gives what it defines (the
 #: strategy, the helpers), made free of the script's own names
 _DEFINED_NAMES = {
@@ -261,7 +291,7 @@ _DEFINED_NAMES = {
     "shard_by_data": "shard_by_sample", "keras3_reduce": "reduce_for_keras3", "split_stream": "replica_batches",
     "local_values": "local_values", "sequence_batches": "sequence_dataset",
     "global_gradients": "global_gradients", "replica_part": "replica_part",
-    "update_variable": "update_on_replicas",
+    "update_variable": "update_on_replicas", "clip_summed": "clip_after_summing",
 }
 
 
@@ -277,6 +307,7 @@ _SETUP_HELPERS = (
     ("global_gradients", _global_gradients_helper),
     ("replica_part", _replica_part_helper),
     ("update_variable", _update_variable_helper),
+    ("clip_summed", _clip_summed_helper),
 )
 
 
@@ -476,6 +507,10 @@ class TfDistributeBackend(Backend):
         """What each replica hands an optimizer that sums the replicas'
         gradients, for gradients summed already."""
         return f"{{replica_part}}({gradients})"
+
+    def clip_after_sum(self, optimizer: str) -> str:
+        """A Keras optimizer that clips, made to clip the replicas' summed gradients."""
+        return f"{{clip_summed}}({optimizer})"
 
     def update_by_hand(self, variable: str, method: str, value: str) -> str:
         """``variable.method(value)`` written by hand in a step run on every replica."""

@@ -64,24 +64,27 @@ KERAS3_WRITER_CALLBACKS = {
 def _clipping_optimizer(ctx, compile_call: cst.Call) -> None:
     """An optimizer that clips (``clipnorm``, ``global_clipnorm``,
     ``clipvalue``) compiled for Keras's own train_step: Keras 3 clips each
-    replica's gradients before it sums them, tf-keras sums first. No step to
-    sum them in (a custom train_step is: actions/global_gradients): warned
-    with the edit."""
+    replica's gradients before it sums them, tf-keras sums first. Wrapped
+    where it is built so that, on Keras 3, it clips their sum (a custom
+    train_step sums them in the step instead: actions/global_gradients)."""
     a = ctx.a
     if train_steps.steps(a):
         return
     passed = find_passed(a, compile_call, "optimizer", 0)
+    done = ctx.state("replica_fit.clip_summed")
     for built, _type in (keras_models.optimizer_constructions(a, passed.value, 0) or []) if passed else []:
         clip = next((arg for arg in getattr(built, "args", ()) if arg.keyword is not None
                      and arg.keyword.value in gradient_changes.OPTIMIZER_CLIPPING), None)
-        if clip is not None:
-            ctx.warn(clip, RULE, ctx.say(
-                "{clip}: Keras 3 clips each replica's gradients before its optimizer sums them (measured: one "
-                "step with global_clipnorm=1.0 moved a weight 0.108 on 2 replicas, 0.058 on one device); "
-                "tf-keras sums first. Under Keras 3 (one host's MirroredStrategy, or `import keras`) the clip "
-                "lets through up to {size} times its threshold: run on tf-keras (pip install tf-keras; "
-                "TF_USE_LEGACY_KERAS=1), or clip in a train_step of the model (tfdist sums the gradients "
-                "there first)", clip=a.code(clip).strip().rstrip(",")))
+        if clip is None or id(built) in done:
+            continue
+        done.add(id(built))
+        wrapper = ctx.expr(ctx.backend.clip_after_sum("OPTIMIZER"))
+        ctx.plan.replace(built, lambda new, wrapper=wrapper: wrapper.with_changes(args=[cst.Arg(new)]))
+        ctx.change(built, RULE, ctx.say(
+            "{clip}: Keras 3 clips each replica's gradients before its optimizer sums them (measured: one step "
+            "with global_clipnorm=1.0 moved a weight 0.108 on 2 replicas, 0.058 on one device); the optimizer "
+            "clips their sum instead, as one process clips the whole batch's gradient (tf-keras sums first)",
+            clip=a.code(clip).strip().rstrip(",")))
 
 
 def apply(ctx) -> None:
