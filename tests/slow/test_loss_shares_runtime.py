@@ -51,8 +51,8 @@ CASES = {
 #: the test budget's 2 cores: a train_step under fit runs in the slow tier as
 #: train_step_sum_added_in_place; this one runs in the extended tier
 EXTENDED = {"train_step_compute_average_loss",
-            # a tape loop's loss share, compared exactly: tape_helper_loss_object runs in the slow tier
-            "tape_assign_sub_by_hand"}
+            # a loss share compared exactly: train_step_sum_added_in_place runs in the slow tier
+            "tape_assign_sub_by_hand", "tape_helper_loss_object"}
 
 
 def test_every_script_has_a_case():

@@ -160,6 +160,10 @@ SIBLINGS_EXTENDED = {
     "tape_autoencoder_enumerate.py": "tape_training_loop_from_scratch.py",          # a tape loop over a dataset
     "keras_quickstart_mnist_shape.py": "keras_cnn_sequential_add_validation.py",    # Sequential fit on arrays
     "keras_checkpoint_csvlogger_callbacks.py": "nb_functional_checkpoint_cells.ipynb",  # checkpoints from fit
+    "keras_exponential_decay_schedule.py": "keras_cnn_sequential_add_validation.py",  # fit on arrays (schedules:
+                                                                                     # test_scaled_schedule_runtime)
+    "keras_generator_steps.py": "keras3_pydataset_fit.py",                          # fit on batches made in Python
+    "keras3_autoencoder_fit_inputs_only.py": "keras_cnn_sequential_add_validation.py",  # fit on arrays
 }
 
 
