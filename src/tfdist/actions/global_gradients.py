@@ -65,6 +65,13 @@ def _gradients_arg(p: cst.Call):
     return find_arg(p, keyword, 0)
 
 
+def sum_where_returned(ctx, g: cst.Call) -> None:
+    """``tape.gradient(...)`` becomes ``global_gradients(tape.gradient(...))``:
+    the replicas' gradients summed where the tape returns them."""
+    wrapper = ctx.expr(ctx.backend.global_gradients("GRADIENTS"))
+    ctx.plan.replace(g, lambda new, wrapper=wrapper: wrapper.with_changes(args=[cst.Arg(new)]))
+
+
 def sum_before_changes(ctx, rule: str, grad_calls: Sequence[cst.Call], applies: Sequence[cst.Call]) -> None:
     """Sum the gradients a step changes over the replicas where
     tape.gradient returns them, and hand them to the optimizer steps
@@ -83,8 +90,7 @@ def sum_before_changes(ctx, rule: str, grad_calls: Sequence[cst.Call], applies: 
             raise Refusal(p, CHANGED)
     first = changed[0]
     for g in group:
-        wrapper = ctx.expr(ctx.backend.global_gradients("GRADIENTS"))
-        ctx.plan.replace(g, lambda new, wrapper=wrapper: wrapper.with_changes(args=[cst.Arg(new)]))
+        sum_where_returned(ctx, g)
         ctx.change(g, rule, ctx.say(
             "gradients summed over the replicas here: line {line} ({what}) changes them before the optimizer "
             "sums them, and must act on the gradient of the global batch, as in one process",

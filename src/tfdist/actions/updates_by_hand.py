@@ -24,6 +24,7 @@ import libcst as cst
 from ..facts.gradient_tapes import gradients_and_loop_targets, update_rate
 from ..facts.syntax import mentions, method_name, receiver
 from ..facts import learning_rates
+from . import global_gradients
 from . import learning_rate
 
 
@@ -31,8 +32,7 @@ def convert(ctx, rule: str, grad_calls: Sequence[cst.Call], updates: Sequence[cs
     a = ctx.a
     first = updates[0]
     for g in grad_calls:
-        wrapper = ctx.expr(ctx.backend.global_gradients("GRADIENTS"))
-        ctx.plan.replace(g, lambda new, wrapper=wrapper: wrapper.with_changes(args=[cst.Arg(new)]))
+        global_gradients.sum_where_returned(ctx, g)
         ctx.change(g, rule, ctx.say(
             "gradients summed over the replicas here: the step updates its variables by hand (line {line}, "
             "{what}), with no optimizer to sum them", line=str(a.line(first)), what=a.code(first.func)))

@@ -40,9 +40,13 @@ detect = gradient_tapes.detect
 def apply(ctx) -> None:
     a = ctx.a
     found = gradient_tapes.training_tapes(a)
-    by_hand = [t for t in found if not gradient_tapes.optimizer_applied(a, t[3])]
-    updates = [u for *_, calls in by_hand for u in gradient_tapes.manual_updates(a, calls)]
-    found = [t for t in found if t not in by_hand or gradient_tapes.manual_updates(a, t[3])]
+    # steps written by hand (no optimizer) that update variables with their gradients; a tape whose
+    # gradients nothing applies is no training
+    updated = {id(t): gradient_tapes.manual_updates(a, t[3]) for t in found
+               if not gradient_tapes.optimizer_applied(a, t[3])}
+    found = [t for t in found if updated.get(id(t), True)]
+    by_hand = [t for t in found if id(t) in updated]
+    updates = [u for t in by_hand for u in updated[id(t)]]
     applies = [p for p in gradient_tapes.apply_calls(a) if not gradient_tapes.in_keras_train_step(a, p)]
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)
