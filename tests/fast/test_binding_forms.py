@@ -44,6 +44,10 @@ RESIDUALS = {
     "a Keras layer function": "x = layers.add([x, residual])",
     "a keras.ops call": "x = keras.ops.add(x, residual)",
     "augmented on one line with another statement": "x += residual; y = 0",
+    # the binding before ``x +=`` in a loop is itself (a CutMix ResNet's blocks): followed once,
+    # not until Python's recursion limit (the conversion failed so)
+    "augmented in a loop": "for _ in range(2):\n    x += residual",
+    "augmented in a loop after a layer": "for _ in range(2):\n    x = layers.Dense(64)(x)\n    x += residual",
 }
 
 
@@ -55,7 +59,7 @@ def _in_scope(module: cst.Module):
         for stmt in body:
             if isinstance(stmt, cst.With) and any("strategy.scope" in module.code_for_node(i.item) for i in stmt.items):
                 visit(stmt.body.body, True)
-            elif isinstance(stmt, cst.If):
+            elif isinstance(stmt, (cst.If, cst.For)):
                 visit(stmt.body.body, scoped)
             else:
                 (inside if scoped else outside).append(stmt)

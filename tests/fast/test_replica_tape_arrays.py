@@ -178,3 +178,33 @@ for epoch in range(2):
     assert result.status == "converted", result.error
     assert f"{seed}\nfor epoch in range(2):" in result.code, result.code
     assert "replica_batches(batches())" in result.code, result.code
+
+
+def test_a_step_returns_only_what_later_code_can_read_from_it():
+    """Two tape loops one after the other: the first step's ``tape``,
+    ``grads`` and ``preds`` are bound again by the second loop before it
+    reads them, so they are no results of the first step (a GradientTape
+    returned from the replicas stopped the converted script:
+    ``'GradientTape' object has no attribute 'device'``); ``loss``, printed
+    at the end, can be the first loop's (the second may run no step)."""
+    loop = '''for images, labels in ds:
+    with tf.GradientTape() as tape:
+        preds = model(images)
+        loss = keras.losses.sparse_categorical_crossentropy(labels, preds)
+    grads = tape.gradient(loss, model.trainable_weights)
+    optimizer.apply_gradients(zip(grads, model.trainable_weights))
+'''
+    source = ('''import numpy as np
+import tensorflow as tf
+import keras
+
+x = np.random.RandomState(0).rand(64, 4).astype("float32")
+y = (x.sum(axis=1) > 2).astype("int32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+optimizer = keras.optimizers.SGD(learning_rate=0.1)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+''' + loop + loop + 'print("final loss", float(tf.reduce_mean(loss)))\n')
+    result = convert_source(source.encode(), "two_loops.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert text.count("        return loss\n") == 2 and "tape = run_on_replicas" not in text, text

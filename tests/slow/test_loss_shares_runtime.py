@@ -12,6 +12,13 @@ with plain SGD, a loss of a shape tfdist refused or divided wrongly before:
   over the batch with a second sum added by ``+=``; refused before.
 - ``train_step_compute_average_loss``: ``tf.nn.compute_average_loss``
   (divides by the global batch itself); refused before.
+- ``train_step_distilled_terms_reported`` (stop 42): two Keras Loss
+  objects handed to the model's own compile(), averaged into the loss and
+  each reported by a metric: divided by Keras, multiplied back only where
+  reported; refused before.
+- ``train_step_compiled_loss_function`` (stop 42): ``self.loss`` -- what
+  compile(loss=...) got through an override forwarding ``**kwargs`` -- a
+  Keras loss function, averaged by the step: divided once; refused before.
 - ``tape_assign_sub_by_hand``: tf.Variables updated by hand
   (``w.assign_sub(RATE * dw)``, ``b.assign(b - RATE * db)``), no optimizer
   to sum the replicas' gradients; refused before.
@@ -47,10 +54,16 @@ CASES = {
     "train_step_compute_average_loss": ("BATCH, RATE = 256, 0.1",
                                         ("scaled_loss = loss\n", f"scaled_loss = loss {DIVIDED}\n")),
     "tape_assign_sub_by_hand": ("BATCH, RATE = 256, 0.1", (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
+    # the terms multiplied back before the loss is made of them: N times the gradient
+    "train_step_distilled_terms_reported": ("BATCH, RATE = 256, 0.1", (
+        "loss = (student_loss + distill_loss) / 2\n",
+        "loss = (student_loss * strategy.num_replicas_in_sync + distill_loss * strategy.num_replicas_in_sync) / 2\n")),
+    "train_step_compiled_loss_function": ("BATCH, RATE = 256, 0.1",
+                                          (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
 }
 #: the test budget's 2 cores: a train_step under fit runs in the slow tier as
 #: train_step_sum_added_in_place; this one runs in the extended tier
-EXTENDED = {"train_step_compute_average_loss",
+EXTENDED = {"train_step_compute_average_loss", "train_step_compiled_loss_function",
             # a loss share compared exactly: train_step_sum_added_in_place runs in the slow tier
             "tape_assign_sub_by_hand", "tape_helper_loss_object"}
 

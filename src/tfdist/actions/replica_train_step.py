@@ -11,7 +11,7 @@ import libcst as cst
 from ..engine import dataflow
 from ..engine.scopes import walk
 from ..facts.syntax import append_arg, find_arg, kwarg, method_name, receiver, source
-from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, direct_kind, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
+from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, direct_kind, feeding_statements, reaching_names, reporting_reads, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
 from . import global_gradients
 from . import tape_loops
 from ..facts import gradient_tapes
@@ -52,7 +52,7 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
             if latest is w:
                 gradient_calls.append((w, g))
     for w, g in gradient_calls:
-        names = gradient_tapes.gradient_names(a, [g])
+        names = reaching_names(a, g, step)
         if not any(mentions_any(p, names) or g in list(walk(p)) for p in applies):
             raise Refusal(g, "gradients a custom " + step.name.value + " computes and no Keras optimizer applies "
                           "(apply_gradients / apply): under {engine} nothing would average them over the replicas; "
@@ -63,9 +63,10 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
     # clipped, scaled...: summed first, so the change acts on the global batch's gradient
     global_gradients.sum_before_changes(ctx, RULE, [g for _w, g in gradient_calls], applies)
     # The loss Keras divided, reported by the step: the mean again.
+    feeding = feeding_statements(a, step, tuple(find_arg(g, "target", 0).value for _w, g in gradient_calls))
     for asg in a.assigns:
         if in_step(a, asg, step) and id(asg) not in done and direct_kind(a, asg.value, step) == SCALED:
-            _report_mean(ctx, asg, step)
+            _report_mean(ctx, asg, step, feeding)
     for c in a.calls:
         if in_step(a, c, step) and not in_scaled_assignment(a, c, step) and direct_kind(a, c, step) == SCALED \
                 and not any(c is t for _w, g in gradient_calls for t in walk(g)):
@@ -123,7 +124,7 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
                                 "reports the mean", target=base))
 
 
-def _report_mean(ctx, asg: cst.Assign, step) -> None:
+def _report_mean(ctx, asg: cst.Assign, step, feeding: frozenset) -> None:
     a = ctx.a
     target = asg.targets[0].target if len(asg.targets) == 1 else None
     if not isinstance(target, cst.Name):
@@ -132,6 +133,20 @@ def _report_mean(ctx, asg: cst.Assign, step) -> None:
                       "not converted{alternative}")
     base = target.value
     if not read_elsewhere(a, asg, step, None):
+        return
+    reports = reporting_reads(a, asg, step, feeding)
+    if any(id(a.statement_of(n)) in feeding for n in walk(a.enclosing_function(asg) or step)
+           if isinstance(n, cst.Name) and n.value == base and n is not target
+           and any(origin is asg for origin, _ in a.assigned_values(n))):
+        # also a term of a loss differentiated later (``loss = (student_loss + distill_loss) / 2``):
+        # it stays divided there; each read that reports it gets the mean
+        for n in reports:
+            code = ctx.fill(ctx.backend.loss_mean_again(base))
+            wrap = not isinstance(a.parent(n), (cst.Arg, cst.Assign, cst.Element, cst.Return, cst.DictElement))
+            new = ctx.expr(f"({code})" if wrap else code)
+            ctx.plan.replace(n, lambda old, new=new: new)
+            ctx.change(n, RULE, ctx.say("{base}: Keras divides it by {size} under {engine}, as the loss it is "
+                                        "part of needs; multiplied back where the step reports it", base=base))
         return
     new = ctx.stmts(f"{base} = " + ctx.fill(ctx.backend.loss_mean_again(base)), comment=ctx.say(
         "{engine}: Keras divided this loss by the number of replicas; the step reports the mean."))

@@ -69,3 +69,7 @@ KERAS_LOSS_MODULES = ("tensorflow.keras.losses.", "keras.losses.", "tf_keras.los
 # Where Keras layer classes live (layers.Normalization(), layers.experimental.preprocessing.Rescaling())
 KERAS_LAYER_MODULES = ("keras.layers.",)
 KERAS_MEAN_REDUCTIONS = {"auto", "sum_over_batch_size", "mean", "mean_with_sample_weight"}
+# What Model.compile stores on the model as it was given: attribute -> (keyword, position) of
+# compile's argument (Keras 3 trainers/trainer.py ``self.loss = loss``; tf-keras training.py
+# ``self.loss = loss or {}``). ``self.loss(y, p)`` in a model's method calls that argument.
+KERAS_COMPILE_STORED = {"loss": ("loss", 1)}

@@ -316,6 +316,15 @@ class ModuleScopes:
         return [use for s in self._all_scopes if _is_within(s, owner) for use in s.accesses.get(name, ())
                 if any(b.node is binding_node for b in self.lookup(use))]
 
+    def is_load(self, name: cst.Name) -> bool:
+        """Is this name read where it stands (not only bound: an assignment's,
+        a loop's or a ``with``'s target; ``x += 1`` reads x too)?"""
+        loads = self.__dict__.get("_load_ids")
+        if loads is None:
+            loads = self.__dict__["_load_ids"] = {id(use) for s in self._all_scopes for uses in s.accesses.values()
+                                                  for use in uses}
+        return id(name) in loads or isinstance(self.parents.get(name), cst.AugAssign)
+
     # -------------------------------------------------------------- walk
     def _bind(self, scope: Scope, name: str, node, imported: Optional[str] = None) -> None:
         if name in scope.global_decls:

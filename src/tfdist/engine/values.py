@@ -201,7 +201,9 @@ class BoundValues:
                 candidates += [v for _o, v in self.assigned_values(value) if v is not None]
         candidates = [ret for value in candidates for ret in (
             [r for fdef in self.local_functions(value.func) for r in returned_values(fdef)]
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else [value])]
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else
+            [r for fdef in self.methods_called(value, depth + 1) for r in returned_values(fdef)]
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) else [value])]
         for value in [v for v in candidates if isinstance(v, cst.Name)]:  # return models: the tuple bound to it
             candidates += [v for _o, v in self.assigned_values(value) if isinstance(v, (cst.Tuple, cst.List))]
         for value in candidates:

@@ -21,6 +21,7 @@ from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.analysis import returned_values
+from ..engine.scopes import walk
 from .syntax import find_arg
 from . import kinds
 
@@ -32,6 +33,9 @@ SCALED_METHODS = ("compute_loss", "compiled_loss", "_compute_loss")
 SHARE_FUNCTIONS = {"tensorflow.nn.compute_average_loss", "tensorflow.compat.v2.nn.compute_average_loss"}
 #: what these libraries compute is no Keras Loss object's reduction: Keras divides none of it
 LIBRARY_ROOTS = apis.LIBRARY_ROOTS
+#: how deep a loss is followed (names, calls, returns, arithmetic) before it counts as undecided:
+#: a guard against cycles, deep enough for a helper returning a dict of sums of helpers' values
+MAX_DEPTH = 20
 
 
 @fact
@@ -61,10 +65,19 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
         # Keras's own unless a class of this module (the model's lineage, for self) overrides it
         owner = a.self_class(func.value) if isinstance(func.value, cst.Name) else None
         classes = a.lineage(owner) if owner is not None else a.classdefs if A.MODEL in a.kinds(func.value) else None
+        if _is_super(func.value):
+            # super().compute_loss(...) in an override: Keras's, unless a base class here overrides it too
+            fdef = a.enclosing_function(call)
+            klass = a.method_owner(fdef) if fdef is not None else None
+            classes = a.lineage(klass)[1:] if klass is not None else None
         if classes is not None:
-            overridden = any(isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value
-                             for klass in classes for f in klass.body.body)
-            return "unknown" if overridden else "keras"
+            overrides = [f for klass in classes for f in klass.body.body
+                         if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
+            if not overrides:
+                return "keras"
+            if any(_calls_super(f, func.attr.value) for f in overrides) or not call_returns(a, call):
+                return "unknown"
+            return "module"  # the class's own method of that name, not Keras's: what it returns
     if call_returns(a, call):
         return "module"
     if _is_layer_or_model(a, func):
@@ -72,6 +85,10 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
     names = a.names(call)
     if names and all(n.startswith(LIBRARY_ROOTS) for n in names):
         return "library"
+    values = bound_values(a, func) if not isinstance(func, cst.Call) else []
+    if values and all(isinstance(v, (cst.Name, cst.Attribute)) and a.names(v)
+                      and all(n.startswith(LIBRARY_ROOTS) for n in a.names(v)) for v in values):
+        return "library"  # a library function stored or handed in (compile(loss=keras.losses.mae))
     return "unknown"
 
 
@@ -80,10 +97,15 @@ def call_returns(a: A.Analysis, call: cst.Call) -> list:
     """What a call of this module's functions, methods or lambdas returns
     (``return`` values; a lambda's body); [] for any other call."""
     returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
-    if not returns and isinstance(call.func, cst.Name):
-        bound = a.assigned_values(call.func)
-        if bound and all(isinstance(v, cst.Lambda) for _, v in bound):
-            returns = [v.body for _, v in bound]
+    if not returns and isinstance(call.func, (cst.Name, cst.Attribute)):
+        # a lambda, or a function of the module handed in and stored (``self.gen_loss_fn =
+        # gen_loss_fn`` of ``gan.compile(gen_loss_fn=generator_loss)``): every value it is bound to
+        values = bound_values(a, call.func)
+        functions = [[v.body] if isinstance(v, cst.Lambda) else
+                     [r for f in a.local_functions(v) for r in returned_values(f)] if isinstance(v, cst.Name) else []
+                     for v in values]
+        if values and all(functions):
+            returns = [r for found in functions for r in found]
     return returns
 
 
@@ -102,7 +124,7 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
     lambdas (what they return) and arithmetic. ``inside``: the value is an
     argument of a library call (a prediction, the labels): only a
     Keras-divided value matters there; an unknown call is taken as data."""
-    if depth > 8:
+    if depth > MAX_DEPTH:
         return "plain" if inside else "unknown"
     if isinstance(expr, cst.Call):
         kind = call_kind(a, expr)
@@ -125,7 +147,10 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
                     origin.default] * (origin.default is not None)
                 kinds += [loss_kind(a, v, depth + 1) for v in values] or ["unknown"]
             elif not inside:
-                kinds.append("unknown")  # a loop target, an unpacked tuple...: what it holds is not followed
+                # an unpacked tuple: the matching element of what is unpacked (``loss, acc =
+                # self.step_loss(...)`` returning ``loss, acc``); a loop target...: not followed
+                elements = a.tuple_element_values(origin) if isinstance(origin, cst.Name) else []
+                kinds += [loss_kind(a, v, depth + 1) for v in elements] or ["unknown"]
         return _combined(kinds)
     if isinstance(expr, cst.BinaryOperation):
         left, right = loss_kind(a, expr.left, depth + 1, inside), loss_kind(a, expr.right, depth + 1, inside)
@@ -156,7 +181,7 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
 def undecided_term(a: A.Analysis, expr, depth: int = 0):
     """The innermost part of a loss that makes it 'unknown' or 'mixed' (what
     a refusal names, with its line); None when the loss is decided."""
-    if depth > 8 or loss_kind(a, expr) not in ("unknown", "mixed"):
+    if depth > MAX_DEPTH or loss_kind(a, expr) not in ("unknown", "mixed"):
         return None
     parts = []
     if isinstance(expr, cst.Call):
@@ -252,7 +277,7 @@ def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int, inside: bool 
     """``loss += sum(model.losses)``: the kind of the value before (the
     binding of the name last run before this statement, in its block)
     combined with what is added; scaled by a plain factor, the kind before."""
-    if depth > 8 or not isinstance(aug.target, cst.Name):
+    if depth > MAX_DEPTH or not isinstance(aug.target, cst.Name):
         return "unknown"
     before = _binding_before(a, aug)
     if before is None:
@@ -291,13 +316,72 @@ def bound_values(a: A.Analysis, func) -> list:
     if isinstance(func, cst.Call):
         values = [func]
     elif isinstance(func, cst.Name):
-        values = [v for _, v in a.assigned_values(func) if v is not None]
+        bound = a.assigned_values(func)
+        if bound and all(isinstance(origin, cst.Param) for origin, _ in bound):
+            values = [func]  # a parameter: what the module's calls pass for it
+        else:
+            values = [v for _, v in bound if v is not None]
     elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         fdef = a.enclosing_function(func)
         owner = a.method_owner(fdef) if fdef is not None else None
         if owner is not None and a.self_class(func.value) is not None:
-            values = a.attribute_values(owner, func.attr.value)
+            values = a.attribute_values(owner, func.attr.value) or compiled_values(a, owner, func.attr.value)
     return _through_parameters(a, values)
+
+
+@fact
+def compiled_values(a: A.Analysis, owner: cst.ClassDef, attr: str) -> list:
+    """What Keras's ``compile`` stored as ``self.<attr>`` of a model class
+    that binds no such attribute itself (apis.KERAS_COMPILE_STORED:
+    ``self.loss``): the argument of each ``compile`` call reaching Keras's --
+    ``super().compile(loss=...)`` in the class's lineage, or ``model.compile(
+    loss=...)`` on an instance of it (through an override forwarding
+    ``**kwargs`` to ``super().compile``). [] when none is seen."""
+    fact_ = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value))
+    if attr not in apis.KERAS_COMPILE_STORED or not fact_ or A.MODEL not in fact_.kinds:
+        return []
+    keyword, position = apis.KERAS_COMPILE_STORED[attr]
+    out = []
+    for c in a.calls:
+        if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "compile"):
+            continue
+        r = c.func.value
+        if _is_super(r):
+            fdef = a.enclosing_function(c)
+            klass = a.method_owner(fdef) if fdef is not None else None
+            if klass is None or not (owner in a.lineage(klass) or klass in a.lineage(owner)):
+                continue
+        else:
+            classes = a.instance_classes(r)
+            if not classes or not all(owner in a.lineage(k) for k in classes):
+                continue
+            overrides = [f for k in classes for f in a.class_methods(k, "compile")]
+            if overrides and not all(_forwards_keywords(f) for f in overrides):
+                continue  # the override's own super().compile(...) call says what is stored
+            if overrides:
+                position = None
+        arg = find_arg(c, keyword, position)
+        if arg is not None and not arg.star:
+            out.append(arg.value)
+    return out
+
+
+def _is_super(expr) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+
+
+def _calls_super(fdef: cst.FunctionDef, method: str) -> bool:
+    """fdef calls ``super().<method>(...)``."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == method and _is_super(n.value) for n in walk(fdef.body))
+
+
+def _forwards_keywords(fdef: cst.FunctionDef) -> bool:
+    """``def compile(self, **kwargs): super().compile(**kwargs)``."""
+    star = fdef.params.star_kwarg
+    if star is None:
+        return False
+    return any(isinstance(n, cst.Arg) and n.star == "**" and isinstance(n.value, cst.Name)
+               and n.value.value == star.name.value for n in walk(fdef.body))
 
 
 def _is_layer_or_model(a: A.Analysis, func) -> bool:
@@ -328,18 +412,68 @@ def keras_loss_constructions(a: A.Analysis, func, mean_only: bool = True) -> lis
     for c in constructions:
         if not isinstance(c, cst.Call):
             return []
-        names = [n for n in a.names(c) if n.startswith(apis.KERAS_LOSS_MODULES)]
-        if not names or not names[0].rsplit(".", 1)[1][:1].isupper():
-            return []  # a loss function (no reduction) or not a Keras loss
-        reduction = find_arg(c, "reduction", None)
-        if reduction is not None and mean_only:
-            value = reduction.value
-            text = value.evaluated_value if isinstance(value, cst.SimpleString) else None
-            if text is None and isinstance(value, cst.Attribute):
-                text = value.attr.value.lower()
-            if text is None or text.lower() not in apis.KERAS_MEAN_REDUCTIONS:
-                return []
+        reduction = construction_reduction(a, c)
+        if reduction is None:
+            return []  # a loss function (no reduction), not a Keras loss, or a reduction tfdist cannot read
+        if mean_only and reduction.lower() not in apis.KERAS_MEAN_REDUCTIONS:
+            return []
     return constructions
+
+
+DEFAULT_REDUCTION = "sum_over_batch_size"
+
+
+@fact
+def construction_reduction(a: A.Analysis, c: cst.Call):
+    """The reduction of the Keras Loss object ``c`` builds -- a Keras Loss
+    class, or a class of this module deriving from one (its ``__init__``'s
+    ``super().__init__(reduction=...)``, else what the construction passes
+    on) -- as text ('none' for ``reduction=None``); None when c builds no
+    Loss object or its reduction cannot be read."""
+    names = [n for n in a.names(c) if n.startswith(apis.KERAS_LOSS_MODULES)]
+    if names:
+        if not names[0].rsplit(".", 1)[1][:1].isupper():
+            return None  # a loss function
+        return _reduction_text(find_arg(c, "reduction", None))
+    fact_ = a.class_of(c.func)
+    klass = fact_.node if fact_ is not None else None
+    if klass is None or not any(n.startswith(apis.KERAS_LOSS_MODULES) and n.rsplit(".", 1)[1][:1].isupper()
+                                for k in a.lineage(klass) for base in k.bases for n in a.names(base.value)):
+        return None
+    init = a.class_methods(klass, "__init__")
+    if not init:
+        return _reduction_text(find_arg(c, "reduction", None))
+    supers = [n for n in walk(init[0].body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+              and n.func.attr.value == "__init__" and _is_super(n.func.value)]
+    if len(supers) != 1:
+        return None
+    given = find_arg(supers[0], "reduction", None)
+    if given is not None and isinstance(given.value, cst.SimpleString):
+        return _reduction_text(given)
+    if given is None and not any(arg.star == "**" for arg in supers[0].args):
+        return DEFAULT_REDUCTION  # super().__init__() with no reduction: Keras's default
+    if given is None or (isinstance(given.value, cst.Name) and given.value.value in [
+            p.name.value for p in init[0].params.params]):
+        passed = find_arg(c, "reduction", None)
+        if given is not None and passed is None:
+            param = next(p for p in init[0].params.params if p.name.value == given.value.value)
+            return _reduction_text(cst.Arg(param.default)) if param.default is not None else None
+        return _reduction_text(passed)
+    return None
+
+
+def _reduction_text(arg):
+    """The reduction an argument names ('none' for None); the default when no argument."""
+    if arg is None:
+        return DEFAULT_REDUCTION
+    value = arg.value
+    if isinstance(value, cst.Name) and value.value == "None":
+        return "none"
+    if isinstance(value, cst.SimpleString):
+        return value.evaluated_value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value.lower()  # losses.Reduction.SUM
+    return None
 
 
 def _through_parameters(a: A.Analysis, values, depth: int = 0) -> list:

@@ -301,7 +301,11 @@ def _follow_binding(a: A.Analysis, origin, value, out: List[cst.BaseStatement], 
     if value is None and isinstance(origin, cst.Name):
         aug = a.parent(origin)
         if tensor and isinstance(aug, cst.AugAssign) and aug.target is origin:
-            # ``x += residual``: the x bound before, and what is added to it
+            # ``x += residual``: the x bound before, and what is added to it (once: in a loop,
+            # the binding before may be this one again)
+            if id(aug) in seen:
+                return
+            seen.add(id(aug))
             out += [s for s in _layer_statements(a, aug.value, seen, depth) if s not in out]
             for before, earlier in a.augmented_values(origin):
                 _follow_binding(a, before, earlier, out, seen, depth, tensor)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 import libcst as cst
+from .. import apis
 from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.scopes import walk
@@ -115,6 +116,35 @@ CHANGED = ("gradients changed between tape.gradient and the optimizer (clipped, 
            "instead of the mean gradient; not converted{alternative}")
 
 
+@fact
+def reaching_names(a: A.Analysis, g: cst.Call, step) -> frozenset:
+    """Names in the step holding gradient g or what is made of it: the
+    gradients' names (gradient_tapes.gradient_names), loop targets over
+    them, lists they are appended to (``pairs.append((g, v))`` in ``for
+    grad, var in zip(grads, train_vars)``), followed until nothing is added."""
+    names = set(gradient_tapes.gradients_and_loop_targets(a, [g]))
+    changed = True
+    while changed:
+        changed = False
+        for loop in a.for_loops:
+            if in_step(a, loop, step) and mentions_any(loop.iter, names):
+                added = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)} - names
+                names |= added
+                changed |= bool(added)
+        for c in a.calls:
+            r = receiver(c)
+            if method_name(c) in ("append", "extend") and isinstance(r, cst.Name) and r.value not in names \
+                    and in_step(a, c, step) and any(mentions_any(arg.value, names) for arg in c.args):
+                names.add(r.value)
+                changed = True
+        for asg in a.assigns:
+            targets = {n.value for t in asg.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+            if targets - names and in_step(a, asg, step) and mentions_any(asg.value, names):
+                names |= targets
+                changed = True
+    return frozenset(names)
+
+
 def mentions_any(node, names) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in walk(node))
 
@@ -150,7 +180,7 @@ def in_scaled_assignment(a: A.Analysis, call: cst.Call, step) -> bool:
 def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     """Is the name asg binds read in the step (the function of the step
     holding it: the step or a method only it runs), other than at ``skip``?"""
-    target = asg.targets[0].target
+    target = asg.targets[0].target if isinstance(asg, cst.Assign) else asg  # or the Name a tuple unpacks
     for n in walk(a.enclosing_function(asg) or step):
         if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
                 and any(origin is asg for origin, _ in a.assigned_values(n)):
@@ -159,16 +189,67 @@ def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
 
 
 @fact
-def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.Assign]:
+def feeding_statements(a: A.Analysis, step, targets) -> frozenset:
+    """ids of the statements of the step whose values reach a gradient's
+    target (``targets``: the target expressions): its bindings, the bindings
+    of the names they read, and so on. A Keras-divided value read there must
+    stay divided; only the step's other reads report it."""
+    out, todo = set(), [n for t in targets for n in walk(t) if isinstance(n, cst.Name)]
+    seen = set()
+    while todo:
+        name = todo.pop()
+        if id(name) in seen:
+            continue
+        seen.add(id(name))
+        for origin, value in a.assigned_values(name):
+            stmt = a.statement_of(origin)
+            if stmt is None or not in_step(a, stmt, step) or id(stmt) in out:
+                continue
+            out.add(id(stmt))
+            parent = a.parent(origin) if isinstance(origin, cst.Name) else None
+            read = value if value is not None else parent.value if isinstance(parent, cst.AugAssign) else None
+            if isinstance(parent, cst.AugAssign):
+                todo.append(parent.target)  # the value before it
+            if read is not None:
+                todo += [n for n in walk(read) if isinstance(n, cst.Name)]
+    return frozenset(out)
+
+
+@fact
+def reporting_reads(a: A.Analysis, asg: cst.Assign, step, feeding: frozenset, skip=None) -> List[cst.Name]:
+    """The reads of the name asg binds, in the step, outside the statements
+    feeding a gradient (what the step reports of it), other than ``skip``."""
+    target = asg.targets[0].target
+    out = []
+    for n in walk(a.enclosing_function(asg) or step):
+        if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
+                and any(origin is asg for origin, _ in a.assigned_values(n)) \
+                and id(a.statement_of(n)) not in feeding:
+            out.append(n)
+    return out
+
+
+@fact
+def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.CSTNode]:
+    """The one binding in the step (an assignment, or the name of a tuple it unpacks) of the loss
+    ``expr`` names, when Keras divides what it binds; else None."""
     if not isinstance(expr, cst.Name):
         return None
     bindings = a.assigned_values(expr)
     if len(bindings) != 1:
         return None
     origin, value = bindings[0]
-    if not isinstance(origin, cst.Assign) or value is None or not in_step(a, origin, step):
+    if value is None and isinstance(origin, cst.Name) and isinstance(a.statement_of(origin), cst.SimpleStatementLine):
+        # ``total_loss, labels, logits = self._calculate_loss(data)``: the element it unpacks
+        elements = a.tuple_element_values(origin)
+        value = elements[0] if len(elements) == 1 else None
+        if value is None or not isinstance(a.statement_of(origin).body[0], cst.Assign):
+            return None
+    elif not isinstance(origin, cst.Assign) or value is None:
         return None
-    if direct_kind(a, value, step, follow=True) != SCALED:
+    if not in_step(a, origin, step):
+        return None
+    if direct_kind(a, value, step, follow=True) != SCALED and losses.loss_kind(a, value) != "keras":
         return None
     return origin
 
@@ -277,8 +358,9 @@ def only_called_in(a: A.Analysis, calls: List[cst.Call]) -> Optional[List[cst.Ca
             return None
         attributes.add(c.func.attr.value)
         for k in losses.keras_loss_constructions(a, c.func):
-            if any(arg.keyword is None for arg in k.args):
-                return None
+            if any(arg.keyword is None for arg in k.args) or not any(
+                    n.startswith(apis.KERAS_LOSS_MODULES) for n in a.names(k)):
+                return None  # a positional argument may be the reduction; a class of this module may drop it
             holder = a.parent(k)
             if isinstance(holder, cst.Arg):
                 pass  # handed to the class's own compile(loss_fn=...): stored on self there

@@ -267,9 +267,20 @@ def _inline_step_results(a: A.Analysis, loop, span, assigned) -> List[str]:
     nested = {id(n) for d in walk(scope) if d is not scope and isinstance(d, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
               for n in walk(d.body)}
     for n in walk(scope):
-        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not names_a_field(a, n):
+        if isinstance(n, cst.Name) and id(n) not in span_ids and id(n) not in nested and not names_a_field(a, n) \
+                and n.value in assigned and _may_read_the_step(a, n, span_ids):
             outside.add(n.value)
     return [n for n in sorted(assigned) if n in outside]
+
+
+def _may_read_the_step(a: A.Analysis, n: cst.Name, span_ids) -> bool:
+    """Can this read see a value the step binds? Not when every binding
+    reaching it is known and outside the step (``tape`` of a later loop's
+    own ``with tf.GradientTape() as tape``: bound there before it is read)."""
+    if not a.scopes.is_load(n):
+        return False  # a binding, not a read
+    bound = a.assigned_values(n)
+    return not bound or any(id(origin) in span_ids for origin, _ in bound)
 
 
 def _batch_read_later(ctx, body, last: int, batch):
