@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from tfdist.cli import main
-from tfdist.runtime import kubernetes, launcher, slurm
-from tfdist.runtime.job_commands import detect_backend
+from tfdist.runtime import kubernetes, launcher, slurm, slurm_tasks
+from tfdist.engine_choice import written_for as detect_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kube_models  # noqa: E402
@@ -65,8 +65,10 @@ def test_sbatch_script_tf_distribute_one_worker_per_srun_task(scripts, monkeypat
                  f"#SBATCH --output={scripts}/train_dist-%j.out", "set -euo pipefail", "export PYTHONUNBUFFERED=1"):
         assert line in text.splitlines(), line
     run = [x for x in text.splitlines() if x.startswith("srun ")]
-    assert run == [f'srun --kill-on-bad-exit=1 --distribution=block --ntasks=8 "$PYTHON" -m tfdist run --backend '
-                   f"tf-distribute --slurm {scripts}/train_dist.py --epochs 3"]
+    # the tasks run the batch script's own code (TFDIST_TASK), not tfdist
+    assert run == [f'srun --kill-on-bad-exit=1 --distribution=block --label --ntasks=8 "$PYTHON" -c "$TFDIST_TASK" '
+                   f"{scripts}/train_dist.py --epochs 3"]
+    assert "export TFDIST_TASKS_PER_NODE=4" in text.splitlines()
     assert f"PYTHON={sys.executable}" in text.splitlines()
     assert os.stat(scripts / "job.sbatch").st_mode & stat.S_IXUSR
     assert subprocess.run(["bash", "-n", str(scripts / "job.sbatch")]).returncode == 0
@@ -122,8 +124,57 @@ def test_engine_is_read_from_the_script(scripts, monkeypatch, capsys):
     assert main(["job", "slurm", "train_hvd.py", "--backend", "tf-distribute", "-o", "x.sbatch"]) == 3
     assert "is a horovod script" in capsys.readouterr().err
     assert main(["job", "slurm", "plain.py", "-o", "x.sbatch"]) == 3
-    assert "uses neither Horovod nor tf.distribute" in capsys.readouterr().err
+    assert "is not a converted script" in capsys.readouterr().err
     assert not (scripts / "x.sbatch").exists()
+
+
+@pytest.mark.parametrize("scheduler", [["slurm"], ["kubernetes", "--workers", "2", "--image", "img:1"]])
+def test_an_unconverted_script_is_refused_even_with_an_engine_unless_allowed(scripts, monkeypatch, capsys, scheduler):
+    """``--backend`` once started N independent trainings of a script never
+    converted, without a word (issue 40): refused, naming what would happen;
+    --allow-unconverted runs it as it is, and the job's own run says so too."""
+    monkeypatch.chdir(scripts)
+    assert main(["job", *scheduler, "plain.py", "--backend", "tf-distribute", "-o", "x.out"]) == 3
+    message = capsys.readouterr().err
+    assert "is not a converted script" in message and "separate trainings" in message and "--allow-unconverted" in message
+    assert not (scripts / "x.out").exists()
+    backend = "horovod" if scheduler == ["slurm"] else "tf-distribute"  # a job whose tasks run `tfdist run`
+    assert main(["job", *scheduler, "plain.py", "--backend", backend, "--allow-unconverted", "-o", "x.out"]) == 0
+    assert "--allow-unconverted" in (scripts / "x.out").read_text()
+
+
+@pytest.mark.parametrize("scheduler", [["slurm"], ["kubernetes", "--workers", "2", "--image", "img:1"]])
+def test_a_syntax_error_is_reported_as_one_with_its_line(scripts, monkeypatch, capsys, scheduler):
+    monkeypatch.chdir(scripts)
+    (scripts / "broken.py").write_text("import horovod.tensorflow as hvd\n\ndef f(:\n    pass\n")
+    assert main(["job", *scheduler, "broken.py", "-o", "x.out"]) == 3
+    message = capsys.readouterr().err
+    assert "broken.py:3: syntax error" in message and "neither" not in message
+    assert not (scripts / "x.out").exists()
+
+
+def test_each_scheduler_s_help_is_its_own(capsys):
+    for scheduler, own, other in (("slurm", "tfdist job slurm train.py", "kubernetes"),
+                                  ("kubernetes", "tfdist job kubernetes train.py", "--wait")):
+        with pytest.raises(SystemExit):
+            main(["job", scheduler, "--help"])
+        text = capsys.readouterr().out
+        assert own in text and other not in text.split("positional arguments")[-1], text
+
+
+def test_sbatch_values_with_spaces_are_quoted(scripts, monkeypatch, capsys):
+    """A script path with a space made ``#SBATCH --job-name=k s`` (sbatch:
+    "Invalid directive"); every value of an #SBATCH line is quoted where it
+    needs it."""
+    monkeypatch.chdir(scripts)
+    (scripts / "k s.py").write_text((scripts / "train_hvd.py").read_text())
+    (scripts / "my dir").mkdir()
+    assert main(["job", "slurm", "k s.py", "--workdir", "my dir", "-o", "x.sbatch"]) == 0
+    directives = [line for line in (scripts / "x.sbatch").read_text().splitlines() if line.startswith("#SBATCH")]
+    assert '#SBATCH --job-name="k s"' in directives
+    assert any(line.startswith('#SBATCH --chdir="') and line.endswith('my dir"') for line in directives), directives
+    assert any(line.startswith('#SBATCH --output="') for line in directives), directives
+    assert "#SBATCH --nodes=1" in directives
 
 
 @pytest.mark.parametrize("options, message", [
@@ -226,14 +277,14 @@ def test_run_under_srun_starts_this_tasks_worker_only(tmp_path):
     TF_CONFIG from the SLURM_* variables, output prefixed with its rank."""
     script = tmp_path / "show.py"
     script.write_text("import os\nprint(os.environ['TF_CONFIG'])\n")
-    proc = _run_cli(["run", "--backend", "tf-distribute", str(script)], _step_env(2, 0), tmp_path)
+    proc = _run_cli(["run", "--allow-unconverted", "--backend", "tf-distribute", str(script)], _step_env(2, 0), tmp_path)
     assert proc.returncode == 0, proc.stderr
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("[2]<stdout>:")]
     config = json.loads(line.split(":", 1)[1])
     assert config["task"] == {"type": "worker", "index": 2} and len(config["cluster"]["worker"]) == 4
     fails = tmp_path / "fails.py"
     fails.write_text("raise SystemExit(7)\n")
-    proc = _run_cli(["run", "--backend", "tf-distribute", "--slurm", str(fails)], _step_env(1, 1), tmp_path)
+    proc = _run_cli(["run", "--allow-unconverted", "--backend", "tf-distribute", "--slurm", str(fails)], _step_env(1, 1), tmp_path)
     assert proc.returncode == 7 and "worker 1 exited 7" in proc.stderr
 
 
@@ -245,7 +296,7 @@ def test_sigterm_takes_the_worker_down(tmp_path):
     script.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(_step_env(0, 0), PYTHONPATH=SRC)
-    proc = subprocess.Popen([sys.executable, "-m", "tfdist.runtime.commands", "run", "--backend", "tf-distribute",
+    proc = subprocess.Popen([sys.executable, "-m", "tfdist.runtime.commands", "run", "--allow-unconverted", "--backend", "tf-distribute",
                              str(script)], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -277,12 +328,12 @@ def _alive(pid: int) -> bool:
 def test_run_slurm_refuses_what_the_job_decides(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("pass\n")
-    proc = _run_cli(["run", "--backend", "tf-distribute", "--slurm", "-H", "a:2", str(script)], _step_env(0, 0),
+    proc = _run_cli(["run", "--allow-unconverted", "--backend", "tf-distribute", "--slurm", "-H", "a:2", str(script)], _step_env(0, 0),
                     tmp_path)
     assert proc.returncode == 3 and "-H is not for --slurm" in proc.stderr
-    proc = _run_cli(["run", "--backend", "horovod", str(script)], _step_env(0, 0), tmp_path)
+    proc = _run_cli(["run", "--allow-unconverted", "--backend", "horovod", str(script)], _step_env(0, 0), tmp_path)
     assert proc.returncode == 3 and "every task would start its own horovodrun" in proc.stderr
-    proc = _run_cli(["run", str(script)], {}, tmp_path)
+    proc = _run_cli(["run", "--allow-unconverted", str(script)], {}, tmp_path)
     assert proc.returncode == 3 and "-np N is required" in proc.stderr
 
 
@@ -421,3 +472,79 @@ def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range():
         finally:
             for s in held:
                 s.close()
+
+
+@pytest.mark.parametrize("api,backend,workers,suffix", [
+    ("v2", "tf-distribute", 4, "-node-0-3"),      # JobSet: <jobset>-<replicated job>-<job index>-<pod index>
+    ("v2", "horovod", 4, "-launcher-0-0"),
+    ("v2", "tf-distribute", 100, "-node-0-99"),
+    ("v1", "tf-distribute", 12, "-worker-11"),     # Training Operator: <job>-<replica type>-<index>
+    ("v1", "horovod", 2, "-launcher"),
+])
+def test_a_job_name_leaves_room_for_the_pods_host_names(api, backend, workers, suffix):
+    """A 63-character --name made pod host names of 72 characters (a DNS
+    label is at most 63): the name may be at most 63 minus the longest
+    suffix the operator adds, and a default name is cut to fit."""
+    spec = kubernetes.KubeSpec(script="train.py", image="img:1", workers=workers, backend=backend, api=api)
+    assert len(spec.longest_pod_suffix) == len(suffix)
+    fits = "a" * (63 - len(suffix))
+    spec.name = fits
+    assert not [p for p in spec.problems() if "--name" in p]
+    spec.name = fits + "b"
+    assert any("host name is at most 63" in p for p in spec.problems()), spec.problems()
+    spec.name = None
+    spec.script = "x" * 80 + ".py"
+    assert len(spec.job_name) + len(suffix) <= 63 and not [p for p in spec.problems() if "--name" in p]
+
+
+def test_scontrol_fields_keep_values_with_spaces():
+    line = ("JobId=7 JobName=k s UserId=root(0) JobState=COMPLETED Reason=None ExitCode=0:0 "
+            "WorkDir=/tmp/my dir StdOut=/tmp/my dir/k s-7.out TRES=cpu=1,node=1")
+    info = slurm.parse_job_info(line)
+    assert info["JobName"] == "k s" and info["StdOut"] == "/tmp/my dir/k s-7.out" and info["JobState"] == "COMPLETED"
+    assert info["ExitCode"] == "0:0" and info["WorkDir"] == "/tmp/my dir" and info["TRES"] == "cpu=1,node=1"
+
+
+@pytest.mark.parametrize("procid,localid,extra", [(0, 0, {}), (3, 1, {}), (2, 0, {"TFDIST_SLURM_PORT": "30000"})])
+def test_the_task_code_a_batch_script_carries_builds_tfdist_run_s_tf_config(tmp_path, procid, localid, extra):
+    """A tf-distribute job's tasks run the batch script's own few lines of
+    standard-library Python, not tfdist (issue 40): the TF_CONFIG they give
+    the script is the one ``tfdist run --slurm`` builds for the same task."""
+    script = tmp_path / "dir with space" / "show.py"
+    script.parent.mkdir()
+    script.write_text("import os, sys\nprint(os.environ['TF_CONFIG'])\nprint(sys.argv[1:])\n")
+    env = dict(_step_env(procid, localid, **extra), TFDIST_NODES="gpu07,gpu08", TFDIST_TASKS_PER_NODE="2",
+               PATH=os.environ.get("PATH", ""))
+    # a Python that cannot import tfdist: -I ignores PYTHONPATH and the user's site
+    proc = subprocess.run([sys.executable, "-I", "-c", slurm_tasks.TF_DISTRIBUTE_TASK, str(script), "--epochs", "2"],
+                          env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    shown, argv = proc.stdout.splitlines()
+    expected = slurm.step_workers(_step_env(procid, localid, **extra))[procid].tf_config
+    assert json.loads(shown) == json.loads(expected)
+    assert argv == "['--epochs', '2']"
+
+
+def test_a_task_placed_otherwise_than_block_distribution_stops_with_a_reason(tmp_path):
+    script = tmp_path / "show.py"
+    script.write_text("print('ran')\n")
+    env = dict(_step_env(1, 0), TFDIST_NODES="gpu07,gpu08", TFDIST_TASKS_PER_NODE="2", PATH=os.environ.get("PATH", ""))
+    proc = subprocess.run([sys.executable, "-I", "-c", slurm_tasks.TF_DISTRIBUTE_TASK, str(script)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "--distribution=block" in proc.stderr and "ran" not in proc.stdout
+
+
+def test_a_tf_distribute_batch_script_carries_its_tasks_code_unless_tfdist_s_features_are_asked():
+    spec = slurm.JobSpec(script=__file__, backend="tf-distribute", nodes=2, tasks_per_node=2)
+    text = slurm.sbatch_script(spec)
+    assert '"$PYTHON" -c "$TFDIST_TASK"' in text and "-m tfdist" not in text and "--label" in text
+    for option in ({"record": "/tmp/records"}, {"timeout": 60.0}):
+        text = slurm.sbatch_script(slurm.JobSpec(script=__file__, backend="tf-distribute", **option))
+        assert "-m tfdist run" in text and "TFDIST_TASK" not in text
+
+
+def test_srun_label_output_names_the_failed_task_and_its_traceback():
+    text = "\n".join(["0: epoch 1", "1: Traceback (most recent call last):", '1:   File "x.py", line 3',
+                      "1: ValueError: task 1 cannot read its shard", "srun: error: node1: task 1: Exited with exit code 1"])
+    task, status, lines = slurm.failed_task(text)
+    assert (task, status) == (1, 1) and lines[-1].endswith("ValueError: task 1 cannot read its shard")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.timeout(120)
 def test_run_streams_rank_prefixed_output(runtime_python, tmp_path):
-    res = run_tfdist(runtime_python, ["run", "-np", "2", str(SCRIPTS / "hello_ranks.py"), "--flag", "x"], tmp_path)
+    res = run_tfdist(runtime_python, ["run", "--allow-unconverted", "-np", "2", str(SCRIPTS / "hello_ranks.py"), "--flag", "x"], tmp_path)
     assert res.returncode == 0, res
     out = res.stdout.splitlines()
     for rank in (0, 1):
@@ -43,7 +43,7 @@ def test_run_fails_fast_when_one_rank_raises(runtime_python, tmp_path):
 @pytest.mark.timeout(120)
 def test_run_timeout_kills_every_rank(runtime_python, tmp_path):
     # 20 s: long enough for horovodrun to start both ranks on a busy machine.
-    res = run_tfdist(runtime_python, ["run", "-np", "2", "--timeout", "20", str(SCRIPTS / "sleeper.py"),
+    res = run_tfdist(runtime_python, ["run", "--allow-unconverted", "-np", "2", "--timeout", "20", str(SCRIPTS / "sleeper.py"),
                                       str(tmp_path)], tmp_path, timeout=100)
     assert res.returncode == launcher.EXIT_TIMEOUT, res
     assert res.seconds < 60, res
@@ -73,7 +73,7 @@ def test_missing_horovodrun_is_a_clear_one_line_error(command, tmp_path):
     python, path = _python_without_horovod(tmp_path)
     env = cli_env({"PATH": path})
     # verify: --backend horovod, as hello_ranks.py shows no engine for --backend auto to read
-    args = [command] + (["-np", "2"] if command == "run" else ["--converted", "--backend", "horovod"]) \
+    args = [command] + (["--allow-unconverted", "-np", "2"] if command == "run" else ["--converted", "--backend", "horovod"]) \
         + [str(SCRIPTS / "hello_ranks.py")]
     res = run_tfdist(python, args, tmp_path, timeout=50, env=env)
     assert res.returncode == 3, res

@@ -66,7 +66,8 @@ def _python(backend: str, runtime_python: str) -> str:
 
 
 def _convert(name: str, backend: str, directory: Path) -> Path:
-    out = directory / f"{Path(name).stem}_dist.py"
+    # a space in the name: the job's name, its #SBATCH lines and its command must quote it (issue 40)
+    out = directory / f"{Path(name).stem} dist.py"
     assert tfdist_main(["convert", str(SCRIPTS / name), "--backend", backend, "-o", str(out), "-q"]) == 0
     return out
 
@@ -144,7 +145,7 @@ def _fails(cluster, runtime_python, tmp_path, backend: str):
     python = _python(backend, runtime_python)
     script = tmp_path / "task1_fails.py"
     script.write_bytes((SCRIPTS / "task1_fails.py").read_bytes())
-    proc = _job(cluster, python, script, tmp_path, "--backend", backend)
+    proc = _job(cluster, python, script, tmp_path, "--backend", backend, "--allow-unconverted")
     detail = f"\n--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
     assert proc.returncode != 0, detail
     assert "FAILED" in proc.stderr and "task 1 failed (exit 1):" in proc.stderr, detail
@@ -180,3 +181,64 @@ def test_a_failing_task_fails_the_job_tf_distribute(cluster, runtime_python, tmp
 @pytest.mark.timeout(200)
 def test_a_failing_task_fails_the_job_horovod(cluster, runtime_python, tmp_path):
     _fails(cluster, runtime_python, tmp_path, "horovod")
+
+
+BLOCKED = '''"""The job's interpreter for test_a_job_needs_nothing_but_the_training_environment:
+TensorFlow's, but neither tfdist nor LibCST can be imported (as in an environment
+without them), then Python's own `-c CODE ARGS` or `SCRIPT ARGS`."""
+import runpy, sys
+
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tfdist", "libcst"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Absent())
+if sys.argv[1] == "-c":
+    code, sys.argv = sys.argv[2], ["-c"] + sys.argv[3:]
+    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+else:
+    sys.argv = sys.argv[1:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+#: every worker's weights, after the converted script (the test's addition: the probe needs tfdist)
+WEIGHTS = ('\nimport hashlib\nprint("WEIGHTS", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights()))'
+           '.hexdigest(), int(model.optimizer.iterations.numpy()), flush=True)\n')
+
+
+@pytest.mark.timeout(330)
+def test_a_job_needs_nothing_but_the_training_environment(cluster, tmp_path):
+    """--python an environment where neither tfdist nor LibCST imports (issue
+    40: the tasks stopped with ``No module named 'libcst'``): the batch script
+    carries its tasks' code, and both workers train, with the same weights,
+    half the steps each, the weights file written once."""
+    python = Path(_python("tf-distribute", ""))
+    blocked = tmp_path / "blocked_python.py"
+    blocked.write_text(BLOCKED)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/bash\nexec {python} -I {blocked} "$@"\n')
+    wrapper.chmod(0o755)
+    check = subprocess.run([str(wrapper), "-c", "import tfdist"], capture_output=True, text=True, timeout=60)
+    assert check.returncode != 0 and "No module named 'tfdist'" in check.stderr, check
+    script = _convert("keras_fit.py", "tf-distribute", tmp_path)
+    script.write_text(script.read_text() + WEIGHTS)
+    # written by tfdist (here), run with --python the blocked interpreter; no --record / --timeout,
+    # tfdist's own features that need it in the job
+    env = dict(cluster.env, PYTHONPATH=str(SRC), TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("TF_CONFIG", None)
+    proc = subprocess.run([sys.executable, "-m", "tfdist", "job", "slurm", str(script), "--nodes", "1",
+                           "--tasks-per-node", str(TASKS), "--python", str(wrapper), "--submit", "--wait",
+                           "--wait-timeout", "270"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    detail = f"\n--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0 and "COMPLETED (exit code 0:0)" in proc.stdout, detail
+    weights = sorted(line.split(": ", 1)[0].strip() + " " + line.split("WEIGHTS ", 1)[1]
+                     for line in proc.stdout.splitlines() if "WEIGHTS " in line)
+    assert [w.split()[0] for w in weights] == ["0", "1"], detail            # srun --label: each task's line
+    assert len({w.split()[1] for w in weights}) == 1, weights                 # the same variables
+    assert {int(w.split()[2]) for w in weights} == {ORIGINAL_STEPS // TASKS}, weights
+    assert (tmp_path / "final.weights.h5").exists()
+    sbatch = (tmp_path / f"{script.stem}.sbatch").read_text()
+    assert "-m tfdist" not in sbatch and "PYTHONPATH" not in sbatch, sbatch

@@ -87,7 +87,7 @@ def only_reason(report: dict, needle: str) -> str:
 
 @pytest.mark.timeout(120)
 def test_run_writes_one_tf_config_per_worker_and_prefixes_output(tfd_venv, tmp_path):
-    res = tfdist(tfd_venv, ["run", "--backend", "tf-distribute", "-np", "2", str(TFD / "hello_workers.py"),
+    res = tfdist(tfd_venv, ["run", "--allow-unconverted", "--backend", "tf-distribute", "-np", "2", str(TFD / "hello_workers.py"),
                             "--flag", "x"], tmp_path, timeout=100)
     assert res.returncode == 0, res
     out = res.stdout.splitlines()
@@ -148,7 +148,7 @@ def test_run_fails_fast_when_one_worker_raises(tfd_venv, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_run_timeout_kills_every_worker(tfd_venv, tmp_path):
-    res = tfdist(tfd_venv, ["run", "--backend", "tf-distribute", "-np", "2", "--timeout", "10",
+    res = tfdist(tfd_venv, ["run", "--allow-unconverted", "--backend", "tf-distribute", "-np", "2", "--timeout", "10",
                             str(TFD / "sleeper.py"), str(tmp_path)], tmp_path, timeout=100)
     assert res.returncode == launcher.EXIT_TIMEOUT, res
     assert res.seconds < 40, res
@@ -233,11 +233,11 @@ def test_hosts_and_tf_config():
 
 @pytest.mark.timeout(60)
 def test_run_rejects_horovod_only_options(tfd_venv, tmp_path):
-    res = tfdist(tfd_venv, ["run", "--backend", "tf-distribute", "-np", "2", "--mpi", str(TFD / "hello_workers.py")],
+    res = tfdist(tfd_venv, ["run", "--allow-unconverted", "--backend", "tf-distribute", "-np", "2", "--mpi", str(TFD / "hello_workers.py")],
                  tmp_path, timeout=50)
     assert res.returncode == 3 and "--mpi is for --backend horovod" in res.stderr, res
-    res = tfdist(tfd_venv, ["run", "--backend", "tf-distribute", "-np", "2", "-H", "remote-a:1,remote-b:1",
-                            str(TFD / "hello_workers.py")], tmp_path, timeout=50)
+    res = tfdist(tfd_venv, ["run", "--allow-unconverted", "--backend", "tf-distribute", "-np", "2", "-H",
+                            "remote-a:1,remote-b:1", str(TFD / "hello_workers.py")], tmp_path, timeout=50)
     assert res.returncode == 3 and "none of the hosts is this machine" in res.stderr, res
 
 

@@ -8,6 +8,8 @@ import os
 import sys
 import tempfile
 
+from ..engine_choice import written_for
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 3
@@ -72,3 +74,43 @@ def write_text_atomic(path: str, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+ALLOW_UNCONVERTED_HELP = ("run a script that shows no engine as it is: every process then trains it whole, on its "
+                          "own (N separate trainings, nothing averaged)")
+
+
+def script_engine(prog: str, path: str, backend: str | None, allow_unconverted: bool, processes: str) -> tuple:
+    """What a launched script is, checked before anything starts: (ok, the
+    engine it was written for or None). Refused (ok False, the reason on
+    stderr): a file that is no Python (a syntax error, with its line), a
+    script converted for the other engine than ``backend``, and -- unless
+    ``allow_unconverted`` -- a script converted for neither, which would run
+    as ``processes`` independent trainings."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        err(prog, f"cannot read {path}: {exc.strerror or exc}")
+        return False, None
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        err(prog, f"{path}:{exc.lineno or '?'}: syntax error: {exc.msg}; nothing started")
+        return False, None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        err(prog, f"{path}: cannot be compiled ({type(exc).__name__}); nothing started")
+        return False, None
+    found = written_for(text)
+    if backend and found and backend != found:
+        shows = "imports horovod" if found == "horovod" else "builds a tf.distribute strategy"
+        err(prog, f"{path} is a {found} script (it {shows}), not --backend {backend}: give --backend {found}, "
+                  f"or convert the original with --backend {backend}")
+        return False, None
+    if found is None and not allow_unconverted:
+        err(prog, f"{path} is not a converted script (it neither imports horovod nor builds a tf.distribute "
+                  f"strategy): {processes} would each train it whole, on their own -- separate trainings, nothing "
+                  f"averaged, each writing the same files. Convert it first (tfdist convert SCRIPT -o "
+                  f"SCRIPT_dist.py), or pass --allow-unconverted to run it as it is")
+        return False, None
+    return True, found

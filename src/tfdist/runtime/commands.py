@@ -11,8 +11,8 @@ import threading
 from typing import List, Optional
 
 from . import launcher, slurm
-from .command_line import (BACKENDS, EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, Parser, err,  # noqa: F401
-                           optional_remainder, port, positive_float, positive_int)
+from .command_line import (ALLOW_UNCONVERTED_HELP, BACKENDS, EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, Parser,  # noqa: F401
+                           err, optional_remainder, port, positive_float, positive_int, script_engine)
 from .kubernetes import jobset_workers
 from .probe.state import ADDED_PATH_ENV, ORIG_PYTHONPATH_ENV, PROBE_DIR_ENV
 from .verify_command import build_verify_parser, parse_verify_args, verify_main  # noqa: F401
@@ -69,9 +69,11 @@ def build_run_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 usage="tfdist run [--backend {horovod,tf-distribute}] (-np N [-H HOSTS] | --slurm) [--gloo | --mpi] "
                       "[--this-host HOST] [--port PORT] [--timeout SECONDS] [--python PYTHON] [--record DIR] "
-                      "SCRIPT [ARGS...]")
-    p.add_argument("--backend", choices=BACKENDS, default="horovod",
-                   help="horovod: launch with horovodrun (default); tf-distribute: start N TF_CONFIG workers")
+                      "[--allow-unconverted] SCRIPT [ARGS...]")
+    p.add_argument("--backend", choices=BACKENDS,
+                   help="horovod: launch with horovodrun; tf-distribute: start N TF_CONFIG workers (default: the "
+                        "engine the script was converted for)")
+    p.add_argument("--allow-unconverted", action="store_true", help=ALLOW_UNCONVERTED_HELP)
     p.add_argument("-np", "--num-proc", dest="np", type=positive_int, metavar="N",
                    help="number of processes (ranks); required outside a Slurm job")
     p.add_argument("--slurm", action="store_true",
@@ -145,6 +147,11 @@ def _run(prog: str, args) -> int:
         return EXIT_BAD_INPUT
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    ok, found = script_engine(prog, args.script, args.backend, args.allow_unconverted,
+                              f"the {args.np} processes" if args.np else "the job's processes")
+    if not ok:
+        return EXIT_BAD_INPUT
+    args.backend = args.backend or found or "horovod"
     args.slurm = args.slurm or (args.np is None and slurm.in_job(env))
     if args.np is None and not args.slurm:
         err(prog, "-np N is required (outside a Slurm job; inside one, --slurm takes the job's tasks)")

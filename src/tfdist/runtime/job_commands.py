@@ -8,9 +8,9 @@ import shutil
 import sys
 from typing import List, Optional
 
-from ..engine_choice import written_for
-from . import kubernetes, launcher, slurm
-from .command_line import BACKENDS, EXIT_BAD_INPUT, EXIT_OK, Parser, err, write_text_atomic
+from . import kubernetes, launcher, slurm, slurm_tasks
+from .command_line import (ALLOW_UNCONVERTED_HELP, BACKENDS, EXIT_BAD_INPUT, EXIT_OK, Parser, err, script_engine,
+                           write_text_atomic)
 
 JOB_DESCRIPTION = """\
 Run a converted script on a cluster scheduler:
@@ -56,18 +56,23 @@ Write the Kubernetes manifest that runs SCRIPT (a converted script, at
 The manifest's header says what the cluster and the image must have.
 Nothing is applied: `kubectl apply -f FILE` does that."""
 
-EPILOG = """Options may come before or after SCRIPT; the script's own arguments go after --
+SLURM_EPILOG = """Options may come before or after SCRIPT; the script's own arguments go after --
   (tfdist job slurm train.py --nodes 2 -- --epochs 10).
 
 exit status: 0 written (and, with --wait, the job succeeded); the job's own
   non-zero status when it failed; 3 bad options (nothing written)."""
+
+KUBE_EPILOG = """Options may come before or after SCRIPT; the script's own arguments go after --
+  (tfdist job kubernetes train.py --workers 4 --image my/image:tag -- --epochs 10).
+
+exit status: 0 written; 3 bad options (nothing written)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdist job", description=JOB_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="scheduler", metavar="SCHEDULER", parser_class=Parser)
     s = sub.add_parser("slurm", help="write (and submit) an sbatch script", description=SLURM_DESCRIPTION,
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=SLURM_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--backend", choices=BACKENDS, help="the engine (default: read from the script)")
     s.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes (default: 1)")
     s.add_argument("--tasks-per-node", type=int, default=1, metavar="K",
@@ -96,9 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--wait", action="store_true", help="with --submit: wait for the job and report its result")
     s.add_argument("--wait-timeout", type=float, default=0.0, metavar="S",
                    help="with --wait: cancel the job after S seconds (default: no limit)")
+    s.add_argument("--allow-unconverted", action="store_true", help=ALLOW_UNCONVERTED_HELP)
     s.add_argument("script", metavar="SCRIPT", help="the converted training script")
     k = sub.add_parser("kubernetes", help="write a Kubeflow TrainJob (or v1 TFJob / MPIJob) manifest",
-                       description=KUBE_DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=KUBE_DESCRIPTION, epilog=KUBE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     k.add_argument("--backend", choices=BACKENDS, help="the engine (default: read from the script)")
     k.add_argument("--workers", type=int, required=True, metavar="N", help="worker pods")
     k.add_argument("--image", metavar="IMAGE", help="container image with TensorFlow and the script (required)")
@@ -116,27 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the script is inside the image (default: /workspace)")
     k.add_argument("-o", "--output", metavar="FILE",
                    help="the manifest (default: NAME-trainjob.yaml, NAME-tfjob.yaml or NAME-mpijob.yaml; - for stdout)")
+    k.add_argument("--allow-unconverted", action="store_true", help=ALLOW_UNCONVERTED_HELP)
     k.add_argument("script", metavar="SCRIPT", help="the converted training script")
     return p
 
 
-detect_backend = written_for  # the engine a converted script was written for (tfdist.engine_choice)
-
-
 def _backend(prog: str, args) -> str | None:
-    try:
-        with open(args.script, encoding="utf-8", errors="replace") as fh:
-            found = detect_backend(fh.read())
-    except OSError as exc:
-        err(prog, f"cannot read {args.script}: {exc.strerror or exc}")
-        return None
-    if args.backend and found and args.backend != found:
-        err(prog, f"{args.script} is a {found} script (it {'imports horovod' if found == 'horovod' else 'builds a tf.distribute strategy'}), "
-                   f"not --backend {args.backend}: convert it with --backend {args.backend}, or drop --backend")
+    processes = (f"the job's {args.nodes * args.tasks_per_node} processes" if args.scheduler == "slurm"
+                 else f"the {args.workers} pods")
+    ok, found = script_engine(prog, args.script, args.backend, args.allow_unconverted, processes)
+    if not ok:
         return None
     if not (args.backend or found):
-        err(prog, f"{args.script} uses neither Horovod nor tf.distribute: give a converted script "
-                   "(tfdist convert --backend ...), or say the engine with --backend")
+        err(prog, f"{args.script} shows no engine: say which with --backend (with --allow-unconverted)")
         return None
     return args.backend or found
 
@@ -170,7 +168,8 @@ def slurm_main(prog: str, args, backend: str) -> int:
                          partition=args.partition, account=args.account, job_name=args.job_name, python=python,
                          setup=args.setup, workdir=args.workdir, output=os.path.abspath(args.log) if args.log else None,
                          record=os.path.abspath(args.record) if args.record else None, timeout=args.timeout,
-                         args=list(args.args), sbatch_extra=args.sbatch_option)
+                         args=list(args.args), sbatch_extra=args.sbatch_option,
+                         allow_unconverted=args.allow_unconverted)
     problems = spec.problems()
     if args.wait and not args.submit:
         problems.append("--wait goes with --submit")
@@ -190,7 +189,7 @@ def slurm_main(prog: str, args, backend: str) -> int:
             err(prog, problem)
         sys.stderr.write(f"{prog}: nothing written\n")
         return EXIT_BAD_INPUT
-    spec.pythonpath = slurm.tfdist_pythonpath_for(python)
+    spec.pythonpath = None if slurm_tasks.carried(spec) else slurm.tfdist_pythonpath_for(python)
     text = slurm.sbatch_script(spec)
     if args.output == "-":
         sys.stdout.write(text)
@@ -227,7 +226,8 @@ def kubernetes_main(prog: str, args, backend: str) -> int:
     spec = kubernetes.KubeSpec(script=args.script, image=args.image, workers=args.workers, backend=backend,
                                api=args.api, name=args.name, namespace=args.namespace,
                                procs_per_worker=args.procs_per_worker, gpus_per_worker=args.gpus_per_worker,
-                               cpu=args.cpu, memory=args.memory, workdir=args.workdir, args=list(args.args))
+                               cpu=args.cpu, memory=args.memory, workdir=args.workdir, args=list(args.args),
+                               allow_unconverted=args.allow_unconverted)
     problems = spec.problems()
     if problems:
         for problem in problems:

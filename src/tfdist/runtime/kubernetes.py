@@ -64,6 +64,7 @@ class KubeSpec:
     memory: str | None = None    # e.g. "8Gi"
     workdir: str = "/workspace"  # where the script is inside the image
     args: list[str] = field(default_factory=list)
+    allow_unconverted: bool = False  # tfdist run --allow-unconverted in the pods
 
     @property
     def job_name(self) -> str:
@@ -72,7 +73,23 @@ class KubeSpec:
         stem = re.sub(r"[^a-z0-9-]+", "-", PurePosixPath(self.script).stem.lower()).strip("-") or "train"
         if not stem[0].isalpha():
             stem = "job-" + stem
-        return stem[:63].rstrip("-")
+        return stem[:63 - len(self.longest_pod_suffix)].rstrip("-")
+
+    @property
+    def longest_pod_suffix(self) -> str:
+        """What the operator adds to the job's name in the host name of its
+        longest-named pod: JobSet names a pod's host ``<jobset>-<replicated
+        job>-<job index>-<pod index>`` (Kubeflow Trainer v2: the TrainJob's
+        name is the JobSet's; jobset pkg/controllers/pod_controller.go, the
+        "hostname" it sets); the Training Operator ``<job>-<replica
+        type>-<index>`` (v1 TFJob / MPIJob: pkg/common/util, GenGeneralName).
+        A host name is a DNS label: at most 63 characters."""
+        last = str(max(self.workers, 1) - 1)
+        if self.api == "v2":
+            suffixes = [f"-{NODE_JOB}-0-{last}"] + (["-launcher-0-0"] if self.backend == "horovod" else [])
+        else:
+            suffixes = [f"-worker-{last}"] + (["-launcher"] if self.backend == "horovod" else [])
+        return max(suffixes, key=len)
 
     @property
     def script_in_image(self) -> str:
@@ -101,6 +118,11 @@ class KubeSpec:
         if not _DNS_LABEL.match(self.job_name):
             out.append(f"--name {self.job_name!r}: a Kubernetes name is lower-case letters, digits and '-', "
                        "starting with a letter, at most 63 characters")
+        elif len(self.job_name) + len(self.longest_pod_suffix) > 63:
+            suffix = self.longest_pod_suffix
+            out.append(f"--name {self.job_name!r} ({len(self.job_name)} characters): its pods' host names add "
+                       f"{suffix!r} ({len(suffix)}) and a host name is at most 63 characters: give a name of at most "
+                       f"{63 - len(suffix)}")
         if self.namespace is not None and not _DNS_LABEL.match(self.namespace):
             out.append(f"--namespace {self.namespace!r}: lower-case letters, digits and '-'")
         for option, value in (("--cpu", self.cpu), ("--memory", self.memory)):
@@ -178,7 +200,8 @@ def trainjob_v2(spec: KubeSpec) -> list[dict]:
             }},
         }
         command = ["python", "-m", "tfdist", "run", "--backend", "tf-distribute", "--jobset", "-np",
-                   str(spec.workers), "--port", str(TF_PORT), spec.script_in_image, *spec.args]
+                   str(spec.workers), "--port", str(TF_PORT)] + ["--allow-unconverted"] * spec.allow_unconverted + [
+                   spec.script_in_image, *spec.args]
         trainer: dict = {"image": spec.image, "numNodes": spec.workers, "command": command}
     else:
         runtime_spec = {

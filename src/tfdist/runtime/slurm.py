@@ -33,12 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from . import launcher
-
-#: Tasks of one node listen on port_base(...) + SLURM_LOCALID.
-PORT_LOW, PORT_HIGH = 20000, 60000
-#: Overrides the base port of a step (all tasks must see the same value).
-PORT_ENV = "TFDIST_SLURM_PORT"
+from . import launcher, slurm_tasks
+from .slurm_tasks import PORT_ENV, PORT_HIGH, PORT_LOW  # noqa: F401
 TERMINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
                    "BOOT_FAIL", "DEADLINE")
 _TIME = re.compile(r"^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2})$")
@@ -234,6 +230,7 @@ class JobSpec:
     timeout: float = 0.0             # tfdist run --timeout
     args: list[str] = field(default_factory=list)
     sbatch_extra: list[str] = field(default_factory=list)
+    allow_unconverted: bool = False  # tfdist run --allow-unconverted in the job
 
     @property
     def ntasks(self) -> int:
@@ -274,11 +271,23 @@ class JobSpec:
             cmd += ["--record", self.record]
         if self.timeout:
             cmd += ["--timeout", f"{self.timeout:g}"]
+        if self.allow_unconverted:
+            cmd.append("--allow-unconverted")
         return cmd + [os.path.abspath(self.script), *self.args]
 
 
 def _q(word: str) -> str:
     return shlex.quote(str(word))
+
+
+def _directive(value) -> str:
+    """A value of an ``#SBATCH`` line: sbatch reads these lines as words, so a
+    value with a space or a quote is written in double quotes (its ``"`` and
+    ``\\`` escaped)."""
+    text = str(value)
+    if text and re.fullmatch(r"[A-Za-z0-9_.,:/%+=@-]+", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def sbatch_script(spec: JobSpec) -> str:
@@ -290,7 +299,7 @@ def sbatch_script(spec: JobSpec) -> str:
         f"# Written by `tfdist job slurm` for {os.path.basename(spec.script)} ({spec.backend} engine):",
         f"# {spec.nodes} node(s) x {spec.tasks_per_node} task(s) = {spec.ntasks} training process(es).",
         "# Submit with `sbatch FILE` (or `tfdist job slurm ... --submit --wait`).",
-        f"#SBATCH --job-name={spec.name}",
+        f"#SBATCH --job-name={_directive(spec.name)}",
         f"#SBATCH --nodes={spec.nodes}",
         f"#SBATCH --ntasks-per-node={spec.tasks_per_node}",
     ]
@@ -305,16 +314,17 @@ def sbatch_script(spec: JobSpec) -> str:
             lines.append("# converted script pins rank r to GPU hvd.local_rank()")
             lines.append(f"#SBATCH --gpus-per-node={spec.gpus_per_task * spec.tasks_per_node}")
     if spec.time:
-        lines.append(f"#SBATCH --time={spec.time}")
+        lines.append(f"#SBATCH --time={_directive(spec.time)}")
     if spec.partition:
-        lines.append(f"#SBATCH --partition={spec.partition}")
+        lines.append(f"#SBATCH --partition={_directive(spec.partition)}")
     if spec.account:
-        lines.append(f"#SBATCH --account={spec.account}")
-    lines += [f"#SBATCH --chdir={workdir}", f"#SBATCH --output={output}"]
+        lines.append(f"#SBATCH --account={_directive(spec.account)}")
+    lines += [f"#SBATCH --chdir={_directive(workdir)}", f"#SBATCH --output={_directive(output)}"]
     lines += [f"#SBATCH {x}" for x in spec.sbatch_extra]
     lines += ["", "set -euo pipefail", ""]
     lines.append("# The environment the job runs in: the interpreter that wrote this script (or --python),")
-    lines.append("# with TensorFlow (and Horovod) installed, and tfdist importable from it.")
+    lines.append("# with TensorFlow installed" + (" (the tasks need nothing else)." if slurm_tasks.carried(spec) else
+                                                  " (and Horovod), and tfdist importable from it."))
     for line in spec.setup:
         lines.append(line)
     venv = _venv_of(spec.python)
@@ -326,7 +336,9 @@ def sbatch_script(spec: JobSpec) -> str:
         lines.append(f"export PYTHONPATH={_q(spec.pythonpath)}${{PYTHONPATH:+:$PYTHONPATH}}")
     lines += ["export PYTHONUNBUFFERED=1", ""]
     run = " ".join(['"$PYTHON"'] + [_q(w) for w in spec.run_command()[1:]])
-    if spec.backend == "tf-distribute":
+    if slurm_tasks.carried(spec):
+        lines += slurm_tasks.tf_distribute_lines(spec, [_q(os.path.abspath(spec.script))] + [_q(a) for a in spec.args])
+    elif spec.backend == "tf-distribute":
         lines += [
             "# One tf.distribute worker per task: tfdist run --slurm builds each task's TF_CONFIG from",
             "# SLURM_PROCID, SLURM_NTASKS and the step's nodes (worker 0 is the chief; ports from the job id).",
@@ -404,11 +416,16 @@ def job_info(job_id: str, env: Mapping[str, str] | None = None) -> dict[str, str
                           timeout=60)
     if proc.returncode != 0:
         return {}
-    info = {}
-    for word in proc.stdout.split():
-        key, sep, value = word.partition("=")
-        if sep and key not in info:
-            info[key] = value
+    return parse_job_info(proc.stdout)
+
+
+def parse_job_info(text: str) -> dict[str, str]:
+    """``scontrol show job -o``'s Key=Value fields; a value runs to the next
+    `` Key=`` (a path with spaces, ``StdOut=/tmp/my dir/k s-7.out``, stays whole)."""
+    info: dict[str, str] = {}
+    for m in re.finditer(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=(.*?)(?=\s+[A-Za-z][A-Za-z0-9_:/]*=|\s*$)",
+                         text.strip()):
+        info.setdefault(m.group(1), m.group(2))
     return info
 
 
@@ -466,7 +483,10 @@ def wait(job_id: str, env: Mapping[str, str] | None = None, sink: Callable[[str]
 
 
 _PREFIX = re.compile(r"^\[(\d+)\]<(stdout|stderr)>:(.*)$")
-_FAILED = (re.compile(r"worker (\d+) exited (\d+)"), re.compile(r"[Pp]rocess (\d+) exit with status code (\d+)"))
+_FAILED = (re.compile(r"worker (\d+) exited (\d+)"), re.compile(r"[Pp]rocess (\d+) exit with status code (\d+)"),
+           re.compile(r"srun: error: .*?: tasks? (\d+)(?:-\d+)?: Exited with exit code (\d+)"))
+#: ``srun --label``: "<task>: <line>" (the tasks of a batch script carrying their own code)
+_LABEL = re.compile(r"^\s*(\d+): (.*)$")
 
 
 def failed_task(text: str, lines: int = 12) -> tuple[int | None, int | None, list[str]]:
@@ -486,6 +506,8 @@ def failed_task(text: str, lines: int = 12) -> tuple[int | None, int | None, lis
         m = _PREFIX.match(line)
         if m and m.group(2) == "stderr":
             per_task.setdefault(int(m.group(1)), []).append(line)
+        elif not m and _LABEL.match(line):
+            per_task.setdefault(int(_LABEL.match(line).group(1)), []).append(line)
     if task is None:
         with_traceback = [t for t, ls in per_task.items() if any("Traceback" in x for x in ls)]
         task = min(with_traceback) if with_traceback else None
