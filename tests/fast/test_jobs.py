@@ -80,10 +80,37 @@ def test_sbatch_script_horovod_one_horovodrun_per_job(scripts, monkeypatch):
     assert main(["job", "slurm", "train_hvd.py", "--nodes", "3", "--tasks-per-node", "2", "--gpus-per-task", "1",
                  "-o", "hvd.sbatch"]) == 0
     text = (scripts / "hvd.sbatch").read_text()
-    assert "srun" not in "\n".join(x for x in text.splitlines() if not x.startswith("#"))
+    # every rank a Slurm task (issue 40): srun, no horovodrun, no ssh; the rendezvous started first
+    assert not [x for x in text.splitlines() if x.split(" ", 1)[0] in ("horovodrun", "ssh", "mpirun")]
     assert "#SBATCH --gpus-per-node=2" in text.splitlines()
-    assert f'"$PYTHON" -m tfdist run --backend horovod --slurm {scripts}/train_hvd.py' in text.splitlines()
+    srun = [x for x in text.splitlines() if x.startswith("srun ")]
+    assert srun == [f'srun --kill-on-bad-exit=1 --distribution=block --label --ntasks=6 "$PYTHON" -c "$TFDIST_TASK" '
+                    f"{scripts}/train_hvd.py"]
+    assert text.index("HOROVOD_GLOO_RENDEZVOUS_PORT=") < text.index("srun ")
     assert subprocess.run(["bash", "-n", str(scripts / "hvd.sbatch")]).returncode == 0
+    # tfdist's own --record / --timeout: each task runs `tfdist run --slurm`, one rank each
+    assert main(["job", "slurm", "train_hvd.py", "--nodes", "3", "--tasks-per-node", "2", "--timeout", "60",
+                 "-o", "hvd.sbatch"]) == 0
+    srun = [x for x in (scripts / "hvd.sbatch").read_text().splitlines() if x.startswith("srun ")]
+    assert srun == [f'srun --kill-on-bad-exit=1 --distribution=block --ntasks=6 "$PYTHON" -m tfdist run --backend '
+                    f"horovod --slurm --timeout 60 {scripts}/train_hvd.py"]
+
+
+def test_a_task_is_the_horovod_rank_horovodrun_would_make(tmp_path):
+    """The HOROVOD_* variables a task gives itself: what horovodrun gives the
+    rank of the same slot (its own host assignment, from the same hosts)."""
+    assignments = pytest.importorskip("horovod.runner.common.util.hosts")  # Not a missing stack: a cross-check
+    plan = assignments.get_host_assignments(assignments.parse_hosts("gpu07:2,gpu08:2"), 4)
+    for slot in plan:
+        env = dict(_step_env(slot.rank, slot.local_rank), TFDIST_NODES="gpu07,gpu08", TFDIST_TASKS_PER_NODE="2",
+                   HOROVOD_GLOO_RENDEZVOUS_ADDR="gpu07", HOROVOD_GLOO_RENDEZVOUS_PORT="4321")
+        got = slurm_tasks.horovod_rank_env(env)
+        assert got["HOROVOD_HOSTNAME"] == slot.hostname and int(got["HOROVOD_RANK"]) == slot.rank
+        assert (int(got["HOROVOD_LOCAL_RANK"]), int(got["HOROVOD_LOCAL_SIZE"])) == (slot.local_rank, slot.local_size)
+        assert (int(got["HOROVOD_CROSS_RANK"]), int(got["HOROVOD_CROSS_SIZE"])) == (slot.cross_rank, slot.cross_size)
+        assert int(got["HOROVOD_SIZE"]) == slot.size and got["HOROVOD_CONTROLLER"] == "gloo"
+    with pytest.raises(SystemExit, match="rendezvous"):
+        slurm_tasks.horovod_rank_env(dict(_step_env(0, 0), TFDIST_NODES="gpu07,gpu08", TFDIST_TASKS_PER_NODE="2"))
 
 
 def test_sbatch_environment_is_explicit(tmp_path, scripts):
@@ -138,8 +165,9 @@ def test_an_unconverted_script_is_refused_even_with_an_engine_unless_allowed(scr
     message = capsys.readouterr().err
     assert "is not a converted script" in message and "separate trainings" in message and "--allow-unconverted" in message
     assert not (scripts / "x.out").exists()
-    backend = "horovod" if scheduler == ["slurm"] else "tf-distribute"  # a job whose tasks run `tfdist run`
-    assert main(["job", *scheduler, "plain.py", "--backend", backend, "--allow-unconverted", "-o", "x.out"]) == 0
+    timeout = ["--timeout", "60"] if scheduler == ["slurm"] else []  # a job whose tasks run `tfdist run`
+    assert main(["job", *scheduler, "plain.py", "--backend", "tf-distribute", "--allow-unconverted", *timeout,
+                 "-o", "x.out"]) == 0
     assert "--allow-unconverted" in (scripts / "x.out").read_text()
 
 

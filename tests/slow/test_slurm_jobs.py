@@ -210,12 +210,15 @@ WEIGHTS = ('\nimport hashlib\nprint("WEIGHTS", hashlib.sha256(b"".join(w.tobytes
 
 
 @pytest.mark.timeout(330)
-def test_a_job_needs_nothing_but_the_training_environment(cluster, tmp_path):
+@pytest.mark.parametrize("backend", ["tf-distribute", "horovod"])
+def test_a_job_needs_nothing_but_the_training_environment(cluster, runtime_python, tmp_path, backend):
     """--python an environment where neither tfdist nor LibCST imports (issue
     40: the tasks stopped with ``No module named 'libcst'``): the batch script
-    carries its tasks' code, and both workers train, with the same weights,
-    half the steps each, the weights file written once."""
-    python = Path(_python("tf-distribute", ""))
+    carries its tasks' code -- a TF_CONFIG per task, or a Horovod rank per task
+    with the Gloo rendezvous started by the batch script (no horovodrun, no
+    ssh) -- and both train, with the same weights, half the steps each, the
+    weights file written once."""
+    python = Path(_python(backend, runtime_python))
     blocked = tmp_path / "blocked_python.py"
     blocked.write_text(BLOCKED)
     wrapper = tmp_path / "python"
@@ -223,7 +226,7 @@ def test_a_job_needs_nothing_but_the_training_environment(cluster, tmp_path):
     wrapper.chmod(0o755)
     check = subprocess.run([str(wrapper), "-c", "import tfdist"], capture_output=True, text=True, timeout=60)
     assert check.returncode != 0 and "No module named 'tfdist'" in check.stderr, check
-    script = _convert("keras_fit.py", "tf-distribute", tmp_path)
+    script = _convert("keras_fit.py", backend, tmp_path)
     script.write_text(script.read_text() + WEIGHTS)
     # written by tfdist (here), run with --python the blocked interpreter; no --record / --timeout,
     # tfdist's own features that need it in the job

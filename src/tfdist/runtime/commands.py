@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import List, Optional
 
-from . import launcher, slurm
+from . import launcher, slurm, slurm_tasks
 from .command_line import (ALLOW_UNCONVERTED_HELP, BACKENDS, EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, Parser,  # noqa: F401
                            err, optional_remainder, port, positive_float, positive_int, script_engine)
 from .kubernetes import jobset_workers
@@ -42,9 +42,11 @@ says where every process goes.  tf-distribute: run under srun, one tfdist
 run per task (`srun --distribution=block tfdist run --backend tf-distribute
 train.py`); each task starts ONE worker whose TF_CONFIG lists all the
 step's tasks (worker index SLURM_PROCID, ports chosen from the job id so
-jobs sharing a node do not collide).  horovod: run ONCE in the batch script
-(not under srun); tfdist starts horovodrun with -np SLURM_NTASKS and -H the
-allocation's nodes.  `tfdist job slurm` writes such a batch script.
+jobs sharing a node do not collide).  horovod: under srun in the batch
+script `tfdist job slurm` writes (which starts Horovod's Gloo rendezvous
+first), each task is ONE rank, its HOROVOD_* variables from SLURM_PROCID and
+the job's nodes; run once in a batch script without that rendezvous, tfdist
+starts horovodrun with -np SLURM_NTASKS and -H the allocation's nodes.
 
 --record DIR runs every process under verify's probe and leaves what each
 rank did in DIR/rank-<R>.json (optimizer steps, a hash of the final trainable
@@ -173,6 +175,8 @@ def _run(prog: str, args) -> int:
         if value is not None:
             err(prog, f"{option} is for --backend tf-distribute")
             return EXIT_BAD_INPUT
+    if args.slurm and slurm.in_step(env) and env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR"):
+        return _run_horovod_rank(prog, args, env)
     horovodrun = launcher.find_horovodrun()
     if horovodrun is None:
         err(prog, str(launcher.RuntimeMissing()))
@@ -213,6 +217,30 @@ def _run(prog: str, args) -> int:
     if result.returncode != 0:
         sys.stderr.write(f"{prog}: the job failed (horovodrun exit status {result.returncode}); "
                          "see the rank-prefixed output above\n")
+    return result.returncode
+
+
+def _run_horovod_rank(prog: str, args, env: dict) -> int:
+    """Under srun, in the batch script `tfdist job slurm` writes: this task is
+    ONE Horovod rank (its HOROVOD_* variables from the task's SLURM_*; the
+    batch script started the Gloo rendezvous), run here with its output
+    prefixed as horovodrun prefixes it."""
+    try:
+        rank_env = slurm_tasks.horovod_rank_env(env)
+    except (SystemExit, KeyError, ValueError) as exc:
+        err(prog, f"this Slurm task cannot be a Horovod rank: {exc}")
+        return EXIT_BAD_INPUT
+    env.update(rank_env)
+    rank = int(rank_env["HOROVOD_RANK"])
+    worker = launcher.Worker(rank=rank, host=rank_env["HOROVOD_HOSTNAME"], port=0, tf_config=None)
+    try:
+        result = launcher.execute_workers([worker], [args.python or sys.executable, *args.script_command],
+                                          timeout=args.timeout or None, env=env, sink=launcher.stream_to(sys.stdout))
+    except KeyboardInterrupt:
+        err(prog, "interrupted; the rank was killed")
+        return launcher.EXIT_INTERRUPTED
+    if result.timed_out:
+        err(prog, f"timed out after {args.timeout:g}s; rank {rank} was killed")
     return result.returncode
 
 

@@ -27,19 +27,24 @@ NODES x TASKS-PER-NODE processes, and with --submit submit it (sbatch);
 --wait then follows the job, streams its output, and reports its result
 (exit status: the job's; a failed task's error is shown).
 
-tf-distribute: `srun --distribution=block tfdist run --backend tf-distribute
---slurm SCRIPT`: one MultiWorkerMirroredStrategy worker per task, each with a
-TF_CONFIG built from SLURM_PROCID, SLURM_NTASKS and the step's nodes (ports
-from the job id, so jobs sharing a node do not collide); srun
---kill-on-bad-exit ends the job when a task fails.
-horovod: one `tfdist run --backend horovod --slurm SCRIPT` in the batch
-script: horovodrun -np SLURM_NTASKS -H <the allocation's nodes> (Gloo; ranks
-on other nodes are started over ssh).
+Every process is a Slurm task started by srun (--distribution=block,
+--kill-on-bad-exit: a task that fails ends the job):
+  tf-distribute: one MultiWorkerMirroredStrategy worker per task, its
+    TF_CONFIG built from SLURM_PROCID and the job's nodes (ports from the job
+    id, so jobs sharing a node do not collide);
+  horovod: one Horovod rank per task, its HOROVOD_* variables from the same,
+    with Horovod's Gloo rendezvous started by the batch script on the first
+    node (no horovodrun, no ssh between nodes).
+The batch script carries the few lines of standard-library Python each task
+runs, so the job needs TensorFlow (and Horovod), not tfdist. --record and
+--timeout are tfdist's own: with them each task runs `tfdist run --slurm`,
+which needs tfdist in the job.
 
 The job runs in the environment of --python (default: the interpreter running
 tfdist; its virtual environment is activated), or after --setup lines (e.g.
-"module load tensorflow"); when that interpreter would not import this same
-tfdist (a checkout on PYTHONPATH), the script puts it on the job's PYTHONPATH."""
+"module load tensorflow"); when tfdist runs in the job and that interpreter
+would not import this same tfdist (a checkout on PYTHONPATH), the script puts
+it on the job's PYTHONPATH."""
 
 KUBE_DESCRIPTION = """\
 Write the Kubernetes manifest that runs SCRIPT (a converted script, at

@@ -224,12 +224,13 @@ class Worker:
     rank: int
     host: str
     port: int
-    tf_config: str
+    tf_config: str | None   # None: a Horovod rank (its HOROVOD_* variables are in the base environment)
     local: bool = True      # started by this tfdist
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         env = dict(base)
-        env["TF_CONFIG"] = self.tf_config
+        if self.tf_config is not None:
+            env["TF_CONFIG"] = self.tf_config
         return env
 
 

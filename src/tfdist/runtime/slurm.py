@@ -15,11 +15,15 @@ in the step), ``SLURM_NTASKS``, ``SLURM_LOCALID`` (its index on its node),
   chosen from the job and step ids (:func:`port_base`), so two jobs sharing
   a node do not collide.  ``tf.distribute.cluster_resolver.SlurmClusterResolver``
   is not used: it runs ``nvidia-smi`` and fails on nodes without GPUs.
-* Horovod (Gloo, no MPI needed): ONE ``horovodrun`` for the job, started by
-  the batch script on the first node, with ``-np SLURM_NTASKS`` and
-  ``-H`` the allocation's nodes and task counts (:func:`horovod_hosts`);
-  horovodrun starts the ranks of other nodes over ssh (the nodes must
-  accept ssh from each other, as for any multi-node horovodrun).
+* Horovod (Gloo, no MPI needed): every rank is a task ``srun`` starts; the
+  batch script starts Horovod's Gloo rendezvous on the first node first and
+  each task takes its rank's ``HOROVOD_*`` variables from the ``SLURM_*``
+  ones (tfdist.runtime.slurm_tasks): no horovodrun, no ssh. ``tfdist run
+  --slurm`` run once in a batch script without that rendezvous still starts
+  ``horovodrun -np SLURM_NTASKS -H`` the allocation (:func:`horovod_hosts`).
+
+The batch script carries what each task runs (tfdist.runtime.slurm_tasks), so
+a job needs its training environment, not tfdist.
 """
 from __future__ import annotations
 
@@ -310,8 +314,8 @@ def sbatch_script(spec: JobSpec) -> str:
             lines.append("# one GPU set per task: Slurm sets each task's CUDA_VISIBLE_DEVICES")
             lines.append(f"#SBATCH --gpus-per-task={spec.gpus_per_task}")
         else:
-            lines.append("# horovodrun starts the ranks itself: each node gets the GPUs of all its tasks, and the")
-            lines.append("# converted script pins rank r to GPU hvd.local_rank()")
+            lines.append("# the tasks of a node share its GPUs: the converted script pins each rank to GPU")
+            lines.append("# hvd.local_rank() (one GPU set per task would leave local rank 1 no GPU 1)")
             lines.append(f"#SBATCH --gpus-per-node={spec.gpus_per_task * spec.tasks_per_node}")
     if spec.time:
         lines.append(f"#SBATCH --time={_directive(spec.time)}")
@@ -336,22 +340,18 @@ def sbatch_script(spec: JobSpec) -> str:
         lines.append(f"export PYTHONPATH={_q(spec.pythonpath)}${{PYTHONPATH:+:$PYTHONPATH}}")
     lines += ["export PYTHONUNBUFFERED=1", ""]
     run = " ".join(['"$PYTHON"'] + [_q(w) for w in spec.run_command()[1:]])
-    if slurm_tasks.carried(spec):
-        lines += slurm_tasks.tf_distribute_lines(spec, [_q(os.path.abspath(spec.script))] + [_q(a) for a in spec.args])
-    elif spec.backend == "tf-distribute":
+    script_words = [_q(os.path.abspath(spec.script))] + [_q(a) for a in spec.args]
+    if spec.backend == "horovod":
+        lines += slurm_tasks.horovod_lines(spec, script_words, run)
+    elif slurm_tasks.carried(spec):
+        lines += slurm_tasks.tf_distribute_lines(spec, script_words)
+    else:
         lines += [
             "# One tf.distribute worker per task: tfdist run --slurm builds each task's TF_CONFIG from",
             "# SLURM_PROCID, SLURM_NTASKS and the step's nodes (worker 0 is the chief; ports from the job id).",
             "# --kill-on-bad-exit: a task that fails ends the others (they would wait for it forever);",
             "# srun then exits non-zero and so does the job.",
             f"srun --kill-on-bad-exit=1 --distribution=block --ntasks={spec.ntasks} {run}",
-        ]
-    else:
-        lines += [
-            "# One horovodrun for the whole job, here on the first node: -np SLURM_NTASKS and -H the",
-            "# allocation's nodes (Gloo; other nodes' ranks are started over ssh). A rank that fails",
-            "# ends the job with its exit status.",
-            run,
         ]
     return "\n".join(lines) + "\n"
 

@@ -19,6 +19,8 @@ the job: they are tfdist's own features and need it installed there.
 """
 from __future__ import annotations
 
+import inspect
+
 #: Tasks of one node listen on port_base(...) + SLURM_LOCALID (tfdist.runtime.slurm.port_base).
 PORT_LOW, PORT_HIGH = 20000, 60000
 #: Overrides the base port of a step (all tasks must see the same value).
@@ -49,10 +51,96 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 '''
 
 
+def horovod_rank_env(env):
+    """The ``HOROVOD_*`` variables of the Horovod rank a Slurm task is (what
+    horovodrun gives each rank it starts: horovod/runner/gloo_run.py,
+    create_run_env_vars and the slot's rank, local and cross ranks), from
+    SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, the job's nodes in
+    TFDIST_NODES and TFDIST_TASKS_PER_NODE tasks on each (srun
+    --distribution=block), and the rendezvous the batch script started
+    (HOROVOD_GLOO_RENDEZVOUS_ADDR / _PORT). Standard library only: the
+    batch script carries this function's source (HOROVOD_TASK)."""
+    nodes = [n for n in env["TFDIST_NODES"].split(",") if n]
+    per_node = int(env["TFDIST_TASKS_PER_NODE"])
+    rank, size, local = int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"]), int(env["SLURM_LOCALID"])
+    node = rank // per_node
+    if node >= len(nodes) or rank % per_node != local or size != len(nodes) * per_node:
+        raise SystemExit(f"task {rank} of {size} runs as local task {local}, not where srun --distribution=block "
+                         f"places {per_node} tasks on each of {len(nodes)} nodes")
+    for name in ("HOROVOD_GLOO_RENDEZVOUS_ADDR", "HOROVOD_GLOO_RENDEZVOUS_PORT"):
+        if not env.get(name):
+            raise SystemExit(f"{name} is not set: the batch script starts the rendezvous before srun")
+    return {"HOROVOD_HOSTNAME": nodes[node], "HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(size),
+            "HOROVOD_LOCAL_RANK": str(local), "HOROVOD_LOCAL_SIZE": str(per_node),
+            "HOROVOD_CROSS_RANK": str(node), "HOROVOD_CROSS_SIZE": str(len(nodes)),
+            "HOROVOD_CONTROLLER": "gloo", "HOROVOD_CPU_OPERATIONS": "gloo"}
+
+
+#: A task as one Horovod rank: its variables, then the script as __main__.
+HOROVOD_TASK = inspect.getsource(horovod_rank_env) + '''
+import os, runpy, sys
+os.environ.update(horovod_rank_env(os.environ))
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+
+#: The Gloo rendezvous of the job, started by the batch script on its first
+#: node before srun (what horovodrun starts itself: gloo_run.launch_gloo):
+#: Horovod's own RendezvousServer with the hosts' slot plan; prints its port.
+HOROVOD_RENDEZVOUS = '''\
+import sys, time
+from horovod.runner.common.util import hosts
+from horovod.runner.http.http_server import RendezvousServer
+plan = hosts.get_host_assignments(hosts.parse_hosts(sys.argv[1]), int(sys.argv[2]))
+server = RendezvousServer(False)
+port = server.start()
+server.init(plan)
+print(port, flush=True)
+while True:
+    time.sleep(3600)
+'''
+
+
 def carried(spec) -> bool:
     """Does the batch script of a tfdist.runtime.slurm.JobSpec carry its
-    tasks' code (no tfdist in the job)?"""
-    return spec.backend == "tf-distribute" and not spec.record and not spec.timeout
+    tasks' code (no tfdist in the job)? tfdist's own --record and --timeout
+    need tfdist there."""
+    return not spec.record and not spec.timeout
+
+
+def horovod_lines(spec, script_words: list[str], run_words: str) -> list[str]:
+    """The batch script's lines starting every Horovod rank as a Slurm task:
+    the rendezvous here, then srun, each task a rank (:data:`HOROVOD_TASK`,
+    or ``tfdist run --slurm`` (``run_words``) when tfdist's features are
+    asked). No horovodrun, no ssh."""
+    task = (" ".join(['"$PYTHON"', "-c", '"$TFDIST_TASK"', *script_words]) if carried(spec) else run_words)
+    lines = [
+        "# Every Horovod rank is a Slurm task (no horovodrun, no ssh): Horovod's Gloo rendezvous runs here,",
+        "# on the first node, as horovodrun would start it; each task gets its rank's HOROVOD_* variables",
+        "# from SLURM_PROCID and the job's nodes. --kill-on-bad-exit: a rank that fails ends the others.",
+        f"export {NODES_ENV}=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | paste -sd, -)\"",
+        f"export TFDIST_TASKS_PER_NODE={spec.tasks_per_node}",
+        "TFDIST_RENDEZVOUS=$(cat <<'TFDIST_RENDEZVOUS_END'",
+        *HOROVOD_RENDEZVOUS.rstrip("\n").splitlines(),
+        "TFDIST_RENDEZVOUS_END",
+        ")",
+        "RENDEZVOUS_PORT_FILE=$(mktemp)",
+        f"\"$PYTHON\" -c \"$TFDIST_RENDEZVOUS\" \"$(echo \"${NODES_ENV}\" | sed 's/,/:{spec.tasks_per_node},/g'):"
+        f"{spec.tasks_per_node}\" {spec.ntasks} > \"$RENDEZVOUS_PORT_FILE\" &",
+        "RENDEZVOUS_PID=$!",
+        "trap 'kill $RENDEZVOUS_PID 2>/dev/null; rm -f \"$RENDEZVOUS_PORT_FILE\"' EXIT",
+        "for _ in $(seq 600); do [ -s \"$RENDEZVOUS_PORT_FILE\" ] && break; "
+        "kill -0 $RENDEZVOUS_PID 2>/dev/null || break; sleep 0.1; done",
+        "[ -s \"$RENDEZVOUS_PORT_FILE\" ] || { echo \"the Horovod rendezvous did not start\" >&2; exit 1; }",
+        "export HOROVOD_GLOO_RENDEZVOUS_PORT=\"$(head -n1 \"$RENDEZVOUS_PORT_FILE\")\"",
+        f"export HOROVOD_GLOO_RENDEZVOUS_ADDR=\"${{{NODES_ENV}%%,*}}\"",
+    ]
+    if carried(spec):
+        lines += ["TFDIST_TASK=$(cat <<'TFDIST_TASK_END'", *HOROVOD_TASK.rstrip("\n").splitlines(),
+                  "TFDIST_TASK_END", ")"]
+    label = " --label" if carried(spec) else ""  # tfdist run prefixes its lines itself ([R]<stdout>:)
+    return lines + [f"srun --kill-on-bad-exit=1 --distribution=block{label} --ntasks={spec.ntasks} {task}"]
 
 
 def tf_distribute_lines(spec, script_words: list[str]) -> list[str]:
