@@ -183,30 +183,18 @@ def test_a_failing_task_fails_the_job_horovod(cluster, runtime_python, tmp_path)
     _fails(cluster, runtime_python, tmp_path, "horovod")
 
 
-BLOCKED = '''"""The job's interpreter for test_a_job_needs_nothing_but_the_training_environment:
-TensorFlow's, but neither tfdist nor LibCST can be imported (as in an environment
-without them), then Python's own `-c CODE ARGS` or `SCRIPT ARGS`."""
-import runpy, sys
-
-
-class Absent:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tfdist", "libcst"):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-sys.meta_path.insert(0, Absent())
-if sys.argv[1] == "-c":
-    code, sys.argv = sys.argv[2], ["-c"] + sys.argv[3:]
-    exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
-else:
-    sys.argv = sys.argv[1:]
-    runpy.run_path(sys.argv[0], run_name="__main__")
-'''
+BLOCKED = Path(__file__).resolve().parent / "support" / "blocked_python.py"
 #: every worker's weights, after the converted script (the test's addition: the probe needs tfdist)
 WEIGHTS = ('\nimport hashlib\nprint("WEIGHTS", hashlib.sha256(b"".join(w.tobytes() for w in model.get_weights()))'
            '.hexdigest(), int(model.optimizer.iterations.numpy()), flush=True)\n')
+
+
+def blocked_python(python, directory: Path) -> Path:
+    """An interpreter running ``python`` where tfdist and LibCST cannot be imported."""
+    wrapper = directory / "python"
+    wrapper.write_text(f'#!/bin/bash\nexec {python} -I {BLOCKED} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 @pytest.mark.timeout(330)
@@ -219,11 +207,7 @@ def test_a_job_needs_nothing_but_the_training_environment(cluster, runtime_pytho
     ssh) -- and both train, with the same weights, half the steps each, the
     weights file written once."""
     python = Path(_python(backend, runtime_python))
-    blocked = tmp_path / "blocked_python.py"
-    blocked.write_text(BLOCKED)
-    wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/bash\nexec {python} -I {blocked} "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = blocked_python(python, tmp_path)
     check = subprocess.run([str(wrapper), "-c", "import tfdist"], capture_output=True, text=True, timeout=60)
     assert check.returncode != 0 and "No module named 'tfdist'" in check.stderr, check
     script = _convert("keras_fit.py", backend, tmp_path)

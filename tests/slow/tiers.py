@@ -11,6 +11,11 @@ correctness suites' scripts) keep their tables beside their tests.
 from __future__ import annotations
 
 EXTENDED = {
+    # a job from an interpreter that cannot import tfdist or LibCST: the two-node jobs run so
+    "test_slurm_jobs.py::test_a_job_needs_nothing_but_the_training_environment[tf-distribute]":
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[tf-distribute]",
+    "test_slurm_jobs.py::test_a_job_needs_nothing_but_the_training_environment[horovod]":
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod]",
     # a GAN trained with train_on_batch on tf.distribute: one verify run of that family stays
     "test_train_on_batch.py::test_gan_train_on_batch_tf_distribute_two_workers":
         "test_train_on_batch.py::test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train",
