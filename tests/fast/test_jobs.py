@@ -168,7 +168,7 @@ def test_an_unconverted_script_is_refused_even_with_an_engine_unless_allowed(scr
     timeout = ["--timeout", "60"] if scheduler == ["slurm"] else []  # a job whose tasks run `tfdist run`
     assert main(["job", *scheduler, "plain.py", "--backend", "tf-distribute", "--allow-unconverted", *timeout,
                  "-o", "x.out"]) == 0
-    assert "--allow-unconverted" in (scripts / "x.out").read_text()
+    assert scheduler != ["slurm"] or "--allow-unconverted" in (scripts / "x.out").read_text()
 
 
 @pytest.mark.parametrize("scheduler", [["slurm"], ["kubernetes", "--workers", "2", "--image", "img:1"]])
@@ -409,11 +409,11 @@ def test_manifests_validate_against_the_sdk_models(scripts, monkeypatch, api, sc
         assert job["spec"]["trainer"]["numNodes"] == 4 and job["metadata"]["namespace"] == "team-a"
         command = job["spec"]["trainer"]["command"]
         if script == "train_hvd.py":
-            assert "mpi" in runtime["spec"]["mlPolicy"] and command[:3] == ["mpirun", "-np",
-                                                                            str(4 * job["spec"]["trainer"]["numProcPerNode"])]
+            assert "mpi" in runtime["spec"]["mlPolicy"] and command[:4] == [
+                "mpirun", "--allow-run-as-root", "-np", str(4 * job["spec"]["trainer"]["numProcPerNode"])]
         else:
             assert "mpi" not in runtime["spec"]["mlPolicy"]
-            assert command[:8] == ["python", "-m", "tfdist", "run", "--backend", "tf-distribute", "--jobset", "-np"]
+            assert command[:5] == ["python", "-c", kubernetes.POD_TASK, "4", str(kubernetes.TF_PORT)]
         assert command[-3:] == [f"/workspace/{script}", "--epochs", "2"]
         assert "Kubeflow Trainer v2" in text.splitlines()[0]
     else:
@@ -576,3 +576,90 @@ def test_srun_label_output_names_the_failed_task_and_its_traceback():
                       "1: ValueError: task 1 cannot read its shard", "srun: error: node1: task 1: Exited with exit code 1"])
     task, status, lines = slurm.failed_task(text)
     assert (task, status) == (1, 1) and lines[-1].endswith("ValueError: task 1 cannot read its shard")
+
+
+# Where Kubeflow Trainer v2 puts what a TrainJob asks, by upstream's code (kubeflow/trainer,
+# commit 8c0f505, 2026-08-21), applied here to the manifests tfdist writes:
+# - pkg/runtime/core/trainingruntime.go (TrainingRuntime.runtimeInfo): a replicated job labelled
+#   trainer.kubeflow.org/trainjob-ancestor-step=trainer counts the *runtime's* mlPolicy.numNodes pods
+#   (else its own parallelism, 1); trainer.resourcesPerNode is merged into the container named "node"
+#   of that job and, when the MPI policy has runLauncherAsNode, of the job named "node".
+# - pkg/runtime/framework/plugins/mpi/mpi.go (EnforceMLPolicy): the job "node" counts the TrainJob's
+#   numNodes, minus 1 with runLauncherAsNode (the launcher is then a node: isNode()).
+# - pkg/runtime/framework/plugins/jobset/builder.go (Builder.Trainer): the TrainJob's command and
+#   image go to the "node" container of the job labelled trainer.
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _upstream_pods(runtime: dict, job: dict) -> dict:
+    """replicated job -> (pods, gets resourcesPerNode, runs the TrainJob's command, runs ranks)."""
+    policy = runtime["spec"]["mlPolicy"]
+    mpi = policy.get("mpi") or {}
+    as_node = bool(mpi.get("runLauncherAsNode"))
+    trainer = job["spec"]["trainer"]
+    out = {}
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        labelled = (rjob["template"].get("metadata") or {}).get("labels", {}).get(ANCESTOR) == "trainer"
+        count = policy.get("numNodes", 1) if labelled else 1
+        if mpi and rjob["name"] == "node":
+            count = max(trainer["numNodes"] - 1, 1) if as_node else trainer["numNodes"]
+        elif not mpi and labelled:
+            count = trainer["numNodes"]   # plain ML policy: the trainer job counts the TrainJob's numNodes
+        containers = [c["name"] for c in rjob["template"]["spec"]["template"]["spec"]["containers"]]
+        resources = "node" in containers and (labelled or (as_node and rjob["name"] == "node"))
+        ranks = rjob["name"] == "node" or (as_node and rjob["name"] == "launcher") or not mpi
+        out[rjob["name"]] = (count, resources, labelled and "node" in containers, ranks)
+    return out
+
+
+@pytest.mark.parametrize("workers,procs", [(2, 1), (4, 2)])
+def test_trainer_v2_mpi_places_gpus_where_the_ranks_run_and_starts_one_launcher(scripts, monkeypatch, workers,
+                                                                                 procs):
+    """Issue 40: the node pods running the ranks got no GPUs (resourcesPerNode went to the launcher)
+    and the runtime's numNodes of N made N launchers."""
+    _, (runtime, job) = _manifest(scripts, monkeypatch, "train_hvd.py", "--workers", str(workers), "--image", "i:1",
+                                  "--procs-per-worker", str(procs), "--gpus-per-worker", "1", "--cpu", "4")
+    pods = _upstream_pods(runtime, job)
+    assert pods["launcher"][0] == 1                                        # one launcher
+    assert pods["launcher"][2] and job["spec"]["trainer"]["command"][0] == "mpirun"
+    rank_pods = sum(count for count, _, _, ranks in pods.values() if ranks)
+    assert rank_pods == workers                                            # N pods run ranks
+    assert all(resources for _, resources, _, ranks in pods.values() if ranks)   # each with its GPUs
+    assert job["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == str(procs)
+    assert "--allow-run-as-root" in job["spec"]["trainer"]["command"]      # the pods run as root
+    assert runtime["spec"]["mlPolicy"]["mpi"]["sshAuthMountPath"] == "/root/.ssh"
+
+
+def test_trainer_v2_tf_distribute_runs_every_worker_with_resources(scripts, monkeypatch):
+    _, (runtime, job) = _manifest(scripts, monkeypatch, "train_dist.py", "--workers", "3", "--image", "i:1",
+                                  "--gpus-per-worker", "2")
+    pods = _upstream_pods(runtime, job)
+    assert pods == {"node": (3, True, True, True)}
+
+
+def test_v1_mpijob_gives_the_workers_the_gpus_and_runs_mpirun_as_root(scripts, monkeypatch):
+    """Training Operator v1 (release 1.9): the MPIJob's Launcher runs mpirun, its Worker replicas the ranks
+    (pkg/controller.v1/mpi: the hostfile lists the workers, slotsPerWorker each)."""
+    _, (mpijob,) = _manifest(scripts, monkeypatch, "train_hvd.py", "--workers", "3", "--image", "i:1", "--api", "v1",
+                             "--procs-per-worker", "2", "--gpus-per-worker", "1")
+    specs = mpijob["spec"]["mpiReplicaSpecs"]
+    launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
+    worker = specs["Worker"]["template"]["spec"]["containers"][0]
+    assert specs["Launcher"]["replicas"] == 1 and specs["Worker"]["replicas"] == 3
+    assert "resources" not in launcher and worker["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert launcher["command"][:2] == ["mpirun", "--allow-run-as-root"]
+
+
+@pytest.mark.parametrize("index", [0, 2])
+def test_the_pod_code_a_trainjob_carries_builds_tfdist_run_jobset_s_tf_config(tmp_path, index):
+    """A Trainer v2 tf-distribute pod runs the manifest's own lines, not tfdist (issue 40): the
+    TF_CONFIG they give the script is the one ``tfdist run --jobset`` builds for the same pod."""
+    script = tmp_path / "show.py"
+    script.write_text("import os, sys\nprint(os.environ['TF_CONFIG'])\nprint(sys.argv[1:])\n")
+    env = {"JOBSET_NAME": "train-dist", "JOB_COMPLETION_INDEX": str(index), "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, "-I", "-c", kubernetes.POD_TASK, "3", "2222", str(script), "--epochs", "2"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shown, argv = proc.stdout.splitlines()
+    assert json.loads(shown) == json.loads(kubernetes.jobset_workers(3, env, 2222)[index].tf_config)
+    assert argv == "['--epochs', '2']"

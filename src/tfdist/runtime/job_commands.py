@@ -52,9 +52,10 @@ Write the Kubernetes manifest that runs SCRIPT (a converted script, at
 
   Kubeflow Trainer v2 (default, --api v2): a TrainJob and the TrainingRuntime it
     runs on (trainer.kubeflow.org/v1alpha1). tf-distribute: one
-    MultiWorkerMirroredStrategy worker per pod (tfdist run --jobset writes its
-    TF_CONFIG; the image needs tfdist). horovod: the MPI policy (mpirun from a
-    launcher pod; Horovod built with MPI in the image).
+    MultiWorkerMirroredStrategy worker per pod (a few lines of Python in its
+    command write its TF_CONFIG; the image needs TensorFlow, not tfdist).
+    horovod: the MPI policy as upstream's MPI runtimes set it (the launcher
+    runs mpirun and ranks of its own; Horovod built with MPI in the image).
   Training Operator v1 (--api v1): a TFJob (tf-distribute; the operator writes
     TF_CONFIG) or an MPIJob (horovod) of kubeflow.org/v1.
 

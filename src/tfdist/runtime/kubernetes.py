@@ -7,18 +7,21 @@ Engines:
 
 * tf-distribute, Trainer v2: Trainer v2 ships no TensorFlow runtime, so the
   manifest carries its own ``TrainingRuntime`` (no ML policy plugin: a JobSet
-  with one replicated job ``node`` of N pods).  Each pod runs ``tfdist run
-  --backend tf-distribute --jobset -np N SCRIPT``, which writes its
+  with one replicated job ``node`` of N pods).  Each pod runs ``python -c
+  POD_TASK N PORT SCRIPT``, a few standard-library lines writing its
   ``TF_CONFIG`` from ``JOB_COMPLETION_INDEX`` (its index in the indexed Job)
   and ``JOBSET_NAME`` (from the pod's JobSet label, through the downward API):
   worker i is ``<jobset>-node-0-<i>.<jobset>:PORT``, the DNS name JobSet
-  gives each pod.  The image needs TensorFlow and tfdist (``pip install tfdist``).
+  gives each pod (``tfdist run --jobset`` does the same, by hand).  The image
+  needs TensorFlow, not tfdist.
 * tf-distribute, v1: a ``TFJob`` with N ``Worker`` replicas; the Training
   Operator writes each pod's ``TF_CONFIG`` itself (worker 0 is the chief).
 * horovod: MPI (Horovod built with MPI, OpenMPI and sshd in the image).
-  Trainer v2: a ``TrainingRuntime`` with the MPI policy (a launcher job that
-  runs ``mpirun``, N node pods running sshd; Trainer writes the hostfile and
-  the SSH keys).  v1: an ``MPIJob`` (launcher + N workers).
+  Trainer v2: a ``TrainingRuntime`` with the MPI policy as upstream's own
+  MPI runtimes have it (the launcher runs ``mpirun --allow-run-as-root`` and
+  ranks of its own, ``runLauncherAsNode``; N-1 node pods run sshd; Trainer
+  writes the hostfile and the SSH keys, and gives ``resourcesPerNode`` to
+  every pod running ranks).  v1: an ``MPIJob`` (launcher + N workers).
 
 Nothing here talks to a cluster: the manifests are written as YAML, and
 tfdist's tests validate them with the Kubeflow SDKs' typed models
@@ -154,8 +157,10 @@ class KubeSpec:
         return ["python", self.script_in_image, *self.args]
 
     def mpirun_command(self) -> list[str]:
-        return ["mpirun", "-np", str(self.workers * self.procs_per_worker), "--bind-to", "none", "--map-by", "slot",
-                "-x", "PATH", "-x", "LD_LIBRARY_PATH", *self.python_command()]
+        # --allow-run-as-root: the pods run as root (the SSH keys are mounted at /root/.ssh; Horovod's own
+        # images run as root), and OpenMPI's mpirun stops at once as root without it
+        return ["mpirun", "--allow-run-as-root", "-np", str(self.workers * self.procs_per_worker), "--bind-to",
+                "none", "--map-by", "slot", "-x", "PATH", "-x", "LD_LIBRARY_PATH", *self.python_command()]
 
 
 def manifests(spec: KubeSpec) -> list[dict]:
@@ -199,15 +204,19 @@ def trainjob_v2(spec: KubeSpec) -> list[dict]:
                         ports=[{"name": "tf-worker", "containerPort": TF_PORT, "protocol": "TCP"}]), trainer_step)}],
             }},
         }
-        command = ["python", "-m", "tfdist", "run", "--backend", "tf-distribute", "--jobset", "-np",
-                   str(spec.workers), "--port", str(TF_PORT)] + ["--allow-unconverted"] * spec.allow_unconverted + [
-                   spec.script_in_image, *spec.args]
+        command = ["python", "-c", POD_TASK, str(spec.workers), str(TF_PORT), spec.script_in_image, *spec.args]
         trainer: dict = {"image": spec.image, "numNodes": spec.workers, "command": command}
     else:
+        # As upstream's MPI runtimes (manifests/base/runtimes/deepspeed_distributed.yaml): the launcher is
+        # the trainer (it gets the TrainJob's command, mpirun) and runs ranks too (runLauncherAsNode), so
+        # resourcesPerNode reaches every pod running ranks -- Trainer gives them to the replicated job
+        # labelled trainer and, with runLauncherAsNode, to "node" (pkg/runtime/core/trainingruntime.go);
+        # the launcher count is the runtime's numNodes (1), the node count the TrainJob's numNodes - 1
+        # (pkg/runtime/framework/plugins/mpi/mpi.go, EnforceMLPolicy). tests/fast/test_jobs.py holds it.
         runtime_spec = {
-            "mlPolicy": {"numNodes": spec.workers, "mpi": {
+            "mlPolicy": {"numNodes": 1, "mpi": {
                 "numProcPerNode": spec.procs_per_worker, "mpiImplementation": "OpenMPI",
-                "sshAuthMountPath": "/root/.ssh", "runLauncherAsNode": False}},
+                "sshAuthMountPath": "/root/.ssh", "runLauncherAsNode": True}},
             "template": {"spec": {
                 "network": {"publishNotReadyAddresses": True},
                 "successPolicy": {"operator": "All", "targetReplicatedJobs": ["launcher"]},
@@ -267,11 +276,10 @@ def requirements(spec: KubeSpec) -> list[str]:
         lines.append("Cluster: Kubeflow Training Operator v1 (kubeflow.org/v1 "
                      + ("TFJob" if spec.backend == "tf-distribute" else "MPIJob") + " CRD; release 1.9).")
     if spec.backend == "tf-distribute":
-        lines.append("Image: TensorFlow" + (" and tfdist (pip install tfdist)" if spec.api == "v2" else "")
-                     + f", with the script at {spec.script_in_image}.")
+        lines.append(f"Image: TensorFlow, with the script at {spec.script_in_image} (tfdist is not needed).")
         if spec.api == "v2":
-            lines.append(f"Each pod runs one MultiWorkerMirroredStrategy worker: tfdist run --jobset writes its "
-                         f"TF_CONFIG (port {TF_PORT}).")
+            lines.append(f"Each pod runs one MultiWorkerMirroredStrategy worker: the few lines of Python in its "
+                         f"command write its TF_CONFIG (port {TF_PORT}).")
         else:
             lines.append("The Training Operator writes each worker's TF_CONFIG (worker 0 is the chief).")
     else:
@@ -344,6 +352,22 @@ def to_yaml(documents: list[dict], header: list[str] = ()) -> str:
 # --------------------------------------------------------------------------
 # Inside a pod: tfdist run --jobset
 # --------------------------------------------------------------------------
+
+#: What each pod of a Trainer v2 tf-distribute TrainJob runs before the script: its TF_CONFIG from
+#: JOBSET_NAME and JOB_COMPLETION_INDEX, as :func:`jobset_workers` builds it (a fast test holds the two
+#: equal), in standard-library Python the manifest carries (``python -c POD_TASK N PORT SCRIPT ARGS``):
+#: the image needs TensorFlow, not tfdist.
+POD_TASK = f'''\
+import json, os, runpy, sys
+name, index = os.environ["JOBSET_NAME"], int(os.environ["JOB_COMPLETION_INDEX"])
+workers, port = int(sys.argv[1]), int(sys.argv[2])
+cluster = [f"{{name}}-{NODE_JOB}-0-{{i}}.{{name}}:{{port}}" for i in range(workers)]
+os.environ["TF_CONFIG"] = json.dumps({{"cluster": {{"worker": cluster}}, "task": {{"type": "worker", "index": index}}}})
+sys.argv = sys.argv[3:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+runpy.run_path(sys.argv[0], run_name="__main__")
+'''
+
 
 def jobset_workers(np: int, env, port: int | None = None, job: str = NODE_JOB):
     """The ``np`` tf.distribute workers of a JobSet's replicated job ``node``

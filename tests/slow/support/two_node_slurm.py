@@ -19,11 +19,13 @@ and the veth pair, which :meth:`TwoNodeSlurm.stop` removes.
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,3 +224,27 @@ class TwoNodeSlurm:
         _run("ip", "link", "del", self.veth[0], check=False)
         for ns in self.namespaces:
             _run("ip", "netns", "del", ns, check=False)
+
+
+def main(argv: list[str]) -> int:
+    """By hand: ``start DIR`` brings the cluster up and says how to reach it;
+    ``stop DIR`` takes it down again."""
+    if len(argv) != 2 or argv[0] not in ("start", "stop"):
+        print("usage: two_node_slurm.py start|stop DIRECTORY", file=sys.stderr)
+        return 2
+    state = Path(argv[1]).resolve() / "cluster.json"
+    if argv[0] == "start":
+        c = TwoNodeSlurm.start(argv[1])
+        state.write_text(json.dumps({"namespaces": c.namespaces, "veth": c.veth, "addresses": c.addresses,
+                                     "cpus": c.cpus}))
+        print(f"two nodes n1, n2 up; submit from the first: nsenter --net=/var/run/netns/{c.namespaces[0]} "
+              f"env SLURM_CONF={c.conf} sbatch ... (or tfdist job slurm ... --submit --wait)")
+        return 0
+    saved = json.loads(state.read_text())
+    TwoNodeSlurm(directory=state.parent, namespaces=tuple(saved["namespaces"]), veth=tuple(saved["veth"]),
+                 addresses=tuple(saved["addresses"]), cpus=saved["cpus"]).stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
