@@ -13,7 +13,8 @@ horovodrun, no ssh). The job's interpreter cannot import tfdist or LibCST
 tfdist's. Checked: the job completed; the ranks ran 2 on each node;
 every rank ends with the same weights after 1/4 of the original's steps;
 with --record (verify's probe in every task): the same trainable variables
-on every rank and the weights file written by rank 0 only.
+on every rank, 4 workers in the strategy, and the weights file written by
+rank 0 only.
 """
 from __future__ import annotations
 
@@ -70,8 +71,9 @@ def _python(backend: str, runtime_python: str) -> str:
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("backend,record", [("tf-distribute", False), ("horovod", False), ("horovod", True)],
-                         ids=["tf-distribute", "horovod", "horovod-recorded"])
+@pytest.mark.parametrize("backend,record", [("tf-distribute", False), ("horovod", False), ("tf-distribute", True),
+                                            ("horovod", True)],
+                         ids=["tf-distribute", "horovod", "tf-distribute-recorded", "horovod-recorded"])
 def test_both_engines_train_across_two_nodes(cluster, runtime_python, tmp_path, backend, record):
     python = _python(backend, runtime_python)
     # the job's interpreter: TensorFlow's (and Horovod's), where tfdist and LibCST cannot be imported;
@@ -106,6 +108,9 @@ def test_both_engines_train_across_two_nodes(cluster, runtime_python, tmp_path, 
         assert [r.rank for r in ranks] == list(range(RANKS)) and not any(r.missing for r in ranks), ranks
         assert len({r.trainable_sha256 for r in ranks}) == 1 and ranks[0].trainable_count > 0
         assert [r.optimizer_steps for r in ranks] == [ORIGINAL_STEPS // RANKS] * RANKS
+        if backend == "tf-distribute":
+            assert all(r.multi_worker_size == RANKS for r in ranks), [r.strategies for r in ranks]
+        # written once, by rank 0 (tf.distribute's other workers save into temporary directories they remove)
         written = [(r.rank, f.path) for r in ranks for f in r.files if f.exists_at_exit
-                   and f.path.endswith("final.weights.h5")]
-        assert [rank for rank, _ in written] == [0], written                # written once, by rank 0
+                   and not f.removed_temp and f.path.endswith("final.weights.h5")]
+        assert [rank for rank, _ in written] == [0], written

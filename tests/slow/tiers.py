@@ -11,6 +11,11 @@ correctness suites' scripts) keep their tables beside their tests.
 from __future__ import annotations
 
 EXTENDED = {
+    # a converted Keras script as a Slurm job, recorded: the two-node jobs run it so
+    "test_slurm_jobs.py::test_keras_script_as_a_slurm_job_horovod":
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod-recorded]",
+    "test_slurm_jobs.py::test_keras_script_as_a_slurm_job_tf_distribute":
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[tf-distribute-recorded]",
     # a job from an interpreter that cannot import tfdist or LibCST: the two-node jobs run so
     "test_slurm_jobs.py::test_a_job_needs_nothing_but_the_training_environment[tf-distribute]":
         "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[tf-distribute]",
