@@ -435,8 +435,12 @@ class TfDistributeBackend(Backend):
         demo_mnist_convnet.py: "Shape mismatch in the collective", [102, 28,
         28, 1] vs [103, ...]); the scalars are reduced with axis=None, as
         MirroredStrategy does. Every call the strategy accepts is passed on
-        as it is. Only under Keras 3 and only with TF_CONFIG (the
-        multi-worker strategy)."""
+        as it is. Only under Keras 3; the scalars only with TF_CONFIG (the
+        multi-worker strategy). MirroredStrategy over local devices fails on
+        the nested batch too when its replicas' parts differ in size
+        (``AddN ... must have the same size``, [52, 28, 28, 1] vs [51, ...]:
+        keras-io's mnist_convnet on 1 process x 2 devices, a validation set
+        of 103 rows), so the batch is answered so under both strategies."""
         q = ctx.quoted
         return (
             f"def {{keras3_reduce}}(reduce):\n"
@@ -444,15 +448,16 @@ class TfDistributeBackend(Backend):
             f"        if axis is None and {{tf}}.nest.is_nested(value):\n"
             f"            return {{tf}}.nest.map_structure(lambda v: {{strategy}}.experimental_local_results(v)[0], value)\n"
             f"        local = {{strategy}}.experimental_local_results(value)[0]\n"
-            f"        if axis is not None and getattr(getattr(local, {q('shape')}, None), {q('rank')}, None) == 0:\n"
+            f"        if axis is not None and {q('TF_CONFIG')} in {{os}}.environ and getattr(getattr(local, {q('shape')}, None), {q('rank')}, None) == 0:\n"
             f"            return reduce(reduce_op, value, axis=None)\n"
             f"        return reduce(reduce_op, value, axis)\n"
             f"    return reduce_each\n"
-            f"if {q('TF_CONFIG')} in {{os}}.environ and int({{keras}}.__version__.split({q('.')})[0]) >= 3:\n"
+            f"if int({{keras}}.__version__.split({q('.')})[0]) >= 3:\n"
             f"    {{strategy}}.reduce = {{keras3_reduce}}({{strategy}}.reduce)",
-            "tf.distribute: Keras 3 fit() hands MultiWorkerMirroredStrategy.reduce a nested batch (only to build "
-            "the model from its shapes) and scalar metrics along axis 0, which it rejects (keras-team/keras#20585): "
-            "answer the first with this worker's batch, reduce the others as MirroredStrategy does.",
+            "tf.distribute: Keras 3 fit() hands the strategy's reduce a nested batch (only to build the model from "
+            "its shapes), which fails when the replicas' parts differ in size, and scalar metrics along axis 0, which "
+            "MultiWorkerMirroredStrategy rejects (keras-team/keras#20585): answer the first with this replica's "
+            "part, reduce the others as MirroredStrategy does.",
         )
 
     # --- optimisation
