@@ -629,3 +629,23 @@ def test_a_flow_of_a_generator_handed_in_or_none_is_an_image_flow(backend, flow)
     assert result.status == "converted", result.error
     assert flow in result.code, result.code
     assert not [w for w in result.warnings if w.rule == "data-division"], result.warnings
+
+
+def test_a_module_the_script_imports_after_tensorflow_is_imported_before_the_start_up_code():
+    """keras-io's text classification imports os after keras; the start-up code,
+    placed after the keras import, read the script's os before it was bound
+    (NameError on every worker). It is imported again with tfdist's own."""
+    src = ('"""Doc."""\n\n"""\n## Setup\n"""\n\nimport tensorflow as tf\nimport keras\n\n"""\nMore prose.\n"""\n\n'
+           "import os\nimport numpy as np\n\n"
+           "model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
+           "model.compile(optimizer='adam', loss='mse')\n"
+           "model.fit(np.zeros((8, 2)), np.zeros((8, 1)))\n")
+    result = convert_source(src, "late_os.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    code = result.code
+    assert code.index("import os\n") < code.index("os.environ") < code.rindex("import os\n")
+    compile(code, "late_os.py", "exec")
+    # a script importing os first keeps its one import
+    early = convert_source(src.replace("import keras\n", "import os\nimport keras\n", 1).replace(
+        "\nimport os\nimport numpy", "\nimport numpy"), "early.py", backend="tf-distribute").code
+    assert early.count("import os\n") == 1

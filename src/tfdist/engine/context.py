@@ -55,6 +55,7 @@ class ImportScheduler:
         self.leading_end: Optional[cst.BaseStatement] = None
         self._scan()
         self.requested: List[Tuple[str, str]] = []  # (module, alias) to insert
+        self.reused: List[Tuple[str, str]] = []  # (module, local name) the script imports itself
 
     def _global_names(self) -> set:
         return set(self.a.scopes.module_scope.bindings)
@@ -118,6 +119,8 @@ class ImportScheduler:
     def require(self, module: str, alias: str) -> str:
         existing = self.name_for(module)
         if existing:
+            if (module, existing) not in self.reused:
+                self.reused.append((module, existing))
             return existing
         alias = self.free_name(alias)
         self.bound[alias] = module

@@ -40,7 +40,7 @@ def apply(ctx) -> None:
         ctx.plan.insert_before(anchor, early)
         ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
     tf_imports = [s for m, s in imports if m == "tensorflow"]
-    hvd_imports = [s for m, s in imports if m != "tensorflow"]
+    hvd_imports = [s for m, s in imports if m != "tensorflow"] + _imported_too_late(ctx, setup_anchor)
     ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
     ctx.plan.insert_after(setup_anchor, stmts)
     if ctx.definitions:
@@ -83,6 +83,23 @@ def _requested_imports(ctx) -> list:
             f"import {module} as {alias}" if alias != last or "." in module else f"import {module}")
         imports.append((module, cst.parse_statement(text + "\n")))
     return imports
+
+
+def _imported_too_late(ctx, setup_anchor) -> list:
+    """The start-up code reads a module the script imports itself, but further down
+    (``import os`` after ``import keras``; the converted script stopped with NameError):
+    imported again with the others (the script's own import then changes nothing)."""
+    body = list(ctx.module.body)
+    out = []
+    for module, local in ctx.imports.reused:
+        stmt = ctx.imports.import_stmt.get(module)
+        if stmt is None or stmt not in body or setup_anchor not in body or body.index(stmt) <= body.index(setup_anchor):
+            continue
+        if ctx.imports.bound.get(local) != module:
+            continue  # bound by a `from` import: its statement is not this module's
+        text = f"import {module}" if local == module else f"import {module} as {local}"
+        out.append(cst.parse_statement(text + "\n"))
+    return out
 
 
 def _insert_at_start(ctx, imports, stmts) -> None:
