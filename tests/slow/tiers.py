@@ -11,6 +11,10 @@ correctness suites' scripts) keep their tables beside their tests.
 from __future__ import annotations
 
 EXTENDED = {
+    # Horovod across two Slurm nodes: the recorded run stays (a job from an interpreter without
+    # tfdist stays in the slow tier with tf-distribute across the two nodes)
+    "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod]":
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod-recorded]",
     # a converted Keras script as a Slurm job, recorded: the two-node jobs run it so
     "test_slurm_jobs.py::test_keras_script_as_a_slurm_job_horovod":
         "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod-recorded]",
@@ -20,7 +24,7 @@ EXTENDED = {
     "test_slurm_jobs.py::test_a_job_needs_nothing_but_the_training_environment[tf-distribute]":
         "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[tf-distribute]",
     "test_slurm_jobs.py::test_a_job_needs_nothing_but_the_training_environment[horovod]":
-        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod]",
+        "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[tf-distribute]",
     # a GAN trained with train_on_batch on tf.distribute: one verify run of that family stays
     "test_train_on_batch.py::test_gan_train_on_batch_tf_distribute_two_workers":
         "test_train_on_batch.py::test_tfdist_verify_tf_distribute_passes_a_gan_whose_models_are_passed_to_train",
