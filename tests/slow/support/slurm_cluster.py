@@ -180,27 +180,32 @@ class SlurmCluster:
 
     def stop(self) -> None:
         """Stop the daemons this cluster started (by their pid files)."""
-        for pidfile in ("slurmd.pid", "slurmctld.pid", "munge/munged.pid"):
-            path = self.directory / pidfile
+        stop_daemons(self.directory, ("slurmd.pid", "slurmctld.pid", "munge/munged.pid"))
+
+
+def stop_daemons(directory: Path, pidfiles) -> None:
+    """SIGTERM each daemon named by a pid file in directory, SIGKILL after 10 s."""
+    for pidfile in pidfiles:
+        path = directory / pidfile
+        try:
+            pid = int(path.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            continue
+        for _ in range(100):
             try:
-                pid = int(path.read_text().strip())
-            except (OSError, ValueError):
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, 0)
             except OSError:
-                continue
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except OSError:
-                    break
-                time.sleep(0.1)
-            else:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def main(argv: list[str]) -> int:

@@ -23,14 +23,13 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurm_cluster import _free_ports, _which, why_unavailable as why_no_slurm
+from slurm_cluster import _free_ports, _which, stop_daemons, why_unavailable as why_no_slurm
 
 NODES = ("n1", "n2")
 
@@ -200,27 +199,7 @@ class TwoNodeSlurm:
 
     def stop(self) -> None:
         """Stop the daemons, then remove the namespaces and the veth pair."""
-        for pidfile in ("slurmd-n1.pid", "slurmd-n2.pid", "slurmctld.pid", "munge/munged.pid"):
-            path = self.directory / pidfile
-            try:
-                pid = int(path.read_text().strip())
-            except (OSError, ValueError):
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:
-                continue
-            for _ in range(100):
-                try:
-                    os.kill(pid, 0)
-                except OSError:
-                    break
-                time.sleep(0.1)
-            else:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        stop_daemons(self.directory, ("slurmd-n1.pid", "slurmd-n2.pid", "slurmctld.pid", "munge/munged.pid"))
         _run("ip", "link", "del", self.veth[0], check=False)
         for ns in self.namespaces:
             _run("ip", "netns", "del", ns, check=False)
