@@ -46,10 +46,10 @@ CASES = {
     # whole would halve the first; only the added term is divided
     "a Keras Loss object plus the model's regularisation losses": (
         "loss = loss_fn(y, pred)\n        loss += sum(model.losses)",
-        "loss += (sum(model.losses)) / strategy.num_replicas_in_sync\n"),
+        "loss += sum(model.losses) / strategy.num_replicas_in_sync\n"),
     "a Keras Loss object plus a weighted mean of its own, in one expression": (
         "loss = loss_fn(y, pred) + 0.1 * tf.reduce_mean(tf.abs(pred))",
-        "loss = loss_fn(y, pred) + (0.1 * tf.reduce_mean(tf.abs(pred))) / strategy.num_replicas_in_sync"),
+        "loss = loss_fn(y, pred) + 0.1 * tf.reduce_mean(tf.abs(pred)) / strategy.num_replicas_in_sync"),
     # a Keras loss weighted by a tensor is still divided by Keras
     "a Keras Loss object weighted by a tensor": ("loss = loss_fn(y, pred) * tf.reduce_mean(y)", KEPT),
     # two Keras values multiplied are no share of anything: warned, never guessed

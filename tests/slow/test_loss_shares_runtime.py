@@ -19,6 +19,14 @@ with plain SGD, a loss of a shape tfdist refused or divided wrongly before:
 - ``train_step_compiled_loss_function`` (stop 42): ``self.loss`` -- what
   compile(loss=...) got through an override forwarding ``**kwargs`` -- a
   Keras loss function, averaged by the step: divided once; refused before.
+- ``train_step_loss_subclass_own_number`` (stop 43): a Loss subclass whose
+  call() returns one number of its own: Keras 3 returns a scalar as it is,
+  undivided: divided once; kept as Keras-divided before (N times the
+  gradient: trained wrong).
+- ``train_step_own_mean_added`` (stop 43): compute_loss plus a mean of the
+  step's own: the added term divided; refused before.
+- ``train_step_unreduced_compiled_loss`` (stop 43): compile(loss=...
+  reduction="none") averaged by the step: divided once; refused before.
 - ``tape_assign_sub_by_hand``: tf.Variables updated by hand
   (``w.assign_sub(RATE * dw)``, ``b.assign(b - RATE * db)``), no optimizer
   to sum the replicas' gradients; refused before.
@@ -60,10 +68,19 @@ CASES = {
         "loss = (student_loss * strategy.num_replicas_in_sync + distill_loss * strategy.num_replicas_in_sync) / 2\n")),
     "train_step_compiled_loss_function": ("BATCH, RATE = 256, 0.1",
                                           (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
+    "train_step_loss_subclass_own_number": ("BATCH, RATE = 256, 0.1",
+                                            (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
+    "train_step_own_mean_added": ("BATCH, RATE = 256, 0.1", (f"0.5 * tf.reduce_mean(tf.abs(pred - yb)) {DIVIDED}",
+                                                             "0.5 * tf.reduce_mean(tf.abs(pred - yb))")),
+    "train_step_unreduced_compiled_loss": ("BATCH, RATE = 256, 0.1",
+                                           (f"scaled_loss = loss {DIVIDED}\n", "scaled_loss = loss\n")),
 }
 #: the test budget's 2 cores: a train_step under fit runs in the slow tier as
 #: train_step_sum_added_in_place; this one runs in the extended tier
 EXTENDED = {"train_step_compute_average_loss", "train_step_compiled_loss_function",
+            # a division where Keras does not divide under fit: train_step_loss_subclass_own_number runs in
+            # the slow tier
+            "train_step_own_mean_added", "train_step_unreduced_compiled_loss",
             # a loss share compared exactly: train_step_sum_added_in_place runs in the slow tier
             "tape_assign_sub_by_hand", "tape_helper_loss_object"}
 

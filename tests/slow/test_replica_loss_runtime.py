@@ -72,7 +72,7 @@ def test_regularised_keras_loss_trains_as_the_global_batch(tmp_path):
     original = SCRIPT.format(batch=4, lr=0.05)
     result = convert_source(original.encode(), "train.py", backend="tf-distribute")
     assert result.status == "converted" and not result.warnings, result.warnings
-    assert "loss += (sum(model.losses)) / strategy.num_replicas_in_sync" in result.code
+    assert "loss += sum(model.losses) / strategy.num_replicas_in_sync" in result.code
     converted = tmp_path / "train_tfd.py"
     converted.write_text(result.code)
     # the reference: one process, the global batch (2 x 4) and the scaled rate (2 x 0.05)

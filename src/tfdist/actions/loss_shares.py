@@ -34,18 +34,7 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
     kind = loss_kind(a, target.value)
     plain = plain_terms(a, target.value) if kind == "mixed" and isinstance(target.value, cst.Name) else None
     if plain:
-        # Keras 3 divided the Loss objects' values already; the terms added
-        # to them (regularisation, a mean of its own) are divided here, so
-        # the whole is this replica's share like a Keras loss alone
-        done = ctx.state("replica_loss.divided_terms")
-        for term in plain:
-            if id(term) in done:
-                continue
-            done.add(id(term))
-            ctx.plan.replace(term, lambda old: ctx.expr(ctx.backend.gradient_share(
-                "(" + source(ctx.module, old, False) + ")")))
-            ctx.change(term, RULE, ctx.say("{term} divided by {size}: added to a Keras loss object's value, which "
-                                           "Keras 3 divides by the number of replicas itself", term=a.code(term)))
+        divide_terms(ctx, plain)
         kind = "keras"
     if kind == "mixed":
         ctx.warn(target.value, RULE, ctx.say(
@@ -87,6 +76,21 @@ def loss_share(ctx, w: cst.With, grad_call: cst.Call) -> None:
         ctx.plan.insert_after(last, new)
     ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
     ctx.change(grad_call, RULE, message)
+
+
+def divide_terms(ctx, plain) -> None:
+    """Keras 3 divided the Loss objects' values of a loss already; the terms
+    added to them (regularisation, a mean of its own: ``plain``) are divided
+    here, so the whole is this replica's share like a Keras loss alone."""
+    a = ctx.a
+    done = ctx.state("replica_loss.divided_terms")
+    for term in plain:
+        if id(term) in done:
+            continue
+        done.add(id(term))
+        ctx.plan.replace(term, lambda old: ctx.expr(ctx.backend.gradient_share(source(ctx.module, old))))
+        ctx.change(term, RULE, ctx.say("{term} divided by {size}: added to a Keras loss object's value, which "
+                                       "Keras divides by the number of replicas itself", term=a.code(term)))
 
 
 def _legacy_keras_clash(ctx, loss) -> None:

@@ -13,6 +13,7 @@ from ..engine.scopes import walk
 from ..facts.syntax import append_arg, find_arg, kwarg, method_name, receiver, source
 from ..facts.train_steps import PLAIN, RULE, Refusal, SCALED, direct_kind, feeding_statements, reaching_names, reporting_reads, in_scaled_assignment, in_step, is_self_attribute, keras_flavor, mean_kind, mentions_any, of_watched_inputs, only_called_in, optimizer_applies, read_elsewhere, single_assignment, steps
 from . import global_gradients
+from . import loss_shares
 from . import tape_loops
 from ..facts import gradient_tapes
 from ..facts import losses
@@ -69,7 +70,7 @@ def _convert_step(ctx, step: cst.FunctionDef) -> None:
             _report_mean(ctx, asg, step, feeding)
     for c in a.calls:
         if in_step(a, c, step) and not in_scaled_assignment(a, c, step) and direct_kind(a, c, step) == SCALED \
-                and not any(c is t for _w, g in gradient_calls for t in walk(g)):
+                and not any(c is t for _w, g in gradient_calls for t in walk(g)) and not _in_done(a, c, done):
             ctx.warn(c, RULE, ctx.say("{call}: Keras divides this loss by {size} under {engine}; what the step "
                                       "reports of it is that share: multiply it by {size} where it is reported",
                                       call=a.code(c)))
@@ -84,7 +85,9 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
     target = find_arg(g, "target", 0)
     if target is None:
         raise Refusal(g, "tape.gradient without a loss: cannot tell what to divide by the number of replicas")
-    kind = mean_kind(a, target.value, step)
+    plain = losses.plain_terms(a, target.value) if isinstance(target.value, cst.Name) \
+        and losses.loss_kind(a, target.value) == "mixed" else None
+    kind = SCALED if plain else mean_kind(a, target.value, step)
     if kind == PLAIN:
         base = target.value.value if isinstance(target.value, cst.Name) else "loss"
         name = replica_state.free_local_name(ctx, f"scaled_{base}")
@@ -102,11 +105,17 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
                                     target=a.code(target.value)))
         return
     # SCALED: a name bound once, in the step, to the loss Keras divided
-    asg = single_assignment(a, target.value, step)
+    asg = single_assignment(a, target.value, step, divided=bool(plain))
+    if asg is None and _unreported_bindings(ctx, step, target.value, done):
+        ctx.change(g, RULE, ctx.say("gradient of {target} kept: Keras divides it by {size} under {engine}, as the "
+                                    "optimizer (which sums the replicas' gradients) needs", target=a.code(target.value)))
+        return
     if asg is None:
         raise Refusal(target.value, "the loss " + a.code(target.value) + " is divided by the number of replicas by "
                       "Keras under {engine} and reaches tape.gradient through more than one binding: cannot tell "
                       "what the step reports; not converted{alternative}")
+    if plain:
+        loss_shares.divide_terms(ctx, plain)  # the terms Keras does not divide: this replica's share too
     base = target.value.value
     done.add(id(asg))
     if not read_elsewhere(a, asg, step, target.value):
@@ -122,6 +131,33 @@ def _share_gradient(ctx, step, w: cst.With, g: cst.Call, done: Set[int]) -> None
     ctx.plan.replace(target.value, lambda old, name=name: cst.Name(name))
     ctx.change(g, RULE, ctx.say("gradient of {target} as Keras divides it by {size} under {engine}; the step "
                                 "reports the mean", target=base))
+
+
+def _in_done(a, node, done: Set[int]) -> bool:
+    """node is part of the value of an assignment the conversion handled whole (a term of a
+    loss whose other terms it divided: what the step reports of it is the mean again)."""
+    return any(isinstance(p, cst.Assign) and id(p) in done for p in a.ancestors(node))
+
+
+def _unreported_bindings(ctx, step, loss, done: Set[int]) -> bool:
+    """The loss reaches tape.gradient through several assignments in the step (``loss =
+    self.compiled_loss(...)``, then ``if mixed: loss = optimizer.get_scaled_loss(loss)``),
+    each of a value Keras divides, and none of them is read but on the way to the gradient:
+    nothing the step reports needs the mean back (each marked done)."""
+    a = ctx.a
+    if not isinstance(loss, cst.Name):
+        return False
+    bound = a.assigned_values(loss)
+    if len(bound) < 2 or not all(isinstance(o, cst.Assign) and v is not None and in_step(a, o, step)
+                                 and isinstance(o.targets[0].target, cst.Name) for o, v in bound):
+        return False
+    if any(losses.loss_kind(a, v) != "keras" for _o, v in bound):
+        return False
+    feeding = feeding_statements(a, step, (loss,))
+    if any(reporting_reads(a, o, step, feeding, loss) for o, _v in bound):
+        return False
+    done.update(id(o) for o, _v in bound)
+    return True
 
 
 def _report_mean(ctx, asg: cst.Assign, step, feeding: frozenset) -> None:
@@ -173,7 +209,10 @@ def _legacy_loss_objects(ctx, step) -> None:
     calls = [c for c in a.calls if in_step(a, c, step) and losses.is_keras_loss_object(a, c.func)]
     if not calls:
         return
-    constructions = only_called_in(a, calls)
+    # a Loss subclass returning one number of its own: Keras 3 does not divide it, so neither may
+    # the rewrite below; tf-keras still raises on its reduction: warned
+    own_numbers = any(losses.call_kind(a, c) != "keras" for c in calls)
+    constructions = None if own_numbers else only_called_in(a, calls)
     if constructions is None:
         done = ctx.state("replica_train_step.legacy_loss_objects")
         if not done:

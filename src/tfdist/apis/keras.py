@@ -69,6 +69,19 @@ KERAS_LOSS_MODULES = ("tensorflow.keras.losses.", "keras.losses.", "tf_keras.los
 # Where Keras layer classes live (layers.Normalization(), layers.experimental.preprocessing.Rescaling())
 KERAS_LAYER_MODULES = ("keras.layers.",)
 KERAS_MEAN_REDUCTIONS = {"auto", "sum_over_batch_size", "mean", "mean_with_sample_weight"}
+# Functions giving one number whatever their argument (a count), or the shape of theirs (a cast).
+NUMBER_FUNCTIONS = {"builtins.len", "builtins.float", "builtins.int", "tensorflow.size", "keras.ops.size"}
+SHAPE_KEEPING_FUNCTIONS = {"tensorflow.cast", "keras.ops.cast", "tensorflow.stop_gradient", "keras.ops.stop_gradient"}
+# Functions giving a tensor's shape (its elements are sizes).
+SHAPE_FUNCTIONS = {"tensorflow.shape", "keras.ops.shape"}
+# Functions reducing a tensor to one number when given no axis: (keyword, position) of the
+# axis. A Loss subclass whose call() returns such a number is not divided by Keras 3's mean
+# reduction (losses/loss.py reduce_values returns a scalar as it is).
+TENSOR_FULL_REDUCTIONS = {
+    f"{root}.{name}": ("axis", 1)
+    for root in ("keras.ops", "tensorflow", "tensorflow.math", "numpy", "keras.backend")
+    for name in (("mean", "sum") if root in ("keras.ops", "numpy", "keras.backend") else ("reduce_mean", "reduce_sum"))
+}
 # What Model.compile stores on the model as it was given: attribute -> (keyword, position) of
 # compile's argument (Keras 3 trainers/trainer.py ``self.loss = loss``; tf-keras training.py
 # ``self.loss = loss or {}``). ``self.loss(y, p)`` in a model's method calls that argument.

@@ -97,5 +97,9 @@ KERAS_OPTIMIZER_WRAPPERS = {
     "keras.mixed_precision.LossScaleOptimizer": ("inner_optimizer", 0),
     "keras.optimizers.LossScaleOptimizer": ("inner_optimizer", 0),
 }
+# Methods of a mixed-precision optimizer scaling a loss by its loss scale (tf-keras
+# ``LossScaleOptimizer.get_scaled_loss``, Keras 3 ``Optimizer.scale_loss``): the
+# result is the loss times a number, of the kind of the loss it is given.
+OPTIMIZER_LOSS_SCALING_METHODS = {"get_scaled_loss": ("loss", 0), "scale_loss": ("loss", 0)}
 # The names an optimizer's constructor takes its learning rate by.
 LEARNING_RATE_KEYWORDS = ("learning_rate", "lr")

@@ -147,28 +147,46 @@ class BoundValues:
         if param not in params:
             return []
         index = params.index(param)
-        name = param.name.value
-        out: List[Tuple[cst.Call, cst.BaseExpression]] = []
         owner = self.method_owner(fdef)
-        if owner is not None:
-            if index == 0:  # self
-                return []
-            for call in self.calls:
-                if fdef.name.value == "__init__":
-                    fact = self.class_of(call.func)
-                    if fact is None or fact.node is None or not self.is_subclass_or_same(fact.node, owner):
-                        continue
-                elif not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fdef.name.value
-                          and fdef in self.methods_called(call, depth + 1)):
-                    continue
-                arg = self.argument_of(call, index - 1, name)
-                if arg is not None:
-                    out.append((call, arg))
-            return out
-        for call in self.calls_by_name(fdef):
-            arg = self.argument_of(call, index, name)
+        if owner is not None and index == 0:  # self
+            return []
+        index -= owner is not None
+        out: List[Tuple[cst.Call, cst.BaseExpression]] = []
+        for call in self._calls_of(fdef, depth):
+            arg = self.argument_of(call, index, param.name.value)
             if arg is not None:
                 out.append((call, arg))
+        return out
+
+    def keyword_values(self, star: cst.Param, key: str) -> List[Tuple[cst.Call, cst.BaseExpression]]:
+        """(call, argument) for each call of this module passing ``key=...`` into the ``**``
+        parameter ``star`` (``model.compile(loss_weights={...})`` for ``def compile(self,
+        **kwargs)`` reading ``kwargs.pop("loss_weights", ...)``)."""
+        fdef = next((x for x in self.ancestors(star) if isinstance(x, cst.FunctionDef)), None)
+        if fdef is None or fdef.params.star_kwarg is not star:
+            return []
+        named = {p.name.value for p in list(fdef.params.params) + list(fdef.params.kwonly_params)}
+        if key in named:
+            return []
+        return [(call, arg.value) for call in self._calls_of(fdef, 0) for arg in call.args
+                if arg.keyword is not None and arg.keyword.value == key]
+
+    def _calls_of(self, fdef: cst.FunctionDef, depth: int) -> List[cst.Call]:
+        """The calls of this module running fdef: ``Class(...)`` for ``__init__``,
+        ``obj.method(...)`` / ``self.method(...)`` for methods, by name for functions."""
+        owner = self.method_owner(fdef)
+        if owner is None:
+            return list(self.calls_by_name(fdef))
+        out = []
+        for call in self.calls:
+            if fdef.name.value == "__init__":
+                fact = self.class_of(call.func)
+                if fact is None or fact.node is None or not self.is_subclass_or_same(fact.node, owner):
+                    continue
+            elif not (isinstance(call.func, cst.Attribute) and call.func.attr.value == fdef.name.value
+                      and fdef in self.methods_called(call, depth + 1)):
+                continue
+            out.append(call)
         return out
 
     def tuple_element_values(self, target: cst.CSTNode, depth: int = 0) -> List[cst.BaseExpression]:

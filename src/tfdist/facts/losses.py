@@ -19,10 +19,11 @@ import libcst as cst
 from .. import apis
 from ..engine.memo import fact
 from ..engine import analysis as A
-from ..engine import dataflow
 from ..engine.analysis import returned_values
 from ..engine.scopes import walk
 from .syntax import find_arg
+from .loss_bindings import (bound_values, call_returns, calls_super, compiled_values, is_super, keyword_read,
+                            through_parameters)
 from . import kinds
 
 
@@ -55,7 +56,7 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
     """
     func = call.func
     if is_keras_loss_object(a, func):
-        return "keras"
+        return _subclasses_kind(a, keras_loss_constructions(a, func))
     if keras_loss_constructions(a, func, mean_only=False):
         return "library"
     if a.is_name(call, SHARE_FUNCTIONS):
@@ -65,7 +66,7 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
         # Keras's own unless a class of this module (the model's lineage, for self) overrides it
         owner = a.self_class(func.value) if isinstance(func.value, cst.Name) else None
         classes = a.lineage(owner) if owner is not None else a.classdefs if A.MODEL in a.kinds(func.value) else None
-        if _is_super(func.value):
+        if is_super(func.value):
             # super().compute_loss(...) in an override: Keras's, unless a base class here overrides it too
             fdef = a.enclosing_function(call)
             klass = a.method_owner(fdef) if fdef is not None else None
@@ -74,8 +75,8 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
             overrides = [f for klass in classes for f in klass.body.body
                          if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
             if not overrides:
-                return "keras"
-            if any(_calls_super(f, func.attr.value) for f in overrides) or not call_returns(a, call):
+                return "library" if owner is not None and _compiled_unreduced(a, owner) else "keras"
+            if any(calls_super(f, func.attr.value) for f in overrides) or not call_returns(a, call):
                 return "unknown"
             return "module"  # the class's own method of that name, not Keras's: what it returns
     if call_returns(a, call):
@@ -93,20 +94,21 @@ def call_kind(a: A.Analysis, call: cst.Call) -> str:
 
 
 @fact
-def call_returns(a: A.Analysis, call: cst.Call) -> list:
-    """What a call of this module's functions, methods or lambdas returns
-    (``return`` values; a lambda's body); [] for any other call."""
-    returns = [r for fdef in dataflow.callees(a, call) for r in returned_values(fdef)]
-    if not returns and isinstance(call.func, (cst.Name, cst.Attribute)):
-        # a lambda, or a function of the module handed in and stored (``self.gen_loss_fn =
-        # gen_loss_fn`` of ``gan.compile(gen_loss_fn=generator_loss)``): every value it is bound to
-        values = bound_values(a, call.func)
-        functions = [[v.body] if isinstance(v, cst.Lambda) else
-                     [r for f in a.local_functions(v) for r in returned_values(f)] if isinstance(v, cst.Name) else []
-                     for v in values]
-        if values and all(functions):
-            returns = [r for found in functions for r in found]
-    return returns
+def loss_scaled(a: A.Analysis, call: cst.Call):
+    """The loss a mixed-precision optimizer scales (``self.optimizer.get_scaled_loss(loss)``,
+    Keras 3 ``optimizer.scale_loss(loss)``: the loss times the loss scale, of the loss's
+    kind); None for any other call."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in apis.OPTIMIZER_LOSS_SCALING_METHODS:
+        return None
+    r = func.value
+    own = (isinstance(r, cst.Attribute) and r.attr.value == "optimizer" and isinstance(r.value, cst.Name)
+           and a.self_class(r.value) is not None)
+    if not (own or a.is_kind(r, A.KERAS_OPTIMIZER)):
+        return None
+    keyword, position = apis.OPTIMIZER_LOSS_SCALING_METHODS[func.attr.value]
+    arg = find_arg(call, keyword, position)
+    return arg.value if arg is not None and not arg.star else None
 
 
 @fact
@@ -126,7 +128,13 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
     Keras-divided value matters there; an unknown call is taken as data."""
     if depth > MAX_DEPTH:
         return "plain" if inside else "unknown"
+    read = keyword_read(a, expr) if isinstance(expr, (cst.Call, cst.Subscript)) else None
+    if read is not None:  # kwargs.pop("weights", default): what callers pass as weights=, or the default
+        return _combined([loss_kind(a, v, depth + 1, inside) for v in read]) if read else "unknown"
     if isinstance(expr, cst.Call):
+        scaled = loss_scaled(a, expr)
+        if scaled is not None:
+            return loss_kind(a, scaled, depth + 1, inside)
         kind = call_kind(a, expr)
         if kind == "module":
             return _combined([loss_kind(a, r, depth + 1, inside) for r in call_returns(a, expr)])
@@ -137,6 +145,8 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
     if isinstance(expr, cst.Name):
         kinds = []
         for origin, value in a.assigned_values(expr):
+            if _is_zero(value):
+                continue  # ``loss = 0.0`` before a loop adding terms: no term of either kind
             if value is not None:
                 kinds.append(loss_kind(a, value, depth + 1, inside))
             elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
@@ -168,10 +178,17 @@ def loss_kind(a: A.Analysis, expr, depth: int = 0, inside: bool = False) -> str:
         return "mixed"
     if isinstance(expr, cst.UnaryOperation):
         return loss_kind(a, expr.expression, depth + 1, inside)
+    if isinstance(expr, cst.Subscript):
+        # an element of a container (``self.weights[i]``, ``losses[0]``): the container's kind;
+        # the index picks, it adds nothing
+        return loss_kind(a, expr.value, depth + 1, inside)
     if isinstance(expr, cst.Attribute):
         # self.weight: what the class binds it to (a constructor's argument); any other attribute
         # read (self.net.losses, a config value) holds no loss of this step
-        return _combined([loss_kind(a, v, depth + 1, inside) for v in bound_values(a, expr)])
+        kinds = [loss_kind(a, v, depth + 1, inside) for v in bound_values(a, expr)]
+        # a Loss object's value stored on the object was computed once, where it was bound, not
+        # by the step: divided by the replicas or not as the scope it ran in had them
+        return "unknown" if "keras" in kinds and not inside else _combined(kinds)
     if isinstance(expr, (cst.Lambda, cst.BaseNumber, cst.BaseString)):
         return "plain"
     return _combined([loss_kind(a, n, depth + 1, inside) for n in _parts(expr)])
@@ -185,7 +202,8 @@ def undecided_term(a: A.Analysis, expr, depth: int = 0):
         return None
     parts = []
     if isinstance(expr, cst.Call):
-        parts = call_returns(a, expr) if call_kind(a, expr) == "module" else []
+        scaled = loss_scaled(a, expr)
+        parts = [scaled] if scaled is not None else call_returns(a, expr) if call_kind(a, expr) == "module" else []
     elif isinstance(expr, cst.Name):
         for origin, value in a.assigned_values(expr):
             parts.append(value if value is not None else (
@@ -198,6 +216,8 @@ def undecided_term(a: A.Analysis, expr, depth: int = 0):
         parts = bound_values(a, expr)
     elif isinstance(expr, cst.UnaryOperation):
         parts = [expr.expression]
+    elif isinstance(expr, cst.Subscript):
+        parts = [expr.value]
     else:
         parts = _parts(expr)
     for part in parts:
@@ -283,7 +303,10 @@ def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int, inside: bool 
     if before is None:
         return "unknown"
     origin, value = before
-    if value is not None:
+    if _is_zero(value):
+        previous = loss_kind(a, aug.value, depth + 1, inside) if isinstance(
+            aug.operator, (cst.AddAssign, cst.SubtractAssign)) else "plain"
+    elif value is not None:
         previous = loss_kind(a, value, depth + 1, inside)
     elif isinstance(origin, cst.Name) and isinstance(a.parent(origin), cst.AugAssign):
         previous = _augmented_kind(a, a.parent(origin), depth + 1, inside)
@@ -297,6 +320,11 @@ def _augmented_kind(a: A.Analysis, aug: cst.AugAssign, depth: int, inside: bool 
     return "unknown" if "unknown" in (previous, added) else "mixed"
 
 
+def _is_zero(value) -> bool:
+    """A literal zero (``0``, ``0.0``): added to a loss, it adds no term of either kind."""
+    return isinstance(value, (cst.Integer, cst.Float)) and value.evaluated_value == 0
+
+
 def _binding_before(a: A.Analysis, aug: cst.AugAssign):
     """(origin, value) of the binding of ``aug``'s name last before it
     (``loss = loss_fn(y, p)`` for ``loss += ...``), or None."""
@@ -307,81 +335,112 @@ def _binding_before(a: A.Analysis, aug: cst.AugAssign):
     return before[-1] if before else None
 
 
-@fact
-def bound_values(a: A.Analysis, func) -> list:
-    """What ``func`` is bound to: itself when a call, a name's values, a
-    ``self`` attribute's values in its class, with the arguments the
-    module's calls pass for a parameter among them."""
-    values = []
-    if isinstance(func, cst.Call):
-        values = [func]
-    elif isinstance(func, cst.Name):
-        bound = a.assigned_values(func)
-        if bound and all(isinstance(origin, cst.Param) for origin, _ in bound):
-            values = [func]  # a parameter: what the module's calls pass for it
-        else:
-            values = [v for _, v in bound if v is not None]
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        fdef = a.enclosing_function(func)
-        owner = a.method_owner(fdef) if fdef is not None else None
-        if owner is not None and a.self_class(func.value) is not None:
-            values = a.attribute_values(owner, func.attr.value) or compiled_values(a, owner, func.attr.value)
-    return _through_parameters(a, values)
+def _subclasses_kind(a: A.Analysis, constructions) -> str:
+    """What Loss objects with a mean reduction give (constructions of them): 'keras' for Keras's
+    classes; a Loss subclass of this module returning its own ``call``'s value, which Keras 3
+    reduces (losses/loss.py ``reduce_values``) -- dividing per-example values by the replicas,
+    but returning one number as it is: 'keras' when that number is made of Keras-divided values
+    (``self.mae(...)`` terms), 'library' when it is a mean of the class's own, 'unknown' else."""
+    kinds = set()
+    for c in constructions:
+        fact_ = a.class_of(c.func)
+        calls = a.class_methods(fact_.node, "call") if fact_ is not None else []
+        returns = returned_values(calls[0]) if calls else []
+        if not calls:
+            kinds.add("keras")  # Keras's own call
+        for r in returns:
+            kind = loss_kind(a, r, 1)
+            kinds.add(kind if kind != "plain" else "library" if _one_number(a, r)
+                      else "keras" if _per_example(a, r) else "unknown")
+        if calls and not returns:
+            kinds.add("unknown")
+    return kinds.pop() if len(kinds) == 1 else "unknown"
 
 
-@fact
-def compiled_values(a: A.Analysis, owner: cst.ClassDef, attr: str) -> list:
-    """What Keras's ``compile`` stored as ``self.<attr>`` of a model class
-    that binds no such attribute itself (apis.KERAS_COMPILE_STORED:
-    ``self.loss``): the argument of each ``compile`` call reaching Keras's --
-    ``super().compile(loss=...)`` in the class's lineage, or ``model.compile(
-    loss=...)`` on an instance of it (through an override forwarding
-    ``**kwargs`` to ``super().compile``). [] when none is seen."""
-    fact_ = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value))
-    if attr not in apis.KERAS_COMPILE_STORED or not fact_ or A.MODEL not in fact_.kinds:
-        return []
-    keyword, position = apis.KERAS_COMPILE_STORED[attr]
-    out = []
-    for c in a.calls:
-        if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "compile"):
-            continue
-        r = c.func.value
-        if _is_super(r):
-            fdef = a.enclosing_function(c)
-            klass = a.method_owner(fdef) if fdef is not None else None
-            if klass is None or not (owner in a.lineage(klass) or klass in a.lineage(owner)):
-                continue
-        else:
-            classes = a.instance_classes(r)
-            if not classes or not all(owner in a.lineage(k) for k in classes):
-                continue
-            overrides = [f for k in classes for f in a.class_methods(k, "compile")]
-            if overrides and not all(_forwards_keywords(f) for f in overrides):
-                continue  # the override's own super().compile(...) call says what is stored
-            if overrides:
-                position = None
-        arg = find_arg(c, keyword, position)
-        if arg is not None and not arg.star:
-            out.append(arg.value)
-    return out
-
-
-def _is_super(expr) -> bool:
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
-
-
-def _calls_super(fdef: cst.FunctionDef, method: str) -> bool:
-    """fdef calls ``super().<method>(...)``."""
-    return any(isinstance(n, cst.Attribute) and n.attr.value == method and _is_super(n.value) for n in walk(fdef.body))
-
-
-def _forwards_keywords(fdef: cst.FunctionDef) -> bool:
-    """``def compile(self, **kwargs): super().compile(**kwargs)``."""
-    star = fdef.params.star_kwarg
-    if star is None:
+def _one_number(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """Is expr certainly one number: a full reduction (``ops.mean(x)``, ``tf.reduce_sum(x)``,
+    no axis), a Python number, arithmetic of those, or names bound only to them?"""
+    if depth > 8:
         return False
-    return any(isinstance(n, cst.Arg) and n.star == "**" and isinstance(n.value, cst.Name)
-               and n.value.value == star.name.value for n in walk(fdef.body))
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Call) and a.names(expr) & apis.NUMBER_FUNCTIONS:
+        return True
+    if isinstance(expr, cst.Call) and a.names(expr) & apis.SHAPE_KEEPING_FUNCTIONS:
+        return bool(expr.args) and _one_number(a, expr.args[0].value, depth + 1)
+    if isinstance(expr, cst.Subscript) and _shape_read(a, expr.value):
+        return True  # tf.shape(y)[0], y.shape[0]: one size
+    if isinstance(expr, cst.Call):
+        names = [n for n in a.names(expr) if n in apis.TENSOR_FULL_REDUCTIONS]
+        if not names:
+            returns = call_returns(a, expr)  # a method or function of this module: what it returns
+            return bool(returns) and all(_one_number(a, r, depth + 1) for r in returns)
+        axis = find_arg(expr, *apis.TENSOR_FULL_REDUCTIONS[names[0]])
+        return axis is None or (isinstance(axis.value, cst.Name) and axis.value.value == "None")
+    if isinstance(expr, cst.BinaryOperation):
+        return _one_number(a, expr.left, depth + 1) and _one_number(a, expr.right, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return _one_number(a, expr.expression, depth + 1)
+    if isinstance(expr, cst.Name):
+        bound = a.assigned_values(expr)
+        parts = []
+        for origin, value in bound:
+            aug = a.parent(origin) if isinstance(origin, cst.Name) else None
+            if value is not None:
+                parts.append(value)
+            elif isinstance(aug, cst.AugAssign):
+                before = _binding_before(a, aug)
+                if before is None or before[1] is None:
+                    return False
+                parts += [before[1], aug.value]
+            else:
+                return False
+        return bool(parts) and all(_one_number(a, p, depth + 1) for p in parts)
+    return False
+
+
+def _shape_read(a: A.Analysis, expr) -> bool:
+    """``tf.shape(x)`` / ``ops.shape(x)`` / ``x.shape``: a shape, whose elements are sizes."""
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return isinstance(expr, cst.Call) and bool(a.names(expr) & apis.SHAPE_FUNCTIONS)
+
+
+def _per_example(a: A.Analysis, expr, depth: int = 0) -> bool:
+    """Is expr certainly per-example values: a reduction over given axes (``ops.mean(...,
+    axis=-1)``), a Keras loss function (``keras.losses.mean_squared_error``), a product or
+    quotient of such values by numbers, or a name bound only to them?"""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Call):
+        names = a.names(expr)
+        reductions = [n for n in names if n in apis.TENSOR_FULL_REDUCTIONS]
+        if reductions:
+            axis = find_arg(expr, *apis.TENSOR_FULL_REDUCTIONS[reductions[0]])
+            return axis is not None and not (isinstance(axis.value, cst.Name) and axis.value.value == "None")
+        return any(n.startswith(apis.KERAS_LOSS_MODULES) and n.rsplit(".", 1)[1][:1].islower() for n in names)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        sides = (expr.left, expr.right)
+        return any(_per_example(a, s, depth + 1) for s in sides) and any(_one_number(a, s, depth + 1) for s in sides)
+    if isinstance(expr, cst.Name):
+        values = [v for _, v in a.assigned_values(expr)]
+        return bool(values) and all(v is not None and _per_example(a, v, depth + 1) for v in values)
+    return False
+
+
+def _compiled_unreduced(a: A.Analysis, owner: cst.ClassDef) -> bool:
+    """Every loss the model's ``compile`` is given is a Keras Loss object reducing by sum or not
+    at all (``loss=keras.losses.MeanSquaredError(reduction="none")``): ``compute_loss`` /
+    ``compiled_loss`` return its values undivided (measured, Keras 3.15 under MirroredStrategy:
+    per-example values, not divided by the replicas; tf-keras scales only a mean reduction)."""
+    values = through_parameters(a, compiled_values(a, owner, "loss"), 1)
+    if not values:
+        return False
+    for v in values:
+        reduction = construction_reduction(a, v) if isinstance(v, cst.Call) else None
+        if reduction is None or reduction.lower() in apis.KERAS_MEAN_REDUCTIONS:
+            return False
+    return True
 
 
 def _is_layer_or_model(a: A.Analysis, func) -> bool:
@@ -444,7 +503,7 @@ def construction_reduction(a: A.Analysis, c: cst.Call):
     if not init:
         return _reduction_text(find_arg(c, "reduction", None))
     supers = [n for n in walk(init[0].body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-              and n.func.attr.value == "__init__" and _is_super(n.func.value)]
+              and n.func.attr.value == "__init__" and is_super(n.func.value)]
     if len(supers) != 1:
         return None
     given = find_arg(supers[0], "reduction", None)
@@ -476,17 +535,3 @@ def _reduction_text(arg):
     return None
 
 
-def _through_parameters(a: A.Analysis, values, depth: int = 0) -> list:
-    """Values with each parameter they name replaced by the arguments the
-    module's calls pass for it (``self.loss_fn = loss_fn`` in an overridden
-    ``compile(self, ..., loss_fn)``, called as ``gan.compile(loss_fn=...)``).
-    A parameter no call binds stays, and decides nothing."""
-    out = []
-    for v in values:
-        params = [o for o, _ in a.assigned_values(v)] if isinstance(v, cst.Name) and depth < 4 else []
-        if params and all(isinstance(o, cst.Param) for o in params):
-            args = [arg for o in params for _, arg in a.argument_values(o)]
-            out += _through_parameters(a, args, depth + 1) if args else [v]
-        else:
-            out.append(v)
-    return out

@@ -63,6 +63,7 @@ from .syntax import find_arg, method_name, receiver
 from . import gradient_tapes
 from . import kinds
 from . import losses
+from . import loss_bindings
 
 
 RULE = kinds.GRADIENT_TAPE
@@ -183,7 +184,7 @@ def read_elsewhere(a: A.Analysis, asg: cst.Assign, step, skip) -> bool:
     target = asg.targets[0].target if isinstance(asg, cst.Assign) else asg  # or the Name a tuple unpacks
     for n in walk(a.enclosing_function(asg) or step):
         if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
-                and any(origin is asg for origin, _ in a.assigned_values(n)):
+                and _plain_read(a, n) and any(origin is asg for origin, _ in a.assigned_values(n)):
             return True
     return False
 
@@ -215,6 +216,11 @@ def feeding_statements(a: A.Analysis, step, targets) -> frozenset:
     return frozenset(out)
 
 
+def _plain_read(a: A.Analysis, n: cst.Name) -> bool:
+    """n reads its name and binds nothing (not another assignment's target, not ``n += ...``)."""
+    return a.scopes.is_load(n) and not isinstance(a.parent(n), cst.AugAssign)
+
+
 @fact
 def reporting_reads(a: A.Analysis, asg: cst.Assign, step, feeding: frozenset, skip=None) -> List[cst.Name]:
     """The reads of the name asg binds, in the step, outside the statements
@@ -223,16 +229,17 @@ def reporting_reads(a: A.Analysis, asg: cst.Assign, step, feeding: frozenset, sk
     out = []
     for n in walk(a.enclosing_function(asg) or step):
         if isinstance(n, cst.Name) and n.value == target.value and n is not target and n is not skip \
-                and any(origin is asg for origin, _ in a.assigned_values(n)) \
+                and _plain_read(a, n) and any(origin is asg for origin, _ in a.assigned_values(n)) \
                 and id(a.statement_of(n)) not in feeding:
             out.append(n)
     return out
 
 
 @fact
-def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.CSTNode]:
+def single_assignment(a: A.Analysis, expr, step, divided: bool = False) -> Optional[cst.CSTNode]:
     """The one binding in the step (an assignment, or the name of a tuple it unpacks) of the loss
-    ``expr`` names, when Keras divides what it binds; else None."""
+    ``expr`` names, when Keras divides what it binds (``divided``: or the terms it does not
+    divide are divided by the conversion); else None."""
     if not isinstance(expr, cst.Name):
         return None
     bindings = a.assigned_values(expr)
@@ -249,7 +256,8 @@ def single_assignment(a: A.Analysis, expr, step) -> Optional[cst.CSTNode]:
         return None
     if not in_step(a, origin, step):
         return None
-    if direct_kind(a, value, step, follow=True) != SCALED and losses.loss_kind(a, value) != "keras":
+    if direct_kind(a, value, step, follow=True) != SCALED and losses.loss_kind(a, value) != "keras" \
+            and not (divided and losses.loss_kind(a, value) == "mixed"):
         return None
     return origin
 
@@ -337,7 +345,7 @@ def _call_kind(a: A.Analysis, call: cst.Call, step, follow: bool = False) -> Opt
     if kind == "keras":
         return SCALED
     if kind == "module" and follow:
-        returns = losses.call_returns(a, call)
+        returns = loss_bindings.call_returns(a, call)
         if all(direct_kind(a, r, step, follow) == SCALED for r in returns):
             return SCALED
     return None
