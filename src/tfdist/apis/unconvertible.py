@@ -49,3 +49,10 @@ TF1_EAGER_IMPLICIT_GRADIENTS = {
     "tensorflow.contrib.eager.python.backprop.implicit_grad",
     "tensorflow.contrib.eager.python.backprop.implicit_val_and_grad",
 }
+# Reinforcement-learning environments (the Gym protocol: ``obs, reward, done, ... =
+# env.step(action)``): their factories. Each process steps its own environment, whose
+# episodes decide how many training steps it runs and on what.
+RL_ENVIRONMENT_FACTORIES = {"gym.make", "gymnasium.make", "gym.vector.make", "gymnasium.vector.make",
+                            "gym_super_mario_bros.make", "retro.make"}
+# How many targets a Gym step's result is unpacked into, at least (obs, reward, done).
+RL_STEP_RESULTS = 3
