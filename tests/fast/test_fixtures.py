@@ -144,7 +144,8 @@ def test_tf_distribute_converts_to_expected(case):
             expected.decode().splitlines(True), result.data.decode().splitlines(True), "expected", "actual"))
         pytest.fail(f"converted output differs from expected.{TF_DISTRIBUTE}.py:\n" + diff)
     assert PATTERN_OF_DIR[case.parent.name] in {e.pattern for e in result.evidence}
-    assert result.warnings == [], [w.message for w in result.warnings]
+    # a case named *_warned shows a conversion with something for the user to review
+    assert bool(result.warnings) == case.name.endswith("_warned"), [w.message for w in result.warnings]
 
 
 @pytest.mark.parametrize("case", CONVERTED_TFD, ids=_id)

@@ -28,7 +28,10 @@ from . import global_gradients
 from . import learning_rate
 
 
-def convert(ctx, rule: str, grad_calls: Sequence[cst.Call], updates: Sequence[cst.Call]) -> None:
+def convert(ctx, rule: str, grad_calls: Sequence[cst.Call], updates: Sequence[cst.Call],
+            unscaled: Set[int] = frozenset()) -> None:
+    """``unscaled``: ids of updates whose rate stays (steps on the whole data: the global
+    batch is the original's)."""
     a = ctx.a
     first = updates[0]
     for g in grad_calls:
@@ -39,7 +42,9 @@ def convert(ctx, rule: str, grad_calls: Sequence[cst.Call], updates: Sequence[cs
     gradients = gradients_and_loop_targets(a, list(grad_calls))
     for u in updates:
         rate = update_rate(a, u, frozenset(gradients))
-        if rate is None:
+        if id(u) in unscaled:
+            pass
+        elif rate is None:
             ctx.warn(u, learning_rates.RULE, ctx.say(
                 "cannot tell the learning rate of {what}: multiply it by {size} by hand (the global batch is "
                 "{size} times the batch)", what=a.code(u)))

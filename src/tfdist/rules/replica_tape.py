@@ -28,6 +28,7 @@ from ..facts import replica_state
 from ..facts import shard_points
 from ..facts import step_counts
 from ..facts import train_steps
+from ..facts import whole_data
 from ..facts import tape_rows
 from ..engine.rule import Rule, register
 
@@ -50,8 +51,15 @@ def apply(ctx) -> None:
     applies = [p for p in gradient_tapes.apply_calls(a) if not gradient_tapes.in_keras_train_step(a, p)]
     grad_calls = [c for *_, cs in found for c in cs]
     _scope_state(ctx, applies, grad_calls)
+    by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
+    stepped = frozenset({id(p) for p in applies} | {id(u) for u in updates})
+    whole = [loop for loop in _training_loops(a, stepped, by_hand_loops)
+             if whole_data.whole_data_loop(a, loop, stepped)]
+    in_whole = {id(c) for c in [*applies, *updates] for loop in whole
+                if tape_rows.runs_optimizer_step(a, loop.body, {id(c)})}
     for p in applies:
-        tape_loops.scale(ctx, receiver(p))
+        if id(p) not in in_whole:  # a step on the whole data: the global batch is the original's
+            tape_loops.scale(ctx, receiver(p))
     for w, _item, _name, calls in found:
         for call in calls:
             loss_shares.loss_share(ctx, w, call)
@@ -62,9 +70,8 @@ def apply(ctx) -> None:
     except train_steps.Refusal as r:
         raise ctx.unsupported(r.node, ctx.say(r.reason))
     if updates:
-        updates_by_hand.convert(ctx, RULE, [c for *_, cs in by_hand for c in cs], updates)
-    by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
-    _run_steps(ctx, {id(p) for p in applies} | {id(u) for u in updates}, by_hand_loops)
+        updates_by_hand.convert(ctx, RULE, [c for *_, cs in by_hand for c in cs], updates, unscaled=in_whole)
+    _run_steps(ctx, set(stepped), by_hand_loops, {id(loop) for loop in whole})
 
 
 # ------------------------------------------------------------ replica scope
@@ -124,15 +131,23 @@ def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
 
 
 # ------------------------------------------------------------ steps
-def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset()) -> None:
-    """``within_step``: ids of loops that are part of a step (over its gradients)."""
-    a = ctx.a
+def _training_loops(a: A.Analysis, applies: Set[int], within_step: Set[int] = frozenset()) -> List:
+    """The innermost loops running optimizer steps (``applies``: their ids; ``within_step``:
+    ids of loops that are part of a step, over its gradients)."""
     trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
     # a loop over a tuple written out applies each of a fixed set within a step
     loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)
              and not tape_rows.over_a_display(l) and id(l) not in within_step]
-    innermost = [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
-                 and not any(o is not l and _inside_called(a, o, l) for o in loops)]
+    return [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
+            and not any(o is not l and _inside_called(a, o, l) for o in loops)]
+
+
+def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whole: Set[int] = frozenset()) -> None:
+    """``within_step``: ids of loops that are part of a step (over its gradients); ``whole``:
+    ids of loops whose steps train on the whole data (facts/whole_data.py)."""
+    a = ctx.a
+    trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
+    innermost = _training_loops(a, applies, within_step)
     if not innermost:
         ctx.warn(None, RULE, ctx.say("no training loop found around the steps: run each step with {run}",
                                      run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
@@ -141,6 +156,10 @@ def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset()) -> N
     for loop in innermost:
         calls = [c for c in calls_in(loop.body) if trains(c) and dataflow.callees(a, c)
                  and not any(isinstance(p, (cst.FunctionDef, cst.Lambda)) for p in _between(a, c, loop))]
+        if id(loop) in whole:
+            _whole_data_steps(ctx, loop, calls, trains)
+            steps += [f for c in calls for f in dataflow.callees(a, c) if f not in steps]
+            continue
         feed = None if _reads_dataset(a, loop) else generator_feed(ctx, loop) or array_feed(ctx, loop, trains)
         cut = feed if isinstance(feed, ArrayFeed) else None
         if not calls or _batch_used_outside(ctx.a, loop, calls, cut):
@@ -160,6 +179,20 @@ def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset()) -> N
         if fdefs and any(f in steps for f in fdefs) and not any(dataflow.is_inside(a, call, f) for f in steps) \
                 and not any(dataflow.is_inside(a, call, loop.body) for loop in extracted):
             _run_on_replicas(ctx, call)
+
+
+def _whole_data_steps(ctx, loop, calls, trains) -> None:
+    """A loop of steps on the whole data: each step run on every replica on all of it (its
+    loss that replica's share), the steps and the data left as they are; said once."""
+    if not calls:
+        _step_from_inline_code(ctx, loop, trains)
+        ctx.state("replica_tape.extracted").add(loop)
+    ctx.facts["full_batch"] = True  # for tfdist verify: every process runs every step
+    ctx.warn(loop, whole_data.RULE, ctx.say(
+        "every step of this loop trains on the whole data: each replica runs it on all of it and "
+        "differentiates its share of the loss, so the update is the single-process one, at the same learning "
+        "rate -- exact, but no faster, and only if every process has the same data (loaded, or drawn with a fixed "
+        "seed). To divide the work, batch the data (a tf.data.Dataset) and loop over its batches"))
 
 
 def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:

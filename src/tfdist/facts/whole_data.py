@@ -1,0 +1,52 @@
+"""Training loops whose every step trains on the whole data.
+
+A loop counting its steps (``for epoch in range(n)``) whose body begins with
+the training step, reads no dataset, iterator or generator, and whose step
+reads nothing the loop numbers (not its counter): each step trains on the
+same whole arrays or tensors -- a curve fit on a handful of points, a
+linear regression on all its rows, a graph network on its one graph.
+
+There is no batch to divide and no step count to cut: under a strategy
+every replica runs the step on all of it, each differentiating its share of
+the loss (1/N of it), and the optimizer's sum is the whole-data gradient --
+the single-process update, exactly, at the single-process learning rate
+(the global batch is the original's). What the rows are (samples, nodes of
+one graph) does not matter, which cutting them would.
+"""
+from __future__ import annotations
+
+from typing import FrozenSet
+
+import libcst as cst
+from ..engine import analysis as A
+from ..engine.memo import fact
+from ..engine.scopes import walk
+from . import gradient_tapes
+from . import step_counts
+from . import tape_rows
+
+RULE = "data-division"
+
+
+@fact
+def whole_data_loop(a: A.Analysis, loop, applies: FrozenSet[int]) -> bool:
+    """Is ``loop`` (a loop running optimizer steps, ``applies``: their ids) a loop of
+    steps each on the whole data?"""
+    if not isinstance(loop, cst.For) or not step_counts.is_range(a, step_counts.unwrapped(a, loop.iter)):
+        return False
+    if tape_rows.loop_dataset(a, loop.iter)[0] is not None:
+        return False
+    body = list(loop.body.body)
+    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
+    first = next((i for i, s in enumerate(body) if tape_rows.runs_optimizer_step(a, s, set(applies))
+                  or any(id(n) in tape_withs for n in walk(s))), None)
+    if first != 0:
+        return False  # statements before the step (a batch cut, a draw): not the whole data
+    counter = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
+    step = [s for s in body if tape_rows.runs_optimizer_step(a, s, set(applies))
+            or any(id(n) in tape_withs for n in walk(s))]
+    reads = {n.value for s in step for n in walk(s) if isinstance(n, cst.Name)}
+    if reads & counter:
+        return False  # the step reads the step number (x[i], a rate by step): not the same data each step
+    return not any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "next"
+                   for s in body for n in walk(s))

@@ -1,0 +1,85 @@
+"""Loops whose every step trains on the whole data (facts/whole_data.py),
+under --backend tf-distribute: each step run on every replica on all of it,
+the script's learning rate kept, nothing divided but the loss; the same
+program written as a helper called from the loop, inside main(), with the
+variables updated by hand. A loop that cuts its batch, or reads its step
+number in the step, is no such loop."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfdist.api import convert_source
+
+HEAD = '''import numpy as np
+import tensorflow as tf
+
+x = tf.constant(np.random.RandomState(0).randn(64, 3).astype("float32"))
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)
+'''
+INLINE = HEAD + '''
+for epoch in range(20):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    print(epoch, float(loss))
+'''
+HELPER = HEAD + '''
+
+def train(model, inputs, targets):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(inputs) - targets))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+for epoch in range(20):
+    loss = train(model, x, y)
+    print(epoch, float(loss))
+'''
+IN_MAIN = "def main():\n" + textwrap.indent(INLINE, "    ") + "\n\nmain()\n"
+WHOLE = "every step of this loop trains on the whole data"
+
+
+def _tfd(src):
+    result = convert_source(src.encode(), "fit.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    return result, result.data.decode()
+
+
+@pytest.mark.parametrize("src", [INLINE, HELPER, IN_MAIN], ids=["inline", "helper", "in main()"])
+def test_a_loop_of_whole_data_steps_runs_each_on_every_replica_at_the_scripts_rate(src):
+    result, text = _tfd(src)
+    assert any(WHOLE in w.message for w in result.warnings)
+    assert result.full_batch
+    assert "learning_rate=0.1)" in text  # not scaled: the global batch is the original's
+    assert text.count("/ strategy.num_replicas_in_sync") == 1  # the loss, each replica's share
+    assert "range(20)" in text and "experimental_distribute" not in text  # steps and data as they were
+    assert "run_on_replicas(" in text
+
+
+def test_variables_updated_by_hand_keep_their_rate():
+    src = INLINE.replace("    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n",
+                         "    for v, g in zip(model.trainable_variables, grads):\n        v.assign_sub(0.1 * g)\n")
+    result, text = _tfd(src)
+    assert any(WHOLE in w.message for w in result.warnings)
+    assert 'update_on_replicas(v, "assign_sub", 0.1 * g)' in text
+
+
+@pytest.mark.parametrize("edit", [
+    # the step reads the step number: another slice of the data each step
+    ("model(x) - y", "model(x[epoch:epoch + 8]) - y[epoch:epoch + 8]"),
+    # a batch cut before the step
+    ("    with tf.GradientTape() as tape:\n        loss = tf.reduce_mean(tf.square(model(x) - y))",
+     "    idx = np.random.randint(0, 64, 16)\n    xb, yb = tf.gather(x, idx), tf.gather(y, idx)\n"
+     "    with tf.GradientTape() as tape:\n        loss = tf.reduce_mean(tf.square(model(xb) - yb))"),
+], ids=["step number read", "batch cut"])
+def test_a_loop_cutting_its_data_is_no_whole_data_loop(edit):
+    result = convert_source(INLINE.replace(*edit).encode(), "fit.py", backend="tf-distribute")
+    assert not any(WHOLE in w.message for w in result.warnings)
+    assert not result.full_batch
