@@ -161,6 +161,7 @@ def write_path(ctx, call: cst.Call, keyword, position: int, what: str) -> bool:
     if arg is None:
         return False
     template = ctx.backend.worker_write_path(source(ctx.module, arg.value, False))
+    ctx.state("replicas.worker_writes").add(id(call))  # for reads back of what this worker wrote
     new = ctx.expr(template)
     ctx.plan.replace(arg.value, lambda old: new)
     ctx.change(call, "worker-writes", ctx.say(

@@ -43,6 +43,15 @@ KERAS_SAVE_FUNCTIONS = {"keras.save_model", "keras.saving.save_model", "tensorfl
 # Model methods that write files (Keras 3's export() writes a SavedModel; a
 # Hugging Face TF model's save_pretrained(save_directory) its config and weights).
 KERAS_SAVE_METHODS = {"save", "save_weights", "export", "save_pretrained"}
+# What reads back a saved model, weights or checkpoint: function -> (keyword, position) of the
+# path; method -> the same, with the kinds of object it is a method of.
+READ_BACK_FUNCTIONS = {"keras.load_model": ("filepath", 0), "keras.saving.load_model": ("filepath", 0),
+                       "tensorflow.saved_model.load": ("export_dir", 0),
+                       "tensorflow.train.latest_checkpoint": ("checkpoint_dir", 0)}
+READ_BACK_METHODS = {"load_weights": ("filepath", 0), "restore": ("save_path", 0), "read": ("save_path", 0)}
+# Callbacks that write on the chief only themselves under a strategy (tf-keras / Keras 3 remove
+# the other workers' copies): (keyword, position) of the path.
+KERAS_CHIEF_WRITING_CALLBACKS = {"keras.callbacks.ModelCheckpoint": ("filepath", 0)}
 # Keras's symbolic inputs: an object called on one is a Keras layer or model
 # (``img = generator(z)`` of ``z = Input(shape=(100,))``), whatever built it.
 KERAS_SYMBOLIC_INPUTS = {"keras.Input", "keras.layers.Input"}

@@ -317,6 +317,11 @@ class Backend(ABC):
         under the engine); None when saving is done on rank 0 only."""
         return None
 
+    def worker_read_path(self, path: str):
+        """Where this process reads back a file it may have written through
+        :meth:`worker_write_path`; None when saving is done on rank 0 only."""
+        return None
+
     # --- samplers
     def keep_own_draw(self, draw: str, batch: str) -> str:
         """A loop drawing one batch per rank ({call}) and keeping this rank's in {target}."""

@@ -178,15 +178,20 @@ def _sequence_batches_helper(q) -> Tuple[str, str]:
 def _write_path_helper(q) -> Tuple[str, str]:
     """The definition of {write_path}: where a worker writes a checkpoint or a saved model."""
     return (
-        f"def {{write_path}}(path):\n"
-        f"    if {{strategy}}.extended.should_checkpoint:\n"
-        f"        return path\n"
-        f"    import atexit, shutil, tempfile\n"
-        f"    directory = tempfile.mkdtemp()\n"
-        f"    atexit.register(shutil.rmtree, directory, ignore_errors=True)\n"
-        f"    return {{os}}.path.join(directory, {{os}}.path.basename({{os}}.path.normpath(str(path))))",
+        f"def {{write_path}}(path, reading=False):\n"
+        f"    key = {{os}}.path.normpath(str(path))\n"
+        f"    written = {{write_path}}.__dict__.setdefault({q('written')}, {{}})\n"
+        f"    if reading or {{strategy}}.extended.should_checkpoint:\n"
+        f"        return written.get(key, path) if reading else path\n"
+        f"    if key not in written:\n"
+        f"        import atexit, shutil, tempfile\n"
+        f"        directory = tempfile.mkdtemp()\n"
+        f"        atexit.register(shutil.rmtree, directory, ignore_errors=True)\n"
+        f"        written[key] = {{os}}.path.join(directory, {{os}}.path.basename(key))\n"
+        f"    return written[key]",
         "tf.distribute: every worker saves (saving can run collective operations); "
-        "only the chief writes to the real path, the others to a temporary directory removed at exit.",
+        "only the chief writes to the real path, the others to a temporary directory removed at exit, "
+        "and read back there what they wrote (reading=True).",
     )
 
 
@@ -553,6 +558,10 @@ class TfDistributeBackend(Backend):
     def worker_write_path(self, path: str):
         """Where this worker writes a checkpoint or saved model at ``path``."""
         return f"{{write_path}}({path})"
+
+    def worker_read_path(self, path: str):
+        """Where this worker reads ``path`` back: what it wrote there itself, else ``path``."""
+        return f"{{write_path}}({path}, reading=True)"
 
     # --- data
     def shard_dataset(self, dataset: str) -> str:

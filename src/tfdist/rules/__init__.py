@@ -10,7 +10,7 @@ that name it, in their ``order``.
 """
 from ..engine.rule import REGISTRY, rules_for
 from . import (environment_loops, gradient_tape, keras_fit, monitored_session, rank0_io, refuse_tf1_monitored_session,  # noqa: F401
-               refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup)
+               refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup, worker_reads)
 
 # The pipeline's rules, in the order they apply: pattern rules, cross-cutting
 # rules, setup last (it places the imports and start-up code the others asked for).

@@ -1,0 +1,42 @@
+"""Train, save the model, and evaluate it as it was saved."""
+import numpy as np
+import os
+# tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585); use tf-keras there.
+import importlib.util
+if "TF_CONFIG" in os.environ and importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+from tensorflow import keras
+import tensorflow as tf
+
+# tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.
+strategy = (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
+            else tf.distribute.MirroredStrategy())
+# tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().
+if "TF_CONFIG" in os.environ and int(getattr(tf.keras, "__version__", "2").split(".")[0]) >= 3:
+    raise SystemExit("Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): use tf.keras with tf-keras installed (pip install tf-keras; TF_USE_LEGACY_KERAS=1)")
+# tf.distribute: every worker saves (saving can run collective operations); only the chief writes to the real path, the others to a temporary directory removed at exit, and read back there what they wrote (reading=True).
+def worker_path(path, reading=False):
+    key = os.path.normpath(str(path))
+    written = worker_path.__dict__.setdefault("written", {})
+    if reading or strategy.extended.should_checkpoint:
+        return written.get(key, path) if reading else path
+    if key not in written:
+        import atexit, shutil, tempfile
+        directory = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        written[key] = os.path.join(directory, os.path.basename(key))
+    return written[key]
+
+x = np.random.RandomState(0).randn(512, 8).astype("float32")
+y = (x.sum(axis=1) > 0).astype("int64")
+
+with strategy.scope():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate=0.001 * strategy.num_replicas_in_sync), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x, y, batch_size=32 * strategy.num_replicas_in_sync, epochs=3, verbose=1 if strategy.extended.should_checkpoint else 0)
+path = "classifier.keras"
+model.save(worker_path(path))
+
+restored = keras.models.load_model(worker_path(path, reading=True))
+print(restored.evaluate(x, y, verbose=0))
