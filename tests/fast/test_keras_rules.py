@@ -634,8 +634,9 @@ def test_a_flow_of_a_generator_handed_in_or_none_is_an_image_flow(backend, flow)
 def test_a_module_the_script_imports_after_tensorflow_is_imported_before_the_start_up_code():
     """keras-io's text classification imports os after keras; the start-up code,
     placed after the keras import, read the script's os before it was bound
-    (NameError on every worker). It is imported again with tfdist's own."""
-    src = ('"""Doc."""\n\n"""\n## Setup\n"""\n\nimport tensorflow as tf\nimport keras\n\n"""\nMore prose.\n"""\n\n'
+    (NameError on every worker). It is imported again with tfdist's own. (Text blocks
+    between the imports no longer end them -- test_leading_strings.py; a statement does.)"""
+    src = ('"""Doc."""\n\n"""\n## Setup\n"""\n\nimport tensorflow as tf\nimport keras\n\nSEED = 1\n\n'
            "import os\nimport numpy as np\n\n"
            "model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
            "model.compile(optimizer='adam', loss='mse')\n"

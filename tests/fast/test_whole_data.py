@@ -83,3 +83,47 @@ def test_a_loop_cutting_its_data_is_no_whole_data_loop(edit):
     result = convert_source(INLINE.replace(*edit).encode(), "fit.py", backend="tf-distribute")
     assert not any(WHOLE in w.message for w in result.warnings)
     assert not result.full_batch
+
+
+def test_a_layers_own_training_loop_is_no_whole_data_loop():
+    """A layer training itself in a method its model's train_step calls (a forward-forward
+    network): that loop runs inside fit's step, on a replica already -- never run on the
+    replicas again."""
+    src = '''import tensorflow as tf
+
+
+class SelfTraining(tf.keras.layers.Dense):
+    def __init__(self, units):
+        super().__init__(units)
+        self.opt = tf.keras.optimizers.Adam(0.01)
+
+    def local_fit(self, x):
+        for i in range(10):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(self(x)))
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.opt.apply_gradients(zip(grads, self.trainable_weights))
+        return loss
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.block = SelfTraining(4)
+
+    def call(self, x):
+        return self.block(x)
+
+    def train_step(self, data):
+        x, y = data
+        return {"loss": self.block.local_fit(x)}
+
+
+model = Net()
+model.compile(optimizer="adam")
+x = tf.random.normal([64, 4])
+model.fit(x, x, batch_size=16, epochs=1)
+'''
+    result = convert_source(src.encode(), "ff.py", backend="tf-distribute")
+    assert not any(WHOLE in w.message for w in result.warnings)
+    assert "run_on_replicas(" not in (result.data or b"").decode()

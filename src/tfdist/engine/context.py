@@ -67,7 +67,9 @@ class ImportScheduler:
             is_import = isinstance(stmt, cst.SimpleStatementLine) and all(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
             )
-            is_doc = i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(
+            # a string statement (the docstring, or the text blocks of a script written as a notebook
+            # -- keras-io's title and introduction): documentation, no end of the leading imports
+            is_doc = isinstance(stmt, cst.SimpleStatementLine) and isinstance(
                 stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
             if is_import:
                 for small in stmt.body:

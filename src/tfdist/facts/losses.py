@@ -357,6 +357,13 @@ def _subclasses_kind(a: A.Analysis, constructions) -> str:
     return kinds.pop() if len(kinds) == 1 else "unknown"
 
 
+@fact
+def returns_one_number(a: A.Analysis, fdef: cst.FunctionDef) -> bool:
+    """Does every value the function returns certainly hold one number (a full reduction)?"""
+    returns = returned_values(fdef)
+    return bool(returns) and all(_one_number(a, r) for r in returns)
+
+
 def _one_number(a: A.Analysis, expr, depth: int = 0) -> bool:
     """Is expr certainly one number: a full reduction (``ops.mean(x)``, ``tf.reduce_sum(x)``,
     no axis), a Python number, arithmetic of those, or names bound only to them?"""

@@ -34,6 +34,8 @@ def whole_data_loop(a: A.Analysis, loop, applies: FrozenSet[int]) -> bool:
     steps each on the whole data?"""
     if not isinstance(loop, cst.For) or not step_counts.is_range(a, step_counts.unwrapped(a, loop.iter)):
         return False
+    if _in_model_or_layer(a, loop):
+        return False  # a layer's or model's own training (called from its train_step): already on a replica
     if tape_rows.loop_dataset(a, loop.iter)[0] is not None:
         return False
     body = list(loop.body.body)
@@ -50,3 +52,16 @@ def whole_data_loop(a: A.Analysis, loop, applies: FrozenSet[int]) -> bool:
         return False  # the step reads the step number (x[i], a rate by step): not the same data each step
     return not any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "next"
                    for s in body for n in walk(s))
+
+
+def _in_model_or_layer(a: A.Analysis, node) -> bool:
+    """node is in a method of a Keras model or layer class (or a tf.Module) of this module."""
+    fdef = a.enclosing_function(node)
+    while fdef is not None:
+        owner = a.method_owner(fdef)
+        if owner is not None:
+            fact_ = a.classes.get(next(iter(a.qualified(owner.name)), owner.name.value))
+            if fact_ is not None and fact_.kinds & {A.MODEL, A.MODULE}:
+                return True
+        fdef = a.enclosing_function(fdef)
+    return False

@@ -17,7 +17,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.rule import Rule, register
-from ..facts.syntax import find_arg, method_name, receiver, source
+from ..facts.syntax import find_arg, method_name, receiver
 
 RULE = "worker-writes"
 
@@ -84,8 +84,10 @@ class WorkerReads(Rule):
                 continue
             if not redirected:
                 continue  # nothing saved here to a worker's own path: every read reads the path as given
-            new = ctx.expr(ctx.backend.worker_read_path(source(ctx.module, arg.value, False)))
-            ctx.plan.replace(arg.value, lambda old, new=new: new)
+            template = ctx.backend.worker_read_path("{inner}")
+            # built from the edited argument: a read inside it (latest_checkpoint(dir)) is wrapped too
+            ctx.plan.replace(arg.value, lambda upd, template=template: ctx.expr(
+                template, inner=ctx.module.code_for_node(upd)))
             ctx.change(call, RULE, ctx.say(
                 "{path} read back by every worker from what it wrote there itself (the chief: the path; the "
                 "others: their temporary copy), or from the path when it wrote nothing there",

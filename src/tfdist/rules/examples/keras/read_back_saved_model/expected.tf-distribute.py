@@ -18,8 +18,11 @@ if "TF_CONFIG" in os.environ and int(getattr(tf.keras, "__version__", "2").split
 def worker_path(path, reading=False):
     key = os.path.normpath(str(path))
     written = worker_path.__dict__.setdefault("written", {})
-    if reading or strategy.extended.should_checkpoint:
-        return written.get(key, path) if reading else path
+    if reading:  # what this worker wrote there (a file, or files in that directory), else the path
+        inside = [os.path.dirname(v) for k, v in written.items() if os.path.dirname(k) == key]
+        return written.get(key, inside[-1] if inside else path)
+    if strategy.extended.should_checkpoint:
+        return path
     if key not in written:
         import atexit, shutil, tempfile
         directory = tempfile.mkdtemp()

@@ -1,0 +1,34 @@
+"""Scripts written as notebooks open with text blocks (keras-io: a title
+docstring, then an introduction string, sometimes more between imports): the
+start-up code goes after every leading import whatever the number of string
+statements, never before the TensorFlow import it needs (stop 43: with two
+strings it went before ``import tensorflow as tf``: NameError at start-up)."""
+from __future__ import annotations
+
+import pytest
+
+from tfdist.api import convert_source
+
+BODY = '''import numpy as np
+from tensorflow import keras
+"""## Setup, continued"""
+from tensorflow.keras import layers
+import tensorflow as tf
+
+model = keras.Sequential([keras.Input((4,)), layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(np.zeros((32, 4), "float32"), np.zeros((32, 1), "float32"), batch_size=8, epochs=1)
+print(tf.__version__)
+'''
+
+
+@pytest.mark.parametrize("strings", [0, 1, 2, 3])
+@pytest.mark.parametrize("engine", ["horovod", "tf-distribute"])
+def test_the_start_up_code_follows_every_leading_import(strings, engine):
+    src = "".join(f'"""Text block {i}."""\n' for i in range(strings)) + BODY
+    result = convert_source(src.encode(), "intro.py", backend=engine)
+    assert result.status == "converted", result.error
+    lines = result.data.decode().splitlines()
+    tf_import = lines.index("import tensorflow as tf")
+    first_use = next(i for i, l in enumerate(lines) if l.startswith(("strategy = ", "hvd.init()")))
+    assert first_use > tf_import, "\n".join(lines[:25])
