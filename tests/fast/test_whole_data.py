@@ -43,6 +43,8 @@ for epoch in range(20):
     print(epoch, float(loss))
 '''
 IN_MAIN = "def main():\n" + textwrap.indent(INLINE, "    ") + "\n\nmain()\n"
+# the range bound to a name first (TensorFlow's "basic training loops" guide)
+NAMED_RANGE = INLINE.replace("for epoch in range(20):", "epochs = range(20)\nfor epoch in epochs:")
 WHOLE = "every step of this loop trains on the whole data"
 
 
@@ -52,7 +54,8 @@ def _tfd(src):
     return result, result.data.decode()
 
 
-@pytest.mark.parametrize("src", [INLINE, HELPER, IN_MAIN], ids=["inline", "helper", "in main()"])
+@pytest.mark.parametrize("src", [INLINE, HELPER, IN_MAIN, NAMED_RANGE], ids=["inline", "helper", "in main()",
+                                                                         "named range"])
 def test_a_loop_of_whole_data_steps_runs_each_on_every_replica_at_the_scripts_rate(src):
     result, text = _tfd(src)
     assert any(WHOLE in w.message for w in result.warnings)

@@ -77,6 +77,12 @@ REFUSED: dict[str, str] = {}
 #: metric variable under MultiWorkerMirroredStrategy first divides the value by
 #: the replicas, which an h5py Dataset does not support (measured; Keras 3 under
 #: MirroredStrategy loads the same file).
+#: item -> the one warning its conversion must give (asserted): a file ModelCheckpoint writes
+#: on the chief only, read back by every worker (shared storage needed across hosts)
+WARNED: dict[str, str] = {
+    "keras_checkpoint_csvlogger_callbacks.py": "is what tf.keras.callbacks.ModelCheckpoint (line 24) writes",
+    "nb_functional_checkpoint_cells.ipynb": "is what keras.callbacks.ModelCheckpoint (line 21) writes",
+}
 UPSTREAM_FAILURES: dict[str, tuple[str, str]] = {
     "keras_checkpoint_csvlogger_callbacks.py": (
         "2 MultiWorkerMirrored workers", "unsupported operand type(s) for /: 'Dataset' and 'int'"),
@@ -226,7 +232,9 @@ def test_modern_item_trains_like_the_original(item, mode, variant, tmp_path):
         return
     assert result.status == "converted", (result.status, result.error, result.error_line)
     warnings = [f"{w.line}: {w.message}" for w in result.warnings if w.level == "WARNING"]
-    assert not warnings, warnings
+    expected = WARNED.get(item.name)
+    assert [w for w in warnings if expected is None or expected not in w] == [], warnings
+    assert expected is None or any(expected in w for w in warnings), warnings
     common = dict(env=run_env(), backend=TF_DISTRIBUTE, python=python, record_losses=True)
 
     def original_run():

@@ -277,6 +277,8 @@ def _constructor_argument(a: A.Analysis, n: cst.Name, root) -> bool:
     model computes from; classes by Python's naming convention)."""
     child = n
     for anc in a.ancestors(n):
+        if anc is root and a.is_kind(root, A.MODEL):
+            return False  # the model construction followed (``Model(inputs, outputs)``): its tensors
         if isinstance(anc, cst.Call) and child is not anc.func:
             func = anc.func.attr if isinstance(anc.func, cst.Attribute) else anc.func
             if isinstance(func, cst.Name) and func.value[:1].isupper():

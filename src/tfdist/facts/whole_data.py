@@ -32,7 +32,7 @@ RULE = "data-division"
 def whole_data_loop(a: A.Analysis, loop, applies: FrozenSet[int]) -> bool:
     """Is ``loop`` (a loop running optimizer steps, ``applies``: their ids) a loop of
     steps each on the whole data?"""
-    if not isinstance(loop, cst.For) or not step_counts.is_range(a, step_counts.unwrapped(a, loop.iter)):
+    if not isinstance(loop, cst.For) or not step_counts.is_range(a, _range_of(a, loop.iter)):
         return False
     if _in_model_or_layer(a, loop):
         return False  # a layer's or model's own training (called from its train_step): already on a replica
@@ -65,3 +65,14 @@ def _in_model_or_layer(a: A.Analysis, node) -> bool:
                 return True
         fdef = a.enclosing_function(fdef)
     return False
+
+
+def _range_of(a: A.Analysis, it):
+    """The iterable a loop counts with: ``range(n)`` itself, or what the one binding of the
+    name it iterates holds (``epochs = range(10)`` ... ``for epoch in epochs``)."""
+    it = step_counts.unwrapped(a, it)
+    if isinstance(it, cst.Name):
+        bound = a.assigned_values(it)
+        if len(bound) == 1 and bound[0][1] is not None:
+            return step_counts.unwrapped(a, bound[0][1])
+    return it
