@@ -73,7 +73,7 @@ def test_original_counts_one_run_per_process(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     assert len(_wandb_runs(two)) == 2 and len(_mlflow_runs(two)) == 2, (_wandb_runs(two), _mlflow_runs(two))
-    assert sum(err.count("evaluating: 100%") for _, err in outs) == 2  # a bar per process
+    assert sum(err.count("evaluating:   0%") for _, err in outs) == 2  # a bar per process (started once each)
 
 
 @pytest.mark.timeout(900)
@@ -102,6 +102,8 @@ def test_converted_reports_one_run_from_the_chief(tmp_path):
     assert len(mlflow_runs) == 1, mlflow_runs
     assert _mlflow_metric(mlflow_runs[0], "final_loss")
     assert any(wandb_runs[0].glob("*.wandb")), list(wandb_runs[0].iterdir())
-    # one progress bar drawn (by the chief): one bar reaching its end, 4/4 batches
+    # one progress bar drawn (by the chief): one bar started at 0/4 and reaching its end, 4/4 batches
+    # (tqdm may redraw its finished line on close(), so the start is what counts the bars)
     output = proc.stdout + proc.stderr
-    assert output.count("evaluating: 100%") == 1, output[-3000:]
+    assert output.count("evaluating:   0%") == 1, output[-3000:]
+    assert "evaluating: 100%" in output, output[-3000:]
