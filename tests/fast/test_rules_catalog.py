@@ -30,7 +30,8 @@ def test_the_pipelines_run_the_registered_rules_in_their_order():
         "setup"]
     assert [r.id for r in rules.REPLICATED_RULES] == [
         "refuse-environment-loops", "replica-fit", "replica-tape", "refuse-tf1-session", "refuse-tf1-monitored-session",
-        "rank0-io", "worker-reads", "compiled-losses", "trackers",
+        "rank0-io", "worker-reads", "compiled-losses", "held-input-models", "layer-seeds",
+        "trackers",
         "lr-warmup", "setup"]
     assert set(REGISTRY) == {r.id for r in (*rules.DEFAULT_RULES, *rules.REPLICATED_RULES)}
 

@@ -61,3 +61,14 @@ TF_GLOBAL_SEED_SETTERS = {
     "tensorflow.random.set_seed", "tensorflow.keras.utils.set_random_seed", "keras.utils.set_random_seed",
     "tensorflow.compat.v1.set_random_seed", "tensorflow.set_random_seed",
 }
+# Keras 3 draws (keras.random) -> the position of their ``seed`` argument.
+# Without one they draw from Keras's global SeedGenerator, created on first
+# use and kept per thread: inside a strategy's replicated step that creation
+# fails (facts/layer_draws.py).
+KERAS3_RANDOM_DRAWS = {
+    "keras.random.uniform": 4, "keras.random.normal": 4, "keras.random.truncated_normal": 4,
+    "keras.random.randint": 4, "keras.random.binomial": 4, "keras.random.beta": 4,
+    "keras.random.categorical": 3, "keras.random.dropout": 3, "keras.random.gamma": 3,
+    "keras.random.shuffle": 2,
+}
+KERAS3_SEED_GENERATOR = "SeedGenerator"

@@ -70,6 +70,9 @@ class FileResult:
     # (tf.distribute's multi-worker fit needs it): tfdist verify runs the
     # original on the same Keras
     tf_keras_on_workers: bool = False
+    # ... and also without TF_CONFIG (a model Keras 3 cannot build under a
+    # strategy, facts/model_builds): the original runs on tf-keras in every mode
+    tf_keras_everywhere: bool = False
 
     @property
     def no_training(self) -> bool:

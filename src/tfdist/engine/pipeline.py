@@ -97,6 +97,7 @@ class Pipeline:
         result.data = code.encode(new_module.encoding)  # what Module.bytes does, without generating the code twice
         result.full_batch = bool(ctx.facts.get("full_batch"))
         result.tf_keras_on_workers = bool(ctx.facts.get("tf_keras_on_workers"))
+        result.tf_keras_everywhere = bool(ctx.facts.get("tf_keras_everywhere"))
         result.changes = sorted(ctx.changes, key=lambda c: (c.line, c.col))
         result.warnings = sorted(ctx.warnings, key=lambda w: (w.line, w.col))
         result.status = F.CONVERTED if result.data != src.data else F.UNCHANGED

@@ -9,7 +9,7 @@ this package registers every rule; each engine's pipeline runs the rules
 that name it, in their ``order``.
 """
 from ..engine.rule import REGISTRY, rules_for
-from . import (compiled_losses, environment_loops, gradient_tape, keras_fit, monitored_session, rank0_io, refuse_tf1_monitored_session,  # noqa: F401
+from . import (compiled_losses, environment_loops, gradient_tape, held_inputs, keras_fit, layer_seeds, monitored_session, rank0_io, refuse_tf1_monitored_session,  # noqa: F401
                refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup, worker_reads)
 
 # The pipeline's rules, in the order they apply: pattern rules, cross-cutting

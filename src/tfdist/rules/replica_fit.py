@@ -29,6 +29,7 @@ from ..facts import gradient_changes
 from ..facts import gradient_tapes
 from ..facts import keras_inputs
 from ..facts import keras_models
+from ..facts import model_builds
 from ..facts import kinds
 from ..facts import replica_state
 from ..facts import sample_arrays
@@ -137,11 +138,12 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
     one process, but under a strategy Keras 3's fit first builds the model
     by calling it on a batch, which fails ("Unable to automatically build
     the model"). Its variables are its sub-models': it is marked built
-    before fit(). Only for classes whose whole lineage is in this module,
-    on keras.Model."""
+    before fit() (tf-keras, which a tf.keras script uses on several workers,
+    takes it as well). Only for classes whose whole lineage is in this
+    module, on keras.Model (facts/model_builds)."""
     a = ctx.a
     model, cls = _fitted_class(a, call)
-    if ctx.facts.get("keras_flavor") != "keras" or cls is None:
+    if cls is None:
         return
     classes = [cls]
     lineage = a.lineage(cls)
@@ -156,13 +158,8 @@ def _mark_built_without_call(ctx, call: cst.Call) -> None:
         return
     # keras.Model(inputs, outputs) in a subclass is a functional model, with a call() of its own:
     # only a class whose __init__ hands keras.Model no inputs and outputs is one without
-    inits = a.class_methods(classes[0], "__init__")
-    if not inits:
+    if not model_builds.hands_keras_no_inputs(a, classes[0]):
         return
-    for c in calls_in(inits[0].body):
-        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "__init__" and (
-                any(arg.keyword is None or arg.keyword.value in ("inputs", "outputs") for arg in c.args)):
-            return
     key = ("built", model.value, id(a.statement_of(call)))
     done = ctx.state("replica_fit.built")
     if key in done:

@@ -31,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from ..api import convert_file
 from ..assembly import pipeline
@@ -179,7 +179,7 @@ def convert_to(script: Path, dest_dir: Path, options: Options) -> tuple[Path, st
         raise VerifyInputError(f"{script}: nothing to convert (no training loop found); "
                                "pass --converted to verify a script that is already distributed")
     if status == "already-distributed":
-        return (notebook_as_script(script, dest_dir) if script.suffix == ".ipynb" else script), status, False, False
+        return (notebook_as_script(script, dest_dir) if script.suffix == ".ipynb" else script), status, False, None
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / script.name
     data = getattr(result, "data", None)
@@ -188,7 +188,9 @@ def convert_to(script: Path, dest_dir: Path, options: Options) -> tuple[Path, st
     dest.write_bytes(data)
     if script.suffix == ".ipynb":
         dest = notebook_as_script(dest, dest_dir)
-    return dest, status, bool(getattr(result, "full_batch", False)), bool(getattr(result, "tf_keras_on_workers", False))
+    tf_keras = "everywhere" if getattr(result, "tf_keras_everywhere", False) else (
+        "workers" if getattr(result, "tf_keras_on_workers", False) else None)
+    return dest, status, bool(getattr(result, "full_batch", False)), tf_keras
 
 
 def _convert_notebook(notebook: Path, options: Options):
@@ -260,17 +262,19 @@ def _has_tf_keras(python: str | None) -> bool:
     return found.returncode == 0
 
 
-def _run_original(setup: _Setup, original: Path, base: Path, tf_keras_on_workers: bool = False) -> Observation:
-    """The original as one process; on the Keras its converted workers run
-    (tf-keras where they switch to it: Keras 3 and tf-keras train some
-    scripts differently -- a GAN's ``trainable = False`` after compile stops
-    the compiled model's own training under Keras 3 only). A notebook runs
-    as the script its cells make, from the notebook's folder."""
+def _run_original(setup: _Setup, original: Path, base: Path, tf_keras: Optional[str] = None) -> Observation:
+    """The original as one process; on the Keras its converted processes run
+    (tf-keras where they switch to it -- ``tf_keras`` "workers": with
+    TF_CONFIG, "everywhere": wherever installed. Keras 3 and tf-keras train
+    some scripts differently -- a GAN's ``trainable = False`` after compile
+    stops the compiled model's own training under Keras 3 only). A notebook
+    runs as the script its cells make, from the notebook's folder."""
     as_file = None
     if original.suffix == ".ipynb":
         original, as_file = notebook_as_script(original, base / "original-notebook"), original
     env = setup.env
-    if tf_keras_on_workers and setup.np > 1 and setup.local_devices == 1 and _has_tf_keras(setup.python):
+    workers = tf_keras == "workers" and setup.np > 1 and setup.local_devices == 1
+    if (workers or tf_keras == "everywhere") and _has_tf_keras(setup.python):
         env = dict(os.environ if env is None else env)
         env.setdefault("TF_USE_LEGACY_KERAS", "1")
         if setup.sink is not None:
@@ -371,7 +375,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     base.mkdir(parents=True, exist_ok=True)
     try:
         if converted:
-            dist_script, status, full_batch, tf_keras = script, "given", False, False
+            dist_script, status, full_batch, tf_keras = script, "given", False, None
             if script.suffix == ".ipynb":
                 dist_script = notebook_as_script(script, base / "given")
         else:   # a conversion that fails is bad input: said before anything runs
@@ -418,7 +422,9 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                     raise
                 skipped.append((policy, str(exc)))
                 chosen.remove((policy, options))
-        reference = _run_original(setup, script, base, any(c[3] for c in conversions))
+        kinds = {c[3] for c in conversions}  # the policies convert alike: one Keras for the reference
+        reference = _run_original(setup, script, base, "everywhere" if "everywhere" in kinds else (
+            "workers" if "workers" in kinds else None))
         reports = []
         for i, ((policy, options), (dist_script, status, full_batch, _)) in enumerate(zip(chosen, conversions)):
             reports.append(_run_converted(setup, reference, base / f"policy-{i}", dist_script, status, policy=policy,

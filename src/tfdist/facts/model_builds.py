@@ -1,0 +1,106 @@
+"""What Keras builds a subclassed model from when a strategy runs fit().
+
+Measured (TF 2.21, Keras 3.15, MirroredStrategy over 2 logical CPUs and
+MultiWorkerMirroredStrategy): fit() on a model made in a strategy's scope
+first builds the model, its compiled loss and its metrics by calling the
+model symbolically on fit's first batch (``Trainer._symbolic_build``, also
+when the model's own layers are built already). Without a strategy Keras
+builds them when the step is first traced, on whatever the step calls the
+model with; tf-keras does so under a strategy too. Two shapes of custom
+``train_step`` cannot be built from fit's batch under Keras 3:
+
+- a class with no ``call()`` of its own (a GAN or VAE trainer whose step
+  runs its sub-models): its variables are its sub-models', and it is marked
+  built when its ``keras.Model.__init__`` is given no inputs and outputs
+  (which would make it a functional model, with a call());
+- a class whose step calls the model only on tensors it holds
+  (``self([self.node_states, self.edges])`` in a graph network fed node
+  indices): the symbolic call on fit's batch fails ("Unable to
+  automatically build the model", an input-shape error).
+"""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+from ..engine import analysis as A
+from ..engine.dataflow import assigned_by, element_value, names_in
+from ..engine.memo import fact
+from .syntax import calls_in
+
+KERAS_MODEL_INPUTS = ("inputs", "outputs")
+
+
+@fact
+def held_input_calls(a: A.Analysis, cls: cst.ClassDef) -> List[cst.Call]:
+    """The calls of the model itself in cls's ``train_step`` (``self(...)``)
+    when there is one and none is handed what the step's data parameter
+    holds (followed through the step's bindings); else []."""
+    steps = a.class_methods(cls, "train_step")
+    if not steps or len(steps[0].params.params) < 2:
+        return []
+    data = steps[0].params.params[1]
+    calls = [c for c in calls_in(steps[0].body)
+             if isinstance(c.func, cst.Name) and a.self_class(c.func) is cls]
+    if not calls or any(_reads(a, arg.value, data, 0, set()) for c in calls for arg in c.args):
+        return []
+    return calls
+
+
+def _reads(a: A.Analysis, expr, param: cst.Param, depth: int, seen: set) -> bool:
+    """expr reads param, directly or through the values bound to the names it reads."""
+    if depth > 10:
+        return True  # too deep to tell: taken as reading it (nothing is changed then)
+    for n in names_in(expr):
+        for origin, value in a.assigned_values(n):
+            if origin is param:
+                return True
+            if value is None and isinstance(origin, cst.Name):
+                value = element_value(a, origin) or assigned_by(a, origin)  # x, y = data
+            if value is not None and id(value) not in seen:
+                seen.add(id(value))
+                if _reads(a, value, param, depth + 1, seen):
+                    return True
+    return False
+
+
+@fact
+def hands_keras_no_inputs(a: A.Analysis, cls: cst.ClassDef) -> bool:
+    """cls's ``__init__`` hands ``super().__init__`` no inputs and outputs:
+    nothing positional, no ``inputs=``/``outputs=``, and a ``**kwargs`` only
+    when every construction of cls in this module passes neither (no more
+    positional arguments than its ``__init__`` names, no ``inputs=`` /
+    ``outputs=``, no ``*`` / ``**`` of its own)."""
+    inits = a.class_methods(cls, "__init__")
+    if not inits:
+        return False
+    for c in calls_in(inits[0].body):
+        if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "__init__"):
+            continue
+        for arg in c.args:
+            if arg.keyword is not None:
+                if arg.keyword.value in KERAS_MODEL_INPUTS:
+                    return False
+            elif arg.star != "**" or not _constructions_fill_named(a, cls, inits[0]):
+                return False
+    return True
+
+
+def _constructions_fill_named(a: A.Analysis, cls: cst.ClassDef, init: cst.FunctionDef) -> bool:
+    positional = len(init.params.params) - 1
+    made = [c for c in a.calls if _constructs(a, c, cls)]
+    if not made:
+        return False  # built where tfdist cannot see what it is given
+    for c in made:
+        if sum(1 for arg in c.args if arg.keyword is None and not arg.star) > positional:
+            return False
+        if any(arg.star for arg in c.args) or any(
+                arg.keyword is not None and arg.keyword.value in KERAS_MODEL_INPUTS for arg in c.args):
+            return False
+    return True
+
+
+def _constructs(a: A.Analysis, call: cst.Call, cls: cst.ClassDef) -> bool:
+    found = a.class_of(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    return found is not None and found.node is cls
+

@@ -1,0 +1,220 @@
+"""Models Keras 3 builds from fit()'s batch under a strategy (facts/model_builds,
+rules held-input-models and replica-fit), and unseeded keras.random draws in a
+layer's methods (facts/layer_draws, rule layer-seeds) -- both crashed converted
+keras-io scripts at run time (a graph network, a VQ-VAE trainer, a
+switch-transformer router). Each case is written in several syntaxes that
+mean the same program."""
+from __future__ import annotations
+
+import pytest
+
+from tfdist.api import convert_source
+
+GRAPH = '''import numpy as np
+import tensorflow as tf
+{keras_import}
+
+
+class GraphModel(keras.Model):
+    def __init__(self, node_states, **kwargs):
+        super().__init__(**kwargs)
+        self.node_states = node_states
+        self.dense = keras.layers.Dense(3)
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+    def train_step({me}, data):
+{unpack}
+        with tf.GradientTape() as tape:
+            outputs = {me}({called})
+            loss = {me}.compute_loss(y=labels, y_pred=tf.gather(outputs, indices))
+        grads = tape.gradient(loss, {me}.trainable_weights)
+        {me}.optimizer.apply_gradients(zip(grads, {me}.trainable_weights))
+        return {{"loss": loss}}
+
+
+node_states = tf.constant(np.random.rand(50, 6), dtype="float32")
+model = GraphModel(node_states)
+model.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy")
+model.fit(x=np.arange(40), y=np.random.randint(0, 3, 40), batch_size=16, epochs=1)
+'''
+TF_KERAS = "from tensorflow import keras"
+KERAS3 = "import keras"
+HELD = [  # (unpack, called): the model called on what it holds
+    ("        indices, labels = data", "self.node_states"),
+    ("        indices, labels = data", "[self.node_states, self.node_states]"),
+    ("        indices = data[0]\n        labels = data[1]", "self.node_states"),
+    ("        (indices, labels) = data\n        states = self.node_states", "states"),
+]
+FED = [  # the model called on what fit() feeds: Keras 3 builds it from that
+    ("        indices, labels = data", "indices"),
+    ("        indices, labels = data\n        feats = tf.cast(indices, tf.float32)[:, None]", "feats * 2.0"),
+    ("        indices = data[0]\n        labels = data[1]", "tf.expand_dims(indices, -1)"),
+]
+
+
+def _tfd(src, name="graph.py"):
+    return convert_source(src.encode(), name, backend="tf-distribute")
+
+
+@pytest.mark.parametrize("me", ["self", "model_self"])
+@pytest.mark.parametrize("unpack, called", HELD)
+def test_a_tf_keras_model_called_on_what_it_holds_runs_on_tf_keras_everywhere(unpack, called, me):
+    src = GRAPH.format(keras_import=TF_KERAS, unpack=unpack.replace("self", me), called=called.replace("self", me),
+                       me=me)
+    result = _tfd(src)
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert 'if importlib.util.find_spec("tf_keras") is not None:' in text, text
+    assert '"TF_CONFIG" in os.environ and importlib.util.find_spec' not in text
+    assert result.tf_keras_everywhere and result.tf_keras_on_workers
+    held = [c for c in result.changes if c.rule == "replica-scope" and "tf-keras wherever" in c.message]
+    assert len(held) == 1 and held[0].line == src.splitlines().index(
+        "model.fit(x=np.arange(40), y=np.random.randint(0, 3, 40), batch_size=16, epochs=1)") + 1, result.changes
+
+
+@pytest.mark.parametrize("unpack, called", HELD[:2])
+def test_a_keras_3_model_called_on_what_it_holds_is_refused_with_the_edit(unpack, called):
+    src = GRAPH.format(keras_import=KERAS3, unpack=unpack, called=called, me="self")
+    result = _tfd(src)
+    assert result.status == "unsupported"
+    lines = src.splitlines()
+    step_line = next(i for i, line in enumerate(lines, 1) if "outputs = self(" in line)
+    fit_line = next(i for i, line in enumerate(lines, 1) if line.startswith("model.fit("))
+    assert result.error_line == fit_line, (result.error_line, result.error)
+    assert f"(line {step_line})" in result.error and "import tf_keras as keras" in result.error, result.error
+
+
+@pytest.mark.parametrize("keras_import", [TF_KERAS, KERAS3])
+@pytest.mark.parametrize("unpack, called", FED)
+def test_a_model_called_on_fits_batch_keeps_the_keras_it_has(unpack, called, keras_import):
+    result = _tfd(GRAPH.format(keras_import=keras_import, unpack=unpack, called=called, me="self"))
+    assert result.status == "converted", result.error
+    assert not result.tf_keras_everywhere
+    assert "find_spec(\"tf_keras\") is not None:" not in result.data.decode().replace(
+        '"TF_CONFIG" in os.environ and importlib.util.find_spec("tf_keras") is not None:', "")
+
+
+TRAINER = '''import numpy as np
+import tensorflow as tf
+{keras_import}
+
+
+class Trainer(keras.Model):
+    def __init__(self, latent, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = keras.Sequential([keras.Input((8,)), keras.layers.Dense(latent)])
+        self.decoder = keras.Sequential([keras.Input((latent,)), keras.layers.Dense(8)])
+
+    def train_step(self, data):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((data - self.decoder(self.encoder(data))) ** 2)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {{"loss": loss}}
+
+
+x = np.random.rand(256, 8).astype("float32")
+trainer = {construct}
+trainer.compile(optimizer=keras.optimizers.Adam(0.01))
+trainer.fit(x, epochs=2, batch_size=32)
+'''
+
+
+@pytest.mark.parametrize("keras_import", [TF_KERAS, KERAS3, "import tf_keras as keras"])
+@pytest.mark.parametrize("construct", ["Trainer(4)", "Trainer(latent=4)", 'Trainer(4, name="vae")'])
+def test_a_class_without_call_is_marked_built_whatever_its_keras(construct, keras_import):
+    result = _tfd(TRAINER.format(keras_import=keras_import, construct=construct))
+    assert result.status == "converted", result.error
+    assert "\ntrainer.built = True\ntrainer.fit(" in result.data.decode()
+
+
+@pytest.mark.parametrize("construct", ["Trainer(4, 5)", "Trainer(4, **settings)", "Trainer(4, inputs=None)"])
+def test_a_class_without_call_given_what_may_make_it_functional_is_left_as_it_is(construct):
+    src = TRAINER.format(keras_import=KERAS3, construct=construct).replace("x = np", "settings = {}\nx = np")
+    result = _tfd(src)
+    assert result.status == "converted", result.error
+    assert "trainer.built = True" not in result.data.decode()
+
+
+NOISE = '''import numpy as np
+{keras_import}
+
+
+class Jitter(layers.Layer):
+    def __init__(self, scale=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+
+    def call(self, inputs, training=False):
+        if training:
+            return inputs * (1.0 + {draw})
+        return inputs
+
+
+model = keras.Sequential([keras.Input((8,)), Jitter(), layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.random.rand(64, 8).astype("float32")
+model.fit(x, x.sum(axis=1, keepdims=True), batch_size=16, epochs=1)
+'''
+IMPORTS = "import keras\nfrom keras import layers"
+
+
+@pytest.mark.parametrize("keras_import, draw, seeded, generator", [
+    (IMPORTS, "keras.random.normal(keras.ops.shape(inputs), stddev=self.scale)",
+     "keras.random.normal(keras.ops.shape(inputs), stddev=self.scale, seed=self.seed_generator)",
+     "keras.random.SeedGenerator()"),
+    (IMPORTS, "keras.random.normal(keras.ops.shape(inputs), 0.0, self.scale, seed=None)",
+     "keras.random.normal(keras.ops.shape(inputs), 0.0, self.scale, seed=self.seed_generator)",
+     "keras.random.SeedGenerator()"),
+    (IMPORTS + "\nfrom keras import random as kr", "kr.uniform(keras.ops.shape(inputs), -0.1, 0.1)",
+     "kr.uniform(keras.ops.shape(inputs), -0.1, 0.1, seed=self.seed_generator)", "kr.SeedGenerator()"),
+    (IMPORTS, "keras.random.dropout(inputs, 0.1) * 0.0",
+     "keras.random.dropout(inputs, 0.1, seed=self.seed_generator) * 0.0", "keras.random.SeedGenerator()"),
+], ids=["keyword", "seed=None", "module alias", "positional"])
+def test_an_unseeded_draw_in_a_layer_gets_a_generator_the_layer_owns(keras_import, draw, seeded, generator):
+    src = NOISE.format(keras_import=keras_import, draw=draw)
+    result = _tfd(src, "noise.py")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert f"        super().__init__(**kwargs)\n        self.seed_generator = {generator}\n" in text, text
+    assert seeded in text, text
+    lines = {c.line for c in result.changes if c.rule == "replica-scope"}
+    src_lines = src.splitlines()
+    assert src_lines.index("        super().__init__(**kwargs)") + 1 in lines
+    assert next(i for i, line in enumerate(src_lines, 1) if draw.split("(")[0] in line) in lines
+    # Horovod (Keras 2 has no keras.random; no generator is made)
+    assert "SeedGenerator" not in (convert_source(src.encode(), "noise.py").data or b"").decode()
+
+
+def test_draws_of_one_layer_share_its_generator_under_a_free_name():
+    src = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,)) + keras.random.uniform((1,))")
+    src = src.replace("        self.scale = scale\n", "        self.scale = scale\n        self.seed_generator = None\n")
+    text = _tfd(src, "noise.py").data.decode()
+    assert text.count("SeedGenerator()") == 1
+    assert "self.seed_generator_2 = keras.random.SeedGenerator()" in text
+    assert ("keras.random.normal((1,), seed=self.seed_generator_2) + "
+            "keras.random.uniform((1,), seed=self.seed_generator_2)") in text
+
+
+def test_a_seeded_draw_is_left_as_it_is_and_a_layer_without_its_own_init_is_warned():
+    seeded = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,), seed=3)")
+    result = _tfd(seeded, "noise.py")
+    assert "SeedGenerator" not in result.data.decode() and not result.warnings
+    no_init = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,))").replace(
+        "    def __init__(self, scale=0.1, **kwargs):\n        super().__init__(**kwargs)\n        self.scale = scale\n\n",
+        "    scale = 0.1\n\n")
+    result = _tfd(no_init, "noise.py")
+    assert result.status == "converted" and "SeedGenerator()" not in result.data.decode()
+    warned = [w for w in result.warnings if "seed_generator" in w.message]
+    assert len(warned) == 1 and warned[0].line == no_init.splitlines().index(
+        "            return inputs * (1.0 + keras.random.normal((1,)))") + 1, result.warnings
+
+
+def test_both_conversions_are_stable_when_converted_again():
+    for src in (GRAPH.format(keras_import=TF_KERAS, unpack=HELD[0][0], called=HELD[0][1], me="self"),
+                NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,))")):
+        once = _tfd(src).data
+        again = convert_source(once, "again.py", backend="tf-distribute")
+        assert again.status in ("unchanged", "already-distributed"), (again.status, again.error)
