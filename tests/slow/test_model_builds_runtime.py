@@ -1,0 +1,50 @@
+"""Two crashes of converted keras-io scripts (stop 44's runtime sample), run:
+a graph network whose train_step calls the model on the graph it holds
+(Keras 3 under a strategy builds the model from fit()'s batch of node
+indices and stops: the conversion runs it on tf-keras wherever installed),
+and a layer drawing unseeded keras.random noise in call() (Keras 3 makes its
+global seed generator inside the replicated step and stops: the layer is
+given a generator of its own). `tfdist verify --compare` on 1 process x 2
+devices (the Keras 3 mode that crashed; 2 TF_CONFIG workers in the extended
+tier): every process exits 0 and the converted run learns like the
+original. Can it fail? The conversions before these rules stop in fit()
+(verify exits non-zero), and a conversion that trains wrong misses the
+comparison band."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, missing_stack, run_tfdist
+from tfdist.api import convert_file
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = Path(__file__).resolve().parent / "model_builds"
+MODES = [pytest.param(["-np", "1", "--local-devices", "2"], id="devices"),
+         pytest.param(["-np", "2"], id="workers", marks=pytest.mark.extended)]
+EDITS = {"graph_held_inputs.py": 'if importlib.util.find_spec("tf_keras") is not None:',
+         "layer_noise.py": "seed=self.seed_generator"}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_models_keras_3_could_not_build_or_draw_for_train_like_the_original(name, mode, tmp_path):
+    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
+    if not venv:
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+    result = convert_file(str(SCRIPTS / name), backend="tf-distribute")
+    assert result.status == "converted" and EDITS[name] in result.data.decode(), result.error
+    report = tmp_path / "r.json"
+    res = run_tfdist(str(Path(venv) / "bin" / "python"),
+                     ["verify", "--backend", "tf-distribute", *mode, "--compare", "--timeout", "300", "--report",
+                      str(report), str(SCRIPTS / name)], tmp_path, timeout=700,
+                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
+    assert data["compare"]["verdict"] == "PASS", data["compare"]
