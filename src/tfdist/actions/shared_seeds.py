@@ -16,6 +16,7 @@ from ..facts import dataset_flow
 from ..facts import dataset_splits
 from ..facts import external_functions
 from ..facts import samplers
+from ..facts import writes
 
 
 def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
@@ -33,7 +34,7 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
         _seed_before_helper(ctx, call)
     # NumPy's own draws on the way (idx = np.random.permutation(n); x = x[idx],
     # np.random.shuffle(x)): one seed for every rank before the first of them
-    draws = [c for c in splits if a.names(c) & apis.NUMPY_REORDERING_DRAWS] + [
+    draws = [c for c in splits if a.names(c) & (apis.NUMPY_REORDERING_DRAWS | apis.NUMPY_MASK_DRAWS)] + [
         c for c in a.calls if a.names(c) & {"numpy.random.shuffle"} and c.args
         and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value in names]
     draws = [c for c in draws if _runs_once(a, c)]
@@ -61,6 +62,17 @@ def same_random_split(ctx, arrays: List[cst.BaseExpression]) -> None:
         add_kwarg(ctx, call, keyword, SHARED_SEED)
         ctx.change(call, RULE, f"{a.code(call.func)}(): one {keyword} on every rank, so every rank draws the same "
                                f"split and the shares taken from it are disjoint")
+
+
+def same_written_data(ctx, trainings: List[cst.Call]) -> None:
+    """Data the script writes to files before it trains (``train_data.to_csv(path)``
+    after an unseeded random split) on an engine where every worker writes and
+    then reads its own copy: drawn alike on every worker, as a split handed
+    to training is (:func:`same_random_split`), so the shares the workers
+    take of what they read are disjoint and hold no evaluation rows."""
+    a = ctx.a
+    first = min(a.line(dataflow.module_statement(a, t)) for t in trainings)
+    same_random_split(ctx, [v for v in writes.written_data(a) if a.line(dataflow.module_statement(a, v)) < first])
 
 
 def _seed_before_helper(ctx, call: cst.Call) -> None:

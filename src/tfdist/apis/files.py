@@ -107,6 +107,10 @@ WRITER_OBJECT_CHAINS = {
     DATAFRAME: {"round", "copy", "rename", "reset_index", "set_index", "sort_values", "transpose",
                 "sample", "reindex", "drop", "dropna", "fillna", "head", "tail", "astype", "query", "assign"},
 }
+# NumPy functions saving arrays as data -> the keyword of the file they write
+# (what follows it is what is written).
+NUMPY_DATA_SAVERS = {"numpy.save": "file", "numpy.savez": "file", "numpy.savez_compressed": "file",
+                     "numpy.savetxt": "fname"}
 # pandas DataFrame methods drawing rows at random -> the keyword seeding them
 # (``df.sample(frac=1)``: without it each process draws its own order).
 DATAFRAME_RANDOM_DRAWS = {"sample": "random_state"}

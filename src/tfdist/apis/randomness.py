@@ -43,6 +43,9 @@ JOINT_ROW_SHUFFLES = {"sklearn.utils.shuffle"}
 # values): unseeded before the arrays are sliced by rank, each process
 # would reorder its own way.
 NUMPY_REORDERING_DRAWS = {"numpy.random.permutation", "numpy.random.shuffle", "numpy.random.choice"}
+# NumPy global draws of numbers a comparison turns into a random row mask
+# (``np.random.rand(n) <= 0.85`` picking a training split): a split as well.
+NUMPY_MASK_DRAWS = {"numpy.random.rand", "numpy.random.random", "numpy.random.random_sample", "numpy.random.uniform"}
 # Python's random module: draws reordering a list from its global generator,
 # and the calls seeding that generator.
 PYTHON_REORDERING_DRAWS = {"random.shuffle", "random.sample", "random.choice", "random.choices"}

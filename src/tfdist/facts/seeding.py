@@ -119,6 +119,9 @@ def random_splits(a, exprs, depth: int = 0, seen=None, names=None, helpers=None,
                     a.is_name(node, apis.RANDOM_ARRAY_SPLITTERS) or a.names(node) & apis.NUMPY_REORDERING_DRAWS
                     or dataframe_draw(a, node)):
                 out.append(node)
+            elif isinstance(node, cst.Comparison):  # a random row mask: np.random.rand(n) <= 0.85
+                out += [c for c in (node.left, *(t.comparator for t in node.comparisons))
+                        if isinstance(c, cst.Call) and a.names(c) & apis.NUMPY_MASK_DRAWS and c not in out]
             elif isinstance(node, cst.Call) and helpers is not None and ctx is not None and node not in helpers \
                     and helper_draws(ctx, node):
                 helpers.append(node)

@@ -22,6 +22,8 @@ the edit to make by hand.
 """
 from __future__ import annotations
 
+from typing import List
+
 import libcst as cst
 from .. import apis
 from ..engine.memo import fact
@@ -135,3 +137,21 @@ def open_mode(a: A.Analysis, call: cst.Call):
     if not isinstance(mode, str):
         return None
     return bool(set(mode) & apis.FILE_WRITE_MODE_LETTERS)
+
+
+@fact
+def written_data(a: A.Analysis) -> List[cst.BaseExpression]:
+    """Values the script writes to files as data: the arrays handed to
+    NumPy's savers, and what a pandas writer method (``to_csv``,
+    ``to_parquet``, ...) is called on, given a path."""
+    out: List[cst.BaseExpression] = []
+    for c in a.calls:
+        saver = a.is_name(c, set(apis.NUMPY_DATA_SAVERS))
+        if saver:
+            out += [arg.value for arg in c.args[1:] if not arg.star and (
+                arg.keyword is None or arg.keyword.value != apis.NUMPY_DATA_SAVERS[saver])]
+        elif method_name(c) in apis.WRITER_OBJECT_METHODS[apis.DATAFRAME] and receiver(c) is not None:
+            path = apis.WRITER_METHODS_PATH_OPTIONAL[apis.DATAFRAME].get(method_name(c))
+            if (find_arg(c, *path) is not None) if path else bool(c.args):  # to_json() without a path: text
+                out.append(receiver(c))
+    return out

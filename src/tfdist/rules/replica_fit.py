@@ -116,6 +116,8 @@ def apply(ctx) -> None:
         _fit(ctx, call)
         _mark_built_without_call(ctx, call)
         _build_step_optimizers(ctx, call)
+    if fits:  # every worker writes its own copy of the data files it then reads: drawn alike
+        shared_seeds.same_written_data(ctx, fits)
     learning_rate.scale_epoch_schedulers(ctx)
     # a model only evaluated is mirrored too: built outside the scope, every
     # worker would hold its own random weights and their metrics be averaged
