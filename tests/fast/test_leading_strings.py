@@ -32,3 +32,21 @@ def test_the_start_up_code_follows_every_leading_import(strings, engine):
     tf_import = lines.index("import tensorflow as tf")
     first_use = next(i for i, l in enumerate(lines) if l.startswith(("strategy = ", "hvd.init()")))
     assert first_use > tf_import, "\n".join(lines[:25])
+
+
+@pytest.mark.parametrize("imports", [
+    "from tensorflow.keras import layers\nfrom tensorflow import keras\nimport tensorflow as tf\n",
+    "import tensorflow.keras.layers as layers\nimport tensorflow as tf\nfrom tensorflow import keras\n",
+    "from tensorflow import keras\nfrom tensorflow.keras import layers\nimport tensorflow as tf\n",
+    "import numpy\nfrom tensorflow.keras import layers\nimport tensorflow as tf\nfrom tensorflow import keras\n",
+])
+def test_the_keras_switch_comes_before_the_first_import_of_any_tensorflow_module(imports):
+    """TF_USE_LEGACY_KERAS is read when TensorFlow is first imported: a
+    ``from tensorflow.keras import layers`` first imports it already (keras-io
+    multi_label_classification: the switch came after it, the workers ran Keras
+    3 and stopped at start-up)."""
+    body = BODY.split("import tensorflow as tf\n", 1)[1]
+    src = "import numpy as np\n" + imports + body
+    text = convert_source(src.encode(), "order.py", backend="tf-distribute").data.decode()
+    first = min(text.index(line) for line in imports.splitlines() if "tensorflow" in line)
+    assert text.index('os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")') < first, text

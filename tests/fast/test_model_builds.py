@@ -198,17 +198,32 @@ def test_draws_of_one_layer_share_its_generator_under_a_free_name():
             "keras.random.uniform((1,), seed=self.seed_generator_2)") in text
 
 
-def test_a_seeded_draw_is_left_as_it_is_and_a_layer_without_its_own_init_is_warned():
+def test_a_seeded_draw_is_left_as_it_is():
     seeded = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,), seed=3)")
     result = _tfd(seeded, "noise.py")
     assert "SeedGenerator" not in result.data.decode() and not result.warnings
-    no_init = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,))").replace(
+
+
+@pytest.mark.parametrize("docstring", ["", '    """Noise."""\n\n'])
+def test_a_layer_without_its_own_init_gets_one_handing_its_arguments_on(docstring):
+    src = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,))").replace(
         "    def __init__(self, scale=0.1, **kwargs):\n        super().__init__(**kwargs)\n        self.scale = scale\n\n",
-        "    scale = 0.1\n\n")
-    result = _tfd(no_init, "noise.py")
+        docstring)
+    result = _tfd(src, "noise.py")
+    text = result.data.decode()
+    assert (f"class Jitter(layers.Layer):\n{docstring}    def __init__(self, *args, **kwargs):\n"
+            "        super().__init__(*args, **kwargs)\n        self.seed_generator = keras.random.SeedGenerator()\n\n"
+            "    def call(self, inputs, training=False):\n") in text, text
+    assert "keras.random.normal((1,), seed=self.seed_generator)" in text and not result.warnings
+
+
+def test_an_init_not_calling_its_base_at_its_top_level_is_warned_with_the_edit():
+    src = NOISE.format(keras_import=IMPORTS, draw="keras.random.normal((1,))").replace(
+        "        super().__init__(**kwargs)\n", "        if True:\n            super().__init__(**kwargs)\n")
+    result = _tfd(src, "noise.py")
     assert result.status == "converted" and "SeedGenerator()" not in result.data.decode()
     warned = [w for w in result.warnings if "seed_generator" in w.message]
-    assert len(warned) == 1 and warned[0].line == no_init.splitlines().index(
+    assert len(warned) == 1 and warned[0].line == src.splitlines().index(
         "            return inputs * (1.0 + keras.random.normal((1,)))") + 1, result.warnings
 
 

@@ -138,6 +138,16 @@ class ImportScheduler:
                 return stmt
         return self.leading_end
 
+    def first_framework_import(self) -> Optional[cst.BaseStatement]:
+        """The module's first statement importing TensorFlow or Keras (any
+        submodule: ``from tensorflow.keras import layers`` imports TensorFlow
+        too), where what must be set before TensorFlow loads goes; else the
+        imports' anchor."""
+        body = list(self.module.body)
+        found = [stmt for mod, stmt in self.import_stmt.items()
+                 if mod.split(".")[0] in ("tensorflow", "keras", "tf_keras") and stmt in body]
+        return min(found, key=body.index) if found else self.anchor_for_imports()
+
     def anchor_for_setup(self) -> Optional[cst.BaseStatement]:
         """Setup goes after the leading imports and after the TensorFlow import."""
         body = list(self.module.body)

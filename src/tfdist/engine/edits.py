@@ -230,7 +230,7 @@ class _Applier(cst.CSTTransformer):
             if gap and hasattr(upd, "leading_lines"):
                 blanks, rest = _split_leading(upd)
                 if len(blanks) < gap:
-                    upd = upd.with_changes(leading_lines=[cst.EmptyLine()] * (gap - len(blanks)) + list(upd.leading_lines))
+                    upd = upd.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * (gap - len(blanks)) + list(upd.leading_lines))
             out.extend(before)
             out.append(upd)
             if key is not None and not after:

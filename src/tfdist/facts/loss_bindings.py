@@ -171,3 +171,30 @@ def _rebinds(a: A.Analysis, read, default) -> bool:
     target = asg.targets[0].target
     return (isinstance(target, cst.Attribute) and target.attr.value == default.attr.value
             and all(isinstance(x.value, cst.Name) and a.self_class(x.value) is not None for x in (target, default)))
+
+
+@fact
+def functions_given(a: A.Analysis, expr, depth: int = 0) -> list:
+    """The functions of this module (defs, lambdas) an expression handing a
+    function on evaluates to: a name bound to a def, a name bound to what a
+    call returns, a factory's call returning its nested def
+    (``compile(loss=get_loss(dims))`` with ``def get_loss(d): def loss(...):
+    ...; return loss``); [] where any value is something else."""
+    if depth > 6:
+        return []
+    if isinstance(expr, cst.Lambda):
+        return [expr]
+    if isinstance(expr, cst.Call):
+        returns = call_returns(a, expr)
+        found = [f for r in returns for f in functions_given(a, r, depth + 1)]
+        return found if returns and all(functions_given(a, r, depth + 1) for r in returns) else []
+    if isinstance(expr, cst.Name):
+        defs = a.local_functions(expr)
+        if defs:
+            return defs
+        values = [v for _, v in a.assigned_values(expr)]
+        if not values or any(v is None for v in values):
+            return []
+        found = [functions_given(a, v, depth + 1) for v in values]
+        return [f for fs in found for f in fs] if all(found) else []
+    return []

@@ -364,6 +364,12 @@ def returns_one_number(a: A.Analysis, fdef: cst.FunctionDef) -> bool:
     return bool(returns) and all(_one_number(a, r) for r in returns)
 
 
+@fact
+def one_number(a: A.Analysis, expr) -> bool:
+    """Is expr certainly one number (a lambda's body, say)? See :func:`_one_number`."""
+    return _one_number(a, expr)
+
+
 def _one_number(a: A.Analysis, expr, depth: int = 0) -> bool:
     """Is expr certainly one number: a full reduction (``ops.mean(x)``, ``tf.reduce_sum(x)``,
     no axis), a Python number, arithmetic of those, or names bound only to them?"""
@@ -400,6 +406,8 @@ def _one_number(a: A.Analysis, expr, depth: int = 0) -> bool:
                 if before is None or before[1] is None:
                     return False
                 parts += [before[1], aug.value]
+            elif isinstance(origin, cst.Param) and a.parameter_values(origin):
+                parts += a.parameter_values(origin)  # a factory's setting: what the module's calls pass
             else:
                 return False
         return bool(parts) and all(_one_number(a, p, depth + 1) for p in parts)

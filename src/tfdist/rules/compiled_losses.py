@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 from ..engine import analysis as A
 from ..engine.rule import Rule, register
+from ..facts import loss_bindings
 from ..facts import losses
 from ..facts.syntax import find_arg, method_name, receiver
 
@@ -36,12 +37,15 @@ class CompiledLosses(Rule):
             if method_name(call) != "compile" or A.MODEL not in a.kinds(receiver(call)):
                 continue
             arg = find_arg(call, "loss", 1)
-            if arg is None or arg.star or not isinstance(arg.value, cst.Name):
+            if arg is None or arg.star:
                 continue
-            functions = a.local_functions(arg.value)
-            if functions and losses.returns_one_number(a, functions[0]):
+            # followed through names and factories returning their nested def (get_loss(dims))
+            functions = loss_bindings.functions_given(a, arg.value)
+            if functions and all(losses.returns_one_number(a, f) if isinstance(f, cst.FunctionDef)
+                                 else losses.one_number(a, f.body) for f in functions):
+                fn = functions[0].name.value if isinstance(functions[0], cst.FunctionDef) else "the lambda"
                 ctx.warn(arg.value, RULE, ctx.say(
                     "{fn} returns one number (it averages the errors itself): Keras divides a loss function's "
                     "per-example values by {size} under {engine}, not one number, so each replica's loss would be "
                     "the whole mean and the gradient {size} times too large: return per-example values (reduce "
-                    "every axis but the first), or divide what {fn} returns by {size}", fn=arg.value.value))
+                    "every axis but the first), or divide what {fn} returns by {size}", fn=fn))

@@ -37,8 +37,9 @@ def apply(ctx) -> None:
         _insert_before_first_change(ctx, first, setup_anchor, early, imports, stmts)
         return
     if early:
-        ctx.plan.insert_before(anchor, early)
-        ctx.change(anchor, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
+        first_import = ctx.imports.first_framework_import()
+        ctx.plan.insert_before(first_import, early)
+        ctx.change(first_import, RULE, ctx.say("{engine}: environment set before TensorFlow is imported"))
     tf_imports = [s for m, s in imports if m == "tensorflow"]
     hvd_imports = [s for m, s in imports if m != "tensorflow"] + _imported_too_late(ctx, setup_anchor)
     ctx.plan.insert_after(anchor, tf_imports + hvd_imports)
@@ -170,7 +171,7 @@ def _before_tensorflow(ctx, keras_fit: bool) -> list:
     items = pre(ctx, keras_fit=keras_fit) if pre is not None else []
     if not items:
         return []
-    anchor = ctx.imports.anchor_for_imports()
+    anchor = ctx.imports.first_framework_import()
     body = list(ctx.module.body)
     stmts = []
     os_stmt = ctx.imports.import_stmt.get("os")
