@@ -1,0 +1,206 @@
+"""Keras ``compile``/``fit`` for tf.distribute's ParameterServerStrategy
+(``--strategy parameter-server``): the model, its optimizer and ``compile``
+in the strategy's scope (their variables on the parameter servers), fit()'s
+arrays read through a dataset every worker repeats, its epoch length given.
+
+Refused, with the reason and the edit: Keras 3 (``import keras``: Keras 3
+does not support the strategy), and what this rule does not convert yet --
+``train_on_batch``, a custom ``train_step``, ``evaluate``, fit() on
+datasets, generators or Sequences, validation and sample weights in fit().
+"""
+from __future__ import annotations
+
+from typing import List
+
+import libcst as cst
+from ..engine import analysis as A
+from ..engine import patterns as P
+from ..engine.rule import Rule, register
+from ..actions import replicas
+from ..facts import batch_steps
+from ..facts import dataset_flow
+from ..facts import keras_models
+from ..facts import replica_state
+from ..facts import sample_arrays
+from ..facts import train_steps
+from ..facts.syntax import find_passed, receiver
+
+RULE = "parameter-server"
+#: fit()'s arguments the dataset function takes over (the others stay in the call).
+MOVED = ("x", "y", "batch_size", "shuffle", "steps_per_epoch")
+#: fit()'s arguments this rule does not convert under the strategy, and the edit to make.
+NOT_CONVERTED = {
+    "validation_split": "evaluate after fit() instead (model.evaluate on the held-out arrays), or drop it",
+    "validation_data": "evaluate after fit() instead (model.evaluate), or drop it",
+    "validation_steps": "drop it with the validation data",
+    "validation_freq": "drop it with the validation data",
+    "sample_weight": "drop it, or feed (x, y, weights) through a tf.keras.utils.experimental.DatasetCreator",
+    "class_weight": "drop it, or weight the loss in the model",
+}
+SCOPE_SAID = ("{what} created in {scope}: its variables live on the parameter servers (those of at least the "
+              "partitioner's size split across them), the chief coordinates")
+
+
+def _keras3_imports(a: A.Analysis) -> List[cst.CSTNode]:
+    """The ``import keras`` / ``from keras... import`` statements (Keras 3)."""
+    out = []
+    for node in a.imports:
+        if isinstance(node, cst.Import):
+            roots = [a.code(alias.name).split(".")[0] for alias in node.names]
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            roots = [a.code(node.module).split(".")[0]]
+        else:
+            continue
+        if "keras" in roots:
+            out.append(node)
+    return out
+
+
+def _refuse_keras3(ctx) -> None:
+    a = ctx.a
+    found = _keras3_imports(a)
+    where = "; ".join(f"line {a.line(n)}: {a.code(n).strip()}" for n in found) or "its keras calls"
+    first = found[0] if found else None
+    raise ctx.unsupported(first, (
+        f"{ctx.backend.keras3_refusal()}. This script uses Keras 3 ({where}): write `import tf_keras as keras` "
+        "there (`from tf_keras import ...` for `from keras import ...`), or `from tensorflow import keras` with "
+        "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (TensorFlow >= 2.16 with tf-keras installed), "
+        "then convert again"))
+
+
+def _refuse_unconverted(ctx) -> None:
+    a = ctx.a
+    stepped = batch_steps.calls(a)
+    if stepped:
+        raise ctx.unsupported(stepped[0], (
+            "train_on_batch under ParameterServerStrategy is not converted: a step runs on a worker only when "
+            "the coordinator schedules it (coordinator.schedule); train with fit(), or convert with "
+            "--strategy mirrored"))
+    steps = train_steps.steps(a)
+    if steps:
+        raise ctx.unsupported(steps[0], (
+            f"a custom {steps[0].name.value}() under ParameterServerStrategy is not converted (its loss, metrics "
+            "and any state it keeps would run asynchronously on the workers); train with the compiled loss, or "
+            "convert with --strategy mirrored"))
+    for call in keras_models.model_calls(a, {"evaluate"}):
+        raise ctx.unsupported(call, (
+            "evaluate() under ParameterServerStrategy is not converted: tf-keras runs it through the workers, each "
+            "reading its own copy of the data for the steps it is given (not the data once: measured, arrays fail "
+            "without steps=, and exact evaluation -- compile(pss_evaluation_shards=...) -- needs a dataset split "
+            "by sample); evaluate the saved weights in a run without TF_CONFIG, or convert with --strategy mirrored"))
+    for call in keras_models.model_calls(a, {"fit_generator"}):
+        raise ctx.unsupported(call, "fit_generator() under ParameterServerStrategy is not converted: call fit() "
+                                    "on arrays, or convert with --strategy mirrored")
+
+
+def _arrays_or_refuse(ctx, call: cst.Call) -> None:
+    """fit()'s input is arrays (this rule reads their length at run time), else refused with the edit."""
+    a = ctx.a
+    x = find_passed(a, call, "x", 0)
+    y = find_passed(a, call, "y", 1)
+    if x is None:
+        raise ctx.unsupported(call, "fit() without input data under ParameterServerStrategy: give it arrays")
+    if a.is_kind(x.value, A.DATASET) or (y is None and dataset_flow.dataset_sources(a, x.value)) or not (
+            y is not None or sample_arrays.numpy_array(a, x.value)):
+        raise ctx.unsupported(x.value, (
+            f"fit() on {a.code(x.value)} under ParameterServerStrategy: tfdist converts fit() on arrays only "
+            "(it reads their length for steps_per_epoch). Give fit() "
+            "x=tf.keras.utils.experimental.DatasetCreator(dataset_fn), with dataset_fn(input_context) returning "
+            "the batched dataset .repeat()ed, and steps_per_epoch=<batches in one epoch>"))
+    for arg in call.args:
+        if arg.star:
+            raise ctx.unsupported(call, "fit(**...) under ParameterServerStrategy: pass fit()'s arguments by name, "
+                                        "so that tfdist can see which it is given")
+        if arg.keyword is None and arg is not x and arg is not y:
+            raise ctx.unsupported(arg.value, "fit()'s arguments after y are given by position: give them by "
+                                             "keyword (batch_size=..., epochs=...)")
+        if arg.keyword is not None and arg.keyword.value in NOT_CONVERTED:
+            raise ctx.unsupported(arg.value, (
+                f"fit({arg.keyword.value}=...) under ParameterServerStrategy is not converted: "
+                f"{NOT_CONVERTED[arg.keyword.value]}"))
+
+
+def _scope(ctx, call: cst.Call) -> None:
+    """The model's construction, its optimizer's and compile() in the strategy's scope."""
+    a = ctx.a
+    model = receiver(call)
+    stmts = replica_state.construction_statements(a, model, {A.MODEL}) or keras_models.unread_construction(a, model)
+    if not stmts:
+        raise ctx.unsupported(call, (
+            f"cannot find where {a.code(model)} is built: under ParameterServerStrategy its variables must be "
+            f"created in the strategy's scope; build and compile it inside `with {ctx.fill(ctx.backend.replica_scope())}:`"))
+    built = list(stmts)
+    for compiled in keras_models.model_calls(a, {"compile"}):
+        other = receiver(compiled)
+        if not any(s in built for s in replica_state.construction_statements(a, other, {A.MODEL})
+                   + keras_models.unread_construction(a, other)):
+            continue  # another model's compile()
+        stmts.append(a.statement_of(compiled))
+        passed = find_passed(a, compiled, "optimizer", 0)
+        for built, _type in (keras_models.optimizer_constructions(a, passed.value, 0) or []) if passed else []:
+            stmts.append(a.statement_of(built))
+    unique = [s for i, s in enumerate(stmts) if s is not None and s not in stmts[:i]]
+    replicas.in_replica_scope(ctx, unique, f"model {a.code(model)}, its optimizer and compile()", said=SCOPE_SAID)
+
+
+def _fit(ctx, call: cst.Call) -> None:
+    """fit(x, y, batch_size=B, ...) -> fit(**data(x, y, batch_size=B), ...)."""
+    a = ctx.a
+    moved = []
+    for key in MOVED:
+        arg = find_passed(a, call, key, {"x": 0, "y": 1}.get(key))
+        if arg is not None and arg in call.args:
+            moved.append((key, arg))
+    words = ", ".join(a.code(arg.value) if key in ("x", "y") else f"{key}={a.code(arg.value)}" for key, arg in moved)
+    data = cst.Arg(value=ctx.expr(ctx.backend.fit_data("{arguments}"), arguments=words), star="**")
+    gone = {id(arg) for _key, arg in moved}
+    first_comma, last_comma = call.args[0].comma, call.args[-1].comma
+
+    def rewrite(updated: cst.Call) -> cst.Call:
+        kept = [u for u, o in zip(updated.args, call.args) if id(o) not in gone]
+        if not kept:
+            return updated.with_changes(args=[data.with_changes(comma=last_comma)])
+        kept[-1] = kept[-1].with_changes(comma=last_comma)
+        first = data.with_changes(comma=first_comma)  # the layout of the call's first argument
+        return updated.with_changes(args=[first, *kept])
+
+    ctx.plan.replace(call, rewrite)
+    if not ctx.state("parameter_server_fit.defined"):
+        ctx.state("parameter_server_fit.defined").add(True)
+        ctx.define(*ctx.backend.fit_data_definition(ctx))
+    given = "steps_per_epoch as given" if any(k == "steps_per_epoch" for k, _ in moved) else \
+        "steps_per_epoch the original's batches per epoch (their length / the batch)"
+    ctx.change(call, RULE, ctx.say(
+        "fit() reads {data} through a dataset every worker makes and repeats (DatasetCreator), {given}, steps "
+        "scheduled by the chief on whichever worker is free; callbacks and saving run on the chief only (the "
+        "only task that runs the script); without TF_CONFIG fit() gets them as written",
+        data=", ".join(a.code(arg.value) for key, arg in moved if key in ("x", "y")), given=given))
+
+
+@register
+class ParameterServerFit(Rule):
+    id = "parameter-server-fit"
+    description = ("Keras fit() under ParameterServerStrategy: model, optimizer and compile() in its scope, "
+                   "arrays read through a repeated per-worker dataset, steps_per_epoch given.")
+    engines = ("parameter-server",)
+    kinds = (RULE, replica_state.RULE)
+    refuses = ("Keras 3 (import keras; keras-team/keras#18624), train_on_batch, a custom train_step, evaluate(), "
+               "fit() on datasets, generators or Sequences, validation or sample weights in fit()")
+    example = "keras/parameter_server_fit"
+    order = 10
+    PATTERN = P.KERAS
+
+    def detect(self, a):
+        return keras_models.detect(a)
+
+    def prepare(self, ctx) -> None:
+        keras_models.prepare(ctx)
+
+    def apply(self, ctx) -> None:
+        if ctx.facts.get("keras_flavor") == "keras":
+            _refuse_keras3(ctx)
+        _refuse_unconverted(ctx)
+        for call in keras_models.model_calls(ctx.a, {"fit"}):
+            _arrays_or_refuse(ctx, call)
+            _scope(ctx, call)
+            _fit(ctx, call)
