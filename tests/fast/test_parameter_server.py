@@ -7,6 +7,7 @@ and the edit, what is not converted is refused with its line, and the options.""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 
@@ -159,3 +160,41 @@ def test_auto_chooses_tf_distribute_for_parameter_servers():
     assert Options.of(PS) == Options(backend="tf-distribute", strategy=PS)
     assert Options(backend="tf-distribute", strategy=PS, min_shard_bytes=4096).describe() == \
         "--backend tf-distribute --strategy parameter-server --ps-min-shard-bytes 4096"
+
+
+# ---------------------------------------------------------------- tfdist run --strategy parameter-server
+def test_the_cluster_is_a_chief_workers_and_parameter_servers_on_free_ports():
+    from tfdist.runtime import ps_launcher
+    tasks = ps_launcher.cluster_tasks(2, 3)
+    assert [t.label for t in tasks] == ["chief:0", "worker:0", "worker:1", "ps:0", "ps:1", "ps:2"]
+    assert len({t.port for t in tasks}) == 6
+    configs = [json.loads(t.tf_config) for t in tasks]
+    cluster = configs[0]["cluster"]
+    assert all(c["cluster"] == cluster for c in configs)
+    assert [len(cluster[k]) for k in ("chief", "worker", "ps")] == [1, 2, 3]
+    assert [c["task"] for c in configs][3] == {"type": "ps", "index": 0}
+    assert cluster["worker"][1] == f"localhost:{tasks[2].port}"
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--strategy", PS, "-np", "2", "-H", "a:1,b:1"], "-H is not for --strategy parameter-server"),
+    (["--strategy", PS, "--backend", "horovod", "-np", "2"], "--backend tf-distribute"),
+    (["--strategy", PS, "--ps", "1"], "needs -np W"),
+    (["--backend", "tf-distribute", "-np", "2", "--ps", "1"], "--ps P goes with --strategy parameter-server"),
+])
+def test_run_refuses_options_that_do_not_go_together(tmp_path, capsys, argv, words):
+    from tfdist.runtime import commands
+    script = tmp_path / "train_ps.py"
+    script.write_text(_expected(CASES[0]).read_text())
+    if "--ps" in argv and "--strategy" not in argv:
+        script.write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    assert commands.run_main([*argv, str(script)]) == 3
+    assert words in capsys.readouterr().err
+
+
+def test_run_refuses_a_script_that_builds_no_parameter_server_strategy(tmp_path, capsys):
+    from tfdist.runtime import commands
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    assert commands.run_main(["--strategy", PS, "-np", "2", str(script)]) == 3
+    assert "builds no ParameterServerStrategy" in capsys.readouterr().err
