@@ -169,16 +169,9 @@ def _run(prog: str, args) -> int:
                               f"the {args.np} processes" if args.np else "the job's processes")
     if not ok:
         return EXIT_BAD_INPUT
-    if args.strategy is None and ps_launcher.builds_parameter_servers(args.script):
-        args.strategy = ps_launcher.PARAMETER_SERVER
-    if args.strategy == ps_launcher.PARAMETER_SERVER:
-        if not ps_launcher.check(prog, args):
-            return EXIT_BAD_INPUT
-        args.ps, args.script_command = args.ps or 1, [args.script, *args.args]
-        return ps_launcher.run(prog, args, env)
-    if args.ps is not None:
-        err(prog, "--ps P goes with --strategy parameter-server")
-        return EXIT_BAD_INPUT
+    routed = _parameter_servers(prog, args, env)
+    if routed is not None:
+        return routed
     args.backend = args.backend or found or "horovod"
     args.slurm = args.slurm or (args.np is None and slurm.in_job(env))
     if args.np is None and not args.slurm:
@@ -244,6 +237,22 @@ def _run(prog: str, args) -> int:
         sys.stderr.write(f"{prog}: the job failed (horovodrun exit status {result.returncode}); "
                          "see the rank-prefixed output above\n")
     return result.returncode
+
+
+def _parameter_servers(prog: str, args, env: dict) -> Optional[int]:
+    """--strategy parameter-server (the default for a script that builds a
+    ParameterServerStrategy): the cluster's exit status; None for the others."""
+    if args.strategy is None and ps_launcher.builds_parameter_servers(args.script):
+        args.strategy = ps_launcher.PARAMETER_SERVER
+    if args.strategy == ps_launcher.PARAMETER_SERVER:
+        if not ps_launcher.check(prog, args):
+            return EXIT_BAD_INPUT
+        args.ps, args.script_command = args.ps or 1, [args.script, *args.args]
+        return ps_launcher.run(prog, args, env)
+    if args.ps is not None:
+        err(prog, "--ps P goes with --strategy parameter-server")
+        return EXIT_BAD_INPUT
+    return None
 
 
 def _run_horovod_rank(prog: str, args, env: dict) -> int:
