@@ -198,3 +198,16 @@ def test_run_refuses_a_script_that_builds_no_parameter_server_strategy(tmp_path,
     script.write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
     assert commands.run_main(["--strategy", PS, "-np", "2", str(script)]) == 3
     assert "builds no ParameterServerStrategy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("example,words", [
+    ("tape_gan.py", "--strategy mirrored"),
+    ("tape_tf_function.py", "ClusterCoordinator"),
+    ("tf1_session.py", "--backend horovod"),
+    ("tf1_monitored_session.py", "--backend horovod"),
+])
+def test_tape_loops_and_tf1_are_refused_naming_what_converts_them(example, words):
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "examples" / example
+    result = convert_source(path.read_bytes(), str(path), backend=PS)
+    assert result.status == "unsupported" and result.error_line and words in result.error, result.error

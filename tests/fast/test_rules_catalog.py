@@ -32,7 +32,9 @@ def test_the_pipelines_run_the_registered_rules_in_their_order():
         "refuse-environment-loops", "replica-fit", "replica-tape", "refuse-tf1-session", "refuse-tf1-monitored-session",
         "rank0-io", "worker-reads", "compiled-losses", "trackers",
         "lr-warmup", "setup"]
-    assert [r.id for r in rules.PARAMETER_SERVER_RULES] == ["parameter-server-fit", "setup"]
+    assert [r.id for r in rules.PARAMETER_SERVER_RULES] == [
+        "parameter-server-fit", "refuse-parameter-server-tape", "refuse-tf1-session", "refuse-tf1-monitored-session",
+        "setup"]
     assert set(REGISTRY) == {r.id for r in (*rules.DEFAULT_RULES, *rules.REPLICATED_RULES, *rules.PARAMETER_SERVER_RULES)}
 
 

@@ -10,7 +10,7 @@ that name it, in their ``order``.
 """
 from ..engine.rule import REGISTRY, rules_for
 from . import (compiled_losses, environment_loops, gradient_tape, keras_fit, monitored_session, parameter_server_fit,  # noqa: F401
-               rank0_io, refuse_tf1_monitored_session, refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup, worker_reads)
+               rank0_io, refuse_parameter_server_tape, refuse_tf1_monitored_session, refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup, worker_reads)
 
 # The pipeline's rules, in the order they apply: pattern rules, cross-cutting
 # rules, setup last (it places the imports and start-up code the others asked for).
@@ -22,7 +22,8 @@ DEFAULT_RULES = rules_for("horovod")
 REPLICATED_RULES = rules_for("tf-distribute")
 
 # tf-distribute --strategy parameter-server (tf.distribute's
-# ParameterServerStrategy): Keras fit() coordinated by the chief, then setup.
+# ParameterServerStrategy): Keras fit() coordinated by the chief, tape loops
+# and TF1 refused, then setup.
 PARAMETER_SERVER_RULES = rules_for("parameter-server")
 
 __all__ = ["REGISTRY", "DEFAULT_RULES", "REPLICATED_RULES", "PARAMETER_SERVER_RULES"]
