@@ -115,7 +115,8 @@ model.compile(optimizer="adam", loss="mse")
 @pytest.mark.parametrize("fit,line,words", [
     ("model.fit(x, y, epochs=2, validation_split=0.1)", 8, "validation_split"),
     ("model.fit(x, y, 16, 2)", 8, "by keyword"),
-    ("model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(8), epochs=2)", 8, "DatasetCreator(dataset_fn)"),
+    ("model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(8).repeat(), epochs=2)", 8, "steps_per_epoch="),
+    ("model.fit(iter([(x, y)]), epochs=2)", 8, "DatasetCreator(dataset_fn)"),
     ("model.fit(x, y, epochs=2)\nmodel.evaluate(x, y)", 9, "evaluate()"),
     ("for _ in range(3):\n    model.train_on_batch(x, y)", 9, "train_on_batch"),
 ])
@@ -123,6 +124,22 @@ def test_what_is_not_converted_is_refused_with_its_line(fit, line, words):
     result = _convert(TF_KERAS.format(fit=fit))
     assert result.status == "unsupported", result.status
     assert result.error_line == line and words in result.error, (result.error_line, result.error)
+
+
+def test_a_dataset_is_repeated_and_its_seeded_shuffle_warned():
+    ds = "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(100{seed}).batch(8)"
+    fit = "ds = " + ds + "\nmodel.fit(ds, epochs=2{steps})"
+    for seed, steps, warned in (("", "", False), (", seed=3", "", True), ("", ".repeat(), steps_per_epoch=5", False)):
+        source = TF_KERAS.format(fit=fit.format(seed=seed, steps="") if not steps else
+                                 "ds = " + ds.format(seed=seed) + ".repeat()\nmodel.fit(ds, epochs=2, steps_per_epoch=5)")
+        result = _convert(source)
+        assert result.status == "converted", result.error
+        assert "model.fit(**parameter_server_data(ds" in result.data.decode()
+        assert "return dict(x=x.repeat(), steps_per_epoch=steps)" in result.data.decode()
+        assert bool([w for w in result.warnings if "same order" in w.message]) == warned, result.warnings
+    source = TF_KERAS.format(fit="tf.random.set_seed(0)\nds = " + ds.format(seed="") + "\nmodel.fit(ds)")
+    warnings = [w for w in _convert(source).warnings if "same order" in w.message]
+    assert warnings and "tf.random.set_seed(0)" in warnings[0].message
 
 
 def test_tf_keras_fit_keeps_the_script_as_written_without_tf_config():

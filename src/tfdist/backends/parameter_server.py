@@ -41,6 +41,9 @@ KERAS3_REFUSAL = (
 KERAS3_STOP = (
     "Keras 3 does not support ParameterServerStrategy (keras-team/keras#18624): install tf-keras "
     "(pip install tf-keras) so that TF_USE_LEGACY_KERAS=1 selects it, or use TensorFlow <= 2.15")
+DATASET_STOP = (
+    "fit() under ParameterServerStrategy needs the number of batches in one epoch, and TensorFlow does not know "
+    "this dataset's size: give fit() steps_per_epoch=<batches in one epoch>")
 _NAMES = {"ps_strategy": "parameter_server_strategy", "fit_data": "parameter_server_data"}
 
 
@@ -76,6 +79,11 @@ def _fit_data_helper(q) -> Tuple[str, str]:
         f"def {{fit_data}}(x, y=None, batch_size=None, shuffle=True, steps_per_epoch=None):\n"
         f"    if not isinstance({{strategy}}, {{tf}}.distribute.experimental.ParameterServerStrategy):\n"
         f"        return dict(x=x, y=y, batch_size=batch_size, shuffle=shuffle, steps_per_epoch=steps_per_epoch)\n"
+        f"    if isinstance(x, {{tf}}.data.Dataset):  # built again on every worker from its definition\n"
+        f"        steps = steps_per_epoch or int(x.cardinality())\n"
+        f"        if steps < 0:\n"
+        f"            raise SystemExit({q(DATASET_STOP)})\n"
+        f"        return dict(x=x.repeat(), steps_per_epoch=steps)\n"
         f"    arrays = tuple(x) if isinstance(x, list) else x\n"
         f"    arrays = arrays if y is None else (arrays, y)\n"
         f"    size = len({{tf}}.nest.flatten(arrays)[0])\n"
@@ -91,8 +99,8 @@ def _fit_data_helper(q) -> Tuple[str, str]:
         f"    return dict(x={{tf}}.keras.utils.experimental.DatasetCreator(dataset_fn),\n"
         f"                steps_per_epoch=steps_per_epoch or -(-size // batch_size))",
         "tf.distribute (parameter servers): fit() reads a dataset every worker makes for itself, repeated, "
-        "each step one batch of it; an epoch is the original's number of steps (of all workers together). "
-        "Without the strategy, fit() gets its arguments as written.",
+        "each step one batch of it (arrays: shuffled with a seed each worker draws); an epoch is the original's "
+        "number of steps (of all workers together). Without the strategy, fit() gets its arguments as written.",
     )
 
 

@@ -6,13 +6,16 @@ arrays read through a dataset every worker repeats, its epoch length given.
 Refused, with the reason and the edit: Keras 3 (``import keras``: Keras 3
 does not support the strategy), and what this rule does not convert yet --
 ``train_on_batch``, a custom ``train_step``, ``evaluate``, fit() on
-datasets, generators or Sequences, validation and sample weights in fit().
+generators or Sequences, datasets whose epoch length is not known, validation
+and sample weights in fit(); a dataset shuffled with a seed is warned (every
+worker would read it in the same order).
 """
 from __future__ import annotations
 
 from typing import List
 
 import libcst as cst
+from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.rule import Rule, register
@@ -20,9 +23,11 @@ from ..actions import replicas
 from ..facts import batch_steps
 from ..facts import dataset_flow
 from ..facts import keras_models
+from ..facts import repeats
 from ..facts import replica_state
 from ..facts import sample_arrays
 from ..facts import train_steps
+from ..facts.batches import batch_calls
 from ..facts.syntax import find_passed, receiver
 
 RULE = "parameter-server"
@@ -93,20 +98,29 @@ def _refuse_unconverted(ctx) -> None:
                                     "on arrays, or convert with --strategy mirrored")
 
 
-def _arrays_or_refuse(ctx, call: cst.Call) -> None:
-    """fit()'s input is arrays (this rule reads their length at run time), else refused with the edit."""
+def _input_or_refuse(ctx, call: cst.Call) -> bool:
+    """fit()'s input is arrays (False) or a tf.data dataset (True) whose
+    epoch length is known -- its size, or steps_per_epoch --, else refused
+    with the edit."""
     a = ctx.a
     x = find_passed(a, call, "x", 0)
     y = find_passed(a, call, "y", 1)
     if x is None:
         raise ctx.unsupported(call, "fit() without input data under ParameterServerStrategy: give it arrays")
-    if a.is_kind(x.value, A.DATASET) or (y is None and dataset_flow.dataset_sources(a, x.value)) or not (
-            y is not None or sample_arrays.numpy_array(a, x.value)):
+    dataset = y is None and (a.is_kind(x.value, A.DATASET) or bool(dataset_flow.dataset_sources(a, x.value)))
+    if not dataset and not (y is not None or sample_arrays.numpy_array(a, x.value)):
         raise ctx.unsupported(x.value, (
-            f"fit() on {a.code(x.value)} under ParameterServerStrategy: tfdist converts fit() on arrays only "
-            "(it reads their length for steps_per_epoch). Give fit() "
-            "x=tf.keras.utils.experimental.DatasetCreator(dataset_fn), with dataset_fn(input_context) returning "
-            "the batched dataset .repeat()ed, and steps_per_epoch=<batches in one epoch>"))
+            f"fit() on {a.code(x.value)} under ParameterServerStrategy: tfdist converts fit() on arrays and tf.data "
+            "datasets only. Give fit() x=tf.keras.utils.experimental.DatasetCreator(dataset_fn), with "
+            "dataset_fn(input_context) returning the batched dataset .repeat()ed, and "
+            "steps_per_epoch=<batches in one epoch>"))
+    steps = find_passed(a, call, "steps_per_epoch")
+    if dataset and steps is None and (repeats.endless_repeats(a, x.value, frozenset())
+                                      or not dataset_flow.size_known(a, x.value)):
+        raise ctx.unsupported(x.value, (
+            f"fit() on {a.code(x.value)} under ParameterServerStrategy needs the number of batches in one epoch, "
+            "which TensorFlow does not know for this dataset (it repeats, or its size is not known): give fit() "
+            "steps_per_epoch=<batches in one epoch>"))
     for arg in call.args:
         if arg.star:
             raise ctx.unsupported(call, "fit(**...) under ParameterServerStrategy: pass fit()'s arguments by name, "
@@ -118,6 +132,28 @@ def _arrays_or_refuse(ctx, call: cst.Call) -> None:
             raise ctx.unsupported(arg.value, (
                 f"fit({arg.keyword.value}=...) under ParameterServerStrategy is not converted: "
                 f"{NOT_CONVERTED[arg.keyword.value]}"))
+    if dataset:
+        _same_order_warning(ctx, x.value)
+    return dataset
+
+
+def _same_order_warning(ctx, dataset) -> None:
+    """A dataset shuffled with a seed (its own, or TensorFlow's global one):
+    every worker reads it in the same order (measured: 2 workers, the same
+    first 6 rows), so they train on the same batches at once."""
+    a = ctx.a
+    shuffles = batch_calls(a, dataset, methods=("shuffle",)) or []
+    seeded = [c for c in shuffles if find_passed(a, c, "seed", 1) is not None]
+    global_seeds = [c for c in a.calls if a.is_name(c, apis.TF_GLOBAL_SEED_SETTERS)]
+    if not seeded and not (shuffles and global_seeds):
+        return
+    where = seeded[0] if seeded else global_seeds[0]
+    ctx.warn(dataset, RULE, (
+        f"every worker reads {a.code(dataset)} in the same order under ParameterServerStrategy (measured: two "
+        f"workers read the same rows first): its shuffle is seeded (line {a.line(where)}: {a.code(where)}), so "
+        "the workers train on the same batches at the same time; leave the dataset's shuffle unseeded (no seed= "
+        "and no global tf.random seed before it is built), or feed fit() arrays, which tfdist shuffles with a "
+        "seed of each worker's own"))
 
 
 def _scope(ctx, call: cst.Call) -> None:
@@ -143,7 +179,7 @@ def _scope(ctx, call: cst.Call) -> None:
     replicas.in_replica_scope(ctx, unique, f"model {a.code(model)}, its optimizer and compile()", said=SCOPE_SAID)
 
 
-def _fit(ctx, call: cst.Call) -> None:
+def _fit(ctx, call: cst.Call, dataset: bool) -> None:
     """fit(x, y, batch_size=B, ...) -> fit(**data(x, y, batch_size=B), ...)."""
     a = ctx.a
     moved = []
@@ -169,23 +205,26 @@ def _fit(ctx, call: cst.Call) -> None:
         ctx.state("parameter_server_fit.defined").add(True)
         ctx.define(*ctx.backend.fit_data_definition(ctx))
     given = "steps_per_epoch as given" if any(k == "steps_per_epoch" for k, _ in moved) else \
-        "steps_per_epoch the original's batches per epoch (their length / the batch)"
+        "steps_per_epoch the original's batches per epoch ({count})".format(
+            count="the dataset's size" if dataset else "their length / the batch")
+    how = "the dataset every worker builds from its definition, repeated" if dataset else \
+        "a dataset every worker makes and repeats (DatasetCreator)"
     ctx.change(call, RULE, ctx.say(
-        "fit() reads {data} through a dataset every worker makes and repeats (DatasetCreator), {given}, steps "
-        "scheduled by the chief on whichever worker is free; callbacks and saving run on the chief only (the "
-        "only task that runs the script); without TF_CONFIG fit() gets them as written",
-        data=", ".join(a.code(arg.value) for key, arg in moved if key in ("x", "y")), given=given))
+        "fit() reads {data} through {how}, {given}, steps scheduled by the chief on whichever worker is free; "
+        "callbacks and saving run on the chief only (the only task that runs the script); without TF_CONFIG "
+        "fit() gets them as written",
+        data=", ".join(a.code(arg.value) for key, arg in moved if key in ("x", "y")), how=how, given=given))
 
 
 @register
 class ParameterServerFit(Rule):
     id = "parameter-server-fit"
     description = ("Keras fit() under ParameterServerStrategy: model, optimizer and compile() in its scope, "
-                   "arrays read through a repeated per-worker dataset, steps_per_epoch given.")
+                   "arrays or a dataset read repeated by every worker, steps_per_epoch given.")
     engines = ("parameter-server",)
     kinds = (RULE, replica_state.RULE)
     refuses = ("Keras 3 (import keras; keras-team/keras#18624), train_on_batch, a custom train_step, evaluate(), "
-               "fit() on datasets, generators or Sequences, validation or sample weights in fit()")
+               "fit() on generators, Sequences or datasets of unknown length, validation or sample weights in fit()")
     example = "keras/parameter_server_fit"
     order = 10
     PATTERN = P.KERAS
@@ -201,6 +240,6 @@ class ParameterServerFit(Rule):
             _refuse_keras3(ctx)
         _refuse_unconverted(ctx)
         for call in keras_models.model_calls(ctx.a, {"fit"}):
-            _arrays_or_refuse(ctx, call)
+            dataset = _input_or_refuse(ctx, call)
             _scope(ctx, call)
-            _fit(ctx, call)
+            _fit(ctx, call, dataset)

@@ -28,10 +28,15 @@ def parameter_server_strategy():
 strategy = parameter_server_strategy()
 
 
-# tf.distribute (parameter servers): fit() reads a dataset every worker makes for itself, repeated, each step one batch of it; an epoch is the original's number of steps (of all workers together). Without the strategy, fit() gets its arguments as written.
+# tf.distribute (parameter servers): fit() reads a dataset every worker makes for itself, repeated, each step one batch of it (arrays: shuffled with a seed each worker draws); an epoch is the original's number of steps (of all workers together). Without the strategy, fit() gets its arguments as written.
 def parameter_server_data(x, y=None, batch_size=None, shuffle=True, steps_per_epoch=None):
     if not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy):
         return dict(x=x, y=y, batch_size=batch_size, shuffle=shuffle, steps_per_epoch=steps_per_epoch)
+    if isinstance(x, tf.data.Dataset):  # built again on every worker from its definition
+        steps = steps_per_epoch or int(x.cardinality())
+        if steps < 0:
+            raise SystemExit("fit() under ParameterServerStrategy needs the number of batches in one epoch, and TensorFlow does not know this dataset's size: give fit() steps_per_epoch=<batches in one epoch>")
+        return dict(x=x.repeat(), steps_per_epoch=steps)
     arrays = tuple(x) if isinstance(x, list) else x
     arrays = arrays if y is None else (arrays, y)
     size = len(tf.nest.flatten(arrays)[0])
