@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,8 @@ from tfdist.api import convert_source
 from tfdist.options import Options, OptionsError
 
 PS = "parameter-server"
+SRC = Path(__file__).resolve().parents[2] / "src"
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])])}
 CASES = sorted({p.parent for p in glob("*/*/expected.tf-distribute+parameter-server.py")}
                | {p.parent for p in glob("*/*/expected.parameter-server.py")})
 
@@ -95,7 +99,7 @@ def test_keras3_refusal_exits_non_zero_on_the_command_line(tmp_path):
     script.write_text(KERAS3)
     out = tmp_path / "train_dist.py"
     proc = subprocess.run([sys.executable, "-m", "tfdist", "convert", str(script), "--backend", "tf-distribute",
-                           "--strategy", PS, "-o", str(out)], capture_output=True, text=True)
+                           "--strategy", PS, "-o", str(out)], capture_output=True, text=True, env=ENV)
     assert proc.returncode == 2, proc.stderr
     assert "train.py:2: ERROR" in proc.stderr and "keras-team/keras#18624" in proc.stderr
     assert not out.exists()
@@ -224,7 +228,23 @@ def test_run_refuses_a_script_that_builds_no_parameter_server_strategy(tmp_path,
     ("tf1_monitored_session.py", "--backend horovod"),
 ])
 def test_tape_loops_and_tf1_are_refused_naming_what_converts_them(example, words):
-    from pathlib import Path
     path = Path(__file__).resolve().parents[2] / "examples" / example
     result = convert_source(path.read_bytes(), str(path), backend=PS)
     assert result.status == "unsupported" and result.error_line and words in result.error, result.error
+
+
+@pytest.mark.parametrize("argv", [
+    ["job", "slurm", "--nodes", "1"],
+    ["job", "kubernetes", "--workers", "2", "--image", "x"],
+    ["verify", "--converted", "-np", "2"],
+])
+def test_job_and_verify_refuse_a_parameter_server_script(tmp_path, argv):
+    """Not built yet: each would start every task as a worker that serves
+    forever, with no chief; refused, naming tfdist run."""
+    script = tmp_path / "train_ps.py"
+    script.write_text(_expected(CASES[0]).read_text())
+    proc = subprocess.run([sys.executable, "-m", "tfdist", *argv, str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, env=ENV)
+    assert proc.returncode == 3, proc.stderr
+    assert "builds a ParameterServerStrategy" in proc.stderr and "tfdist run --strategy parameter-server" in proc.stderr
+    assert list(tmp_path.iterdir()) == [script]
