@@ -12,12 +12,6 @@ from ..engine.context import Unsupported
 from ..engine.rule import register
 from ..facts import gradient_tapes
 
-REFUSAL = (
-    "a GradientTape training loop under ParameterServerStrategy is not converted yet (its step would run "
-    "where a ClusterCoordinator schedules it: coordinator.schedule(step, args=(per_worker_iterator,)) over "
-    "coordinator.create_per_worker_dataset(...), coordinator.join() each epoch, losses read with .fetch()): "
-    "convert it with --strategy mirrored (MultiWorkerMirroredStrategy), or with --backend horovod")
-
 
 @register
 class RefuseParameterServerTape(RefusedPattern):
@@ -36,4 +30,4 @@ class RefuseParameterServerTape(RefusedPattern):
 
     def apply(self, ctx) -> None:
         evidence = list(self.detect(ctx.a))
-        raise Unsupported(evidence[0].line if evidence else 1, REFUSAL)
+        raise Unsupported(evidence[0].line if evidence else 1, ctx.backend.tape_refusal())
