@@ -146,6 +146,13 @@ def test_a_dataset_is_repeated_and_its_seeded_shuffle_warned():
     assert warnings and "tf.random.set_seed(0)" in warnings[0].message
 
 
+@pytest.mark.parametrize("shuffle,warned", [("", False), (", shuffle=True", False), (", shuffle=False", True)])
+def test_arrays_read_unshuffled_are_warned(shuffle, warned):
+    result = _convert(TF_KERAS.format(fit=f"model.fit(x, y, epochs=2{shuffle})"))
+    assert result.status == "converted"
+    assert bool([w for w in result.warnings if "same order" in w.message and w.line == 8]) == warned
+
+
 def test_tf_keras_fit_keeps_the_script_as_written_without_tf_config():
     """The keyword arguments fit() gets without the strategy are fit()'s own
     defaults where the script gave none."""

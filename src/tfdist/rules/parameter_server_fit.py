@@ -132,8 +132,14 @@ def _input_or_refuse(ctx, call: cst.Call) -> bool:
             raise ctx.unsupported(arg.value, (
                 f"fit({arg.keyword.value}=...) under ParameterServerStrategy is not converted: "
                 f"{NOT_CONVERTED[arg.keyword.value]}"))
+    shuffle = find_passed(a, call, "shuffle")
     if dataset:
         _same_order_warning(ctx, x.value)
+    elif shuffle is not None and not (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True"):
+        ctx.warn(shuffle.value, RULE, (
+            f"fit(shuffle={a.code(shuffle.value)}) under ParameterServerStrategy: unshuffled, every worker reads "
+            "the arrays in the same order from the first row, so the workers train on the same batches at the "
+            "same time; shuffle them (shuffle=True: each worker draws its own order)"))
     return dataset
 
 
