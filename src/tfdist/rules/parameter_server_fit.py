@@ -171,16 +171,16 @@ def _scope(ctx, call: cst.Call) -> None:
         raise ctx.unsupported(call, (
             f"cannot find where {a.code(model)} is built: under ParameterServerStrategy its variables must be "
             f"created in the strategy's scope; build and compile it inside `with {ctx.fill(ctx.backend.replica_scope())}:`"))
-    built = list(stmts)
+    model_built = list(stmts)
     for compiled in keras_models.model_calls(a, {"compile"}):
         other = receiver(compiled)
-        if not any(s in built for s in replica_state.construction_statements(a, other, {A.MODEL})
+        if not any(s in model_built for s in replica_state.construction_statements(a, other, {A.MODEL})
                    + keras_models.unread_construction(a, other)):
             continue  # another model's compile()
         stmts.append(a.statement_of(compiled))
         passed = find_passed(a, compiled, "optimizer", 0)
-        for built, _type in (keras_models.optimizer_constructions(a, passed.value, 0) or []) if passed else []:
-            stmts.append(a.statement_of(built))
+        for made, _type in (keras_models.optimizer_constructions(a, passed.value, 0) or []) if passed else []:
+            stmts.append(a.statement_of(made))
     unique = [s for i, s in enumerate(stmts) if s is not None and s not in stmts[:i]]
     replicas.in_replica_scope(ctx, unique, f"model {a.code(model)}, its optimizer and compile()", said=SCOPE_SAID)
 
