@@ -19,7 +19,7 @@ from .engine.analysis import ProjectContext
 from .engine.pipeline import Pipeline
 from .engine.source import SourceFile
 from .engine_choice import Choice, choose_engine
-from .options import HOROVOD, TF_DISTRIBUTE, Options, OptionsOrName
+from .options import HOROVOD, PARAMETER_SERVER, TF_DISTRIBUTE, Options, OptionsOrName
 
 #: The engine of a bare call (tfdist.api.convert_source(src), analyse(src)):
 #: Horovod, as it always was for the Python API; the command line's default is
@@ -36,9 +36,11 @@ def build_pipeline(options: OptionsOrName = DEFAULT_BACKEND) -> Pipeline:
                          "resolve it before building a pipeline")
     kwargs = options.backend_kwargs()
     try:
-        backend = BACKENDS[options.backend](**kwargs)
+        backend = BACKENDS[options.engine](**kwargs)
     except TypeError:
-        raise ValueError(f"backend {options.backend!r} takes no option {', '.join(sorted(kwargs))}") from None
+        raise ValueError(f"backend {options.engine!r} takes no option {', '.join(sorted(kwargs))}") from None
+    if options.engine == PARAMETER_SERVER:  # tf-distribute --strategy parameter-server: rules of its own
+        return Pipeline(rules.PARAMETER_SERVER_RULES, backend)
     # An engine that creates variables in a replication scope (tf.distribute)
     # needs the rules that put state there and run steps on every replica.
     replicated = getattr(backend, "replica_scope", None) is not None
@@ -56,6 +58,8 @@ def resolve_options(options: OptionsOrName, source: Optional[bytes]) -> Tuple[Op
         return options, None
     if options.fault_tolerant:
         choice = Choice(TF_DISTRIBUTE, "--fault-tolerant is an option of tf-distribute (Keras BackupAndRestore)")
+    elif options.strategy == PARAMETER_SERVER:
+        choice = Choice(TF_DISTRIBUTE, "--strategy parameter-server is tf.distribute's ParameterServerStrategy")
     else:
         choice = choose_engine(source or b"")
     return options.with_backend(choice.backend), choice

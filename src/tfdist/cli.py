@@ -17,7 +17,7 @@ from . import __version__, catalog
 from .assembly import analyse, convert_path, resolve_options
 from .engine import patterns as P
 from .engine.source import BadInput, load
-from .options import AUTO, BACKEND_CHOICES, Options, OptionsError
+from .options import AUTO, BACKEND_CHOICES, MIRRORED, STRATEGIES, Options, OptionsError
 from .project import cli_convert_many
 from .runtime import commands, job_commands
 
@@ -56,7 +56,8 @@ and why for every file it converts:
   3. else the installed TensorFlow (package metadata; not imported):
      2.16+ tf-distribute, 2.15 or older horovod
   4. no TensorFlow installed and nothing in the code decides: tf-distribute
---fault-tolerant (a tf-distribute option) makes auto choose tf-distribute.
+--fault-tolerant and --strategy parameter-server (tf-distribute options) make
+auto choose tf-distribute.
 """
 
 EPILOG = """exit codes:
@@ -110,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fault-tolerant", action="store_true",
                    help="tf-distribute: Keras fit() backs up its state every epoch "
                         "(BackupAndRestore), so a restarted worker resumes where it stopped")
+    c.add_argument("--strategy", choices=STRATEGIES, default=MIRRORED,
+                   help="tf-distribute: mirrored (the default: MirroredStrategy, MultiWorkerMirroredStrategy under "
+                        "TF_CONFIG) or parameter-server (ParameterServerStrategy: tf-keras fit() coordinated by the "
+                        "chief, variables on the parameter servers; run it with tfdist run --strategy "
+                        "parameter-server -np W --ps P)")
+    c.add_argument("--ps-min-shard-bytes", type=int, default=None, metavar="BYTES",
+                   help="parameter-server: a variable is split across the parameter servers into shards of at "
+                        "least BYTES (MinSizePartitioner; default 262144, 256 KiB)")
     c.add_argument("--report", metavar="REPORT.json", help="write a JSON report of every file and change")
     c.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
                    help="also print the findings on stdout for CI tools: github (workflow annotations on the "
@@ -156,7 +165,8 @@ def options_from(args) -> Options:
     return Options(backend=args.backend, lr_scaling=getattr(args, "lr_scaling", "linear"),
                    warmup_epochs=getattr(args, "warmup_epochs", None),
                    steps_per_epoch=getattr(args, "steps_per_epoch", None),
-                   fault_tolerant=bool(getattr(args, "fault_tolerant", False)))
+                   fault_tolerant=bool(getattr(args, "fault_tolerant", False)),
+                   strategy=getattr(args, "strategy", MIRRORED), min_shard_bytes=getattr(args, "ps_min_shard_bytes", None))
 
 
 def cmd_convert(args) -> int:

@@ -24,6 +24,15 @@ AUTO = "auto"
 ENGINES = (HOROVOD, TF_DISTRIBUTE)
 BACKEND_CHOICES = (AUTO, *ENGINES)
 
+#: --strategy (tf-distribute): data-parallel replicas (MirroredStrategy /
+#: MultiWorkerMirroredStrategy, the default) or parameter servers
+#: (ParameterServerStrategy: a chief coordinating, workers computing
+#: asynchronously, variables on the parameter servers). The pipeline of the
+#: latter is its own engine, named PARAMETER_SERVER.
+MIRRORED = "mirrored"
+PARAMETER_SERVER = "parameter-server"
+STRATEGIES = (MIRRORED, PARAMETER_SERVER)
+
 #: --lr-scaling: how the learning rate follows the number of processes N
 #: (linear: x N, Horovod's and Goyal et al.'s rule; sqrt: x sqrt(N), for
 #: adaptive optimizers and large batches; none: as written).
@@ -72,7 +81,31 @@ def check_steps_per_epoch(steps, warmup_epochs) -> Optional[int]:
 
 #: The backend keyword arguments and their defaults (what a backend is built
 #: with when an option is not given).
-_BACKEND_DEFAULTS = {"lr_scaling": "linear", "warmup_epochs": None, "steps_per_epoch": None, "fault_tolerant": False}
+_BACKEND_DEFAULTS = {"lr_scaling": "linear", "warmup_epochs": None, "steps_per_epoch": None, "fault_tolerant": False,
+                     "min_shard_bytes": None}
+
+
+def check_strategy(options: "Options") -> None:
+    """--strategy parameter-server goes with tf-distribute (or auto, which it
+    decides), and without the options of synchronous replicas; --ps-min-shard-bytes
+    only with it."""
+    if options.strategy not in STRATEGIES:
+        raise OptionsError(f"unknown strategy {options.strategy!r} (--strategy: {', '.join(STRATEGIES)})")
+    if options.strategy != PARAMETER_SERVER:
+        if options.min_shard_bytes is not None:
+            raise OptionsError("--ps-min-shard-bytes goes with --strategy parameter-server")
+        return
+    if options.backend == HOROVOD:
+        raise OptionsError("--strategy parameter-server is tf.distribute's ParameterServerStrategy: "
+                           "use --backend tf-distribute")
+    for given, option in ((options.fault_tolerant, "--fault-tolerant"), (options.warmup_epochs, "--warmup-epochs"),
+                          (options.lr_scaling != "linear", "--lr-scaling")):
+        if given:
+            raise OptionsError(f"{option} is not for --strategy parameter-server: each worker applies its own "
+                               "batch's gradients to the parameter servers as written (asynchronous training), "
+                               "so the learning rate is kept as written")
+    if options.min_shard_bytes is not None and (not _whole(options.min_shard_bytes) or options.min_shard_bytes < 1):
+        raise OptionsError(f"--ps-min-shard-bytes needs a whole number of bytes >= 1, not {options.min_shard_bytes!r}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +119,9 @@ class Options:
     ``steps_per_epoch``: the original's steps per epoch for that warmup, or
     None (--steps-per-epoch).
     ``fault_tolerant``: tf-distribute's Keras BackupAndRestore (--fault-tolerant).
+    ``strategy``: tf-distribute's strategy, mirrored or parameter-server (--strategy).
+    ``min_shard_bytes``: parameter-server: the smallest shard a variable is split
+    into across the parameter servers, or None for the default (--ps-min-shard-bytes).
     """
 
     backend: str = AUTO
@@ -93,6 +129,8 @@ class Options:
     warmup_epochs: Optional[int] = None
     steps_per_epoch: Optional[int] = None
     fault_tolerant: bool = False
+    strategy: str = MIRRORED
+    min_shard_bytes: Optional[int] = None
 
     def __post_init__(self):
         if self.backend not in BACKEND_CHOICES:
@@ -105,6 +143,7 @@ class Options:
         if self.fault_tolerant and self.backend == HOROVOD:
             raise OptionsError("--fault-tolerant needs --backend tf-distribute (Keras BackupAndRestore under "
                                "tf.distribute)")
+        check_strategy(self)
 
     @classmethod
     def of(cls, value: Union["Options", str, None]) -> "Options":
@@ -114,13 +153,19 @@ class Options:
             return cls()
         if isinstance(value, Options):
             return value
-        if isinstance(value, str):
-            return cls(backend=value)
+        if isinstance(value, str):  # parameter-server: the engine of tf-distribute --strategy parameter-server
+            return cls(backend=TF_DISTRIBUTE, strategy=PARAMETER_SERVER) if value == PARAMETER_SERVER else cls(backend=value)
         raise TypeError(f"options must be an Options or a backend name, not {type(value).__name__}")
 
     def with_backend(self, backend: str) -> "Options":
         """The same options for another engine (what ``auto`` chose)."""
         return dataclasses.replace(self, backend=backend)
+
+    @property
+    def engine(self) -> str:
+        """The pipeline these options build: the backend, or ``parameter-server``
+        (tf-distribute with --strategy parameter-server)."""
+        return PARAMETER_SERVER if self.strategy == PARAMETER_SERVER and self.chosen else self.backend
 
     @property
     def chosen(self) -> bool:
@@ -143,6 +188,10 @@ class Options:
             words.append(f"--steps-per-epoch {self.steps_per_epoch}")
         if self.fault_tolerant:
             words.append("--fault-tolerant")
+        if self.strategy != MIRRORED:
+            words.append(f"--strategy {self.strategy}")
+        if self.min_shard_bytes is not None:
+            words.append(f"--ps-min-shard-bytes {self.min_shard_bytes}")
         return " ".join(words)
 
 

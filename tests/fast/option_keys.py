@@ -3,11 +3,13 @@
 sqrt --warmup-epochs 1); :func:`options_of` reads such a key into the
 :class:`~tfdist.options.Options` the converter takes. Only file names use
 this spelling: tfdist itself passes Options."""
+import dataclasses
+
 from tfdist.options import Options
 
 #: key part -> (Options field, value); ``warmup-K`` and ``steps-S`` carry a number.
 FLAGS = {"lr-sqrt": ("lr_scaling", "sqrt"), "lr-none": ("lr_scaling", "none"),
-         "fault-tolerant": ("fault_tolerant", True)}
+         "fault-tolerant": ("fault_tolerant", True), "parameter-server": ("strategy", "parameter-server")}
 NUMBERS = {"warmup-": "warmup_epochs", "steps-": "steps_per_epoch"}
 
 
@@ -22,4 +24,4 @@ def options_of(key: str) -> Options:
             name, value = NUMBERS[prefix], int(part[len(prefix):])
         assert name not in fields, f"{key}: two values for {name}"
         fields[name] = value
-    return Options(backend=backend, **fields)
+    return dataclasses.replace(Options.of(backend), **fields)  # a bare engine name: its Options

@@ -21,9 +21,11 @@ from ..facts import dataset_flow
 from ..facts import shard_points
 
 
-def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
+def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str,
+                     said: str = "{what} created in {scope}: mirrored on every replica, equal from the start") -> None:
     """Run these statements in the engine's replication scope: consecutive
-    simple statements of one block share one ``with``."""
+    simple statements of one block share one ``with``; ``said``: the finding
+    (a template over ``what`` and ``scope``)."""
     a = ctx.a
     done = scoped_state(ctx)
     todo = [s for s in stmts if s not in done and not any(p in done for p in a.ancestors(s))]
@@ -51,8 +53,8 @@ def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str) -> None:
             item = cst.WithItem(item=ctx.expr(ctx.backend.replica_scope()))
             if ctx.plan.wrap(run, [item]):
                 done.update(run)
-                ctx.change(run[0], RULE, ctx.say("{what} created in {scope}: mirrored on every replica, equal from the start",
-                                                 what=what, scope=ctx.fill(ctx.backend.replica_scope())), through=run[-1])
+                ctx.change(run[0], RULE, ctx.say(said, what=what, scope=ctx.fill(ctx.backend.replica_scope())),
+                           through=run[-1])
 
 
 def keep_batch_per_replica(ctx, value: cst.BaseExpression, what: str) -> None:

@@ -7,9 +7,12 @@ MultiWorkerMirroredStrategy is next) means adding a module here.
 """
 from .base import Backend
 from .horovod import HorovodBackend
+from .parameter_server import ParameterServerBackend
 from .tf_distribute import TfDistributeBackend
 
-BACKENDS = {"horovod": HorovodBackend, "tf-distribute": TfDistributeBackend}
+#: The engines' backends; ``parameter-server`` is tf-distribute with
+#: --strategy parameter-server (tfdist.options.Options.engine).
+BACKENDS = {"horovod": HorovodBackend, "tf-distribute": TfDistributeBackend, "parameter-server": ParameterServerBackend}
 
 
 def get_backend(name: str) -> Backend:

@@ -66,6 +66,8 @@ class TfDistributeBackend(Backend):
     name = "tf-distribute"
     # predict()/evaluate() of a distributed model gather over the workers
     inference_runs_collectives = True
+    legacy_keras_reason = ("tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy "
+                           "(keras-team/keras#20585); use tf-keras there.")  # pre_import's comment
 
     def __init__(self, fault_tolerant: bool = False, lr_scaling: str = "linear", warmup_epochs=None, steps_per_epoch=None):
         # --fault-tolerant: Keras fit() backs up its state every epoch and a
@@ -161,8 +163,9 @@ class TfDistributeBackend(Backend):
             "import importlib.util\n"
             f"if {where}importlib.util.find_spec({ctx.quoted('tf_keras')}) is not None:\n"
             f"    {{os}}.environ.setdefault({ctx.quoted(LEGACY_KERAS_ENV)}, {ctx.quoted('1')})",
-            "tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585)"
-            + (f" and {everywhere}; use tf-keras wherever it is installed." if everywhere else "; use tf-keras there."),
+            self.legacy_keras_reason if not everywhere else (
+                "tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585) "
+                f"and {everywhere}; use tf-keras wherever it is installed."),
         )]
 
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List:

@@ -9,8 +9,10 @@ this package registers every rule; each engine's pipeline runs the rules
 that name it, in their ``order``.
 """
 from ..engine.rule import REGISTRY, rules_for
-from . import (compiled_losses, environment_loops, gradient_tape, held_inputs, keras_fit, layer_seeds, monitored_session, rank0_io, refuse_tf1_monitored_session,  # noqa: F401
-               refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers, warmup, worker_reads)
+from . import (compiled_losses, environment_loops, gradient_tape, held_inputs, keras_fit, layer_seeds,  # noqa: F401
+               monitored_session, parameter_server_fit, rank0_io, refuse_parameter_server_tape,
+               refuse_tf1_monitored_session, refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers,
+               warmup, worker_reads)
 
 # The pipeline's rules, in the order they apply: pattern rules, cross-cutting
 # rules, setup last (it places the imports and start-up code the others asked for).
@@ -21,4 +23,9 @@ DEFAULT_RULES = rules_for("horovod")
 # replica; TF1 refused; the same cross-cutting rules and setup.
 REPLICATED_RULES = rules_for("tf-distribute")
 
-__all__ = ["REGISTRY", "DEFAULT_RULES", "REPLICATED_RULES"]
+# tf-distribute --strategy parameter-server (tf.distribute's
+# ParameterServerStrategy): Keras fit() coordinated by the chief, tape loops
+# and TF1 refused, then setup.
+PARAMETER_SERVER_RULES = rules_for("parameter-server")
+
+__all__ = ["REGISTRY", "DEFAULT_RULES", "REPLICATED_RULES", "PARAMETER_SERVER_RULES"]

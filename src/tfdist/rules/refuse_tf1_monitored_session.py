@@ -13,7 +13,7 @@ class RefuseTf1MonitoredSession(RefusedPattern):
 
     id = "refuse-tf1-monitored-session"
     description = "TF1 MonitoredTrainingSession training, which tf.distribute strategies cannot run: refused with the engine's reason."
-    engines = ("tf-distribute",)
+    engines = ("tf-distribute", "parameter-server")
     kinds = ()
     refuses = "every script of this pattern (convert it with --backend horovod)"
     example = "monitored_session/no_hooks"

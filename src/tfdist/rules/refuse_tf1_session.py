@@ -13,7 +13,7 @@ class RefuseTf1Session(RefusedPattern):
 
     id = "refuse-tf1-session"
     description = "TF1 Session training, which tf.distribute strategies cannot run: refused with the engine's reason."
-    engines = ("tf-distribute",)
+    engines = ("tf-distribute", "parameter-server")
     kinds = ()
     refuses = "every script of this pattern (convert it with --backend horovod)"
     example = "session/in_graph_samples"

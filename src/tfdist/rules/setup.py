@@ -189,10 +189,10 @@ def _before_tensorflow(ctx, keras_fit: bool) -> list:
 class Setup(Rule):
     id = "setup"
     description = "Start-up: the engine initialised, one GPU per process, then the imports and module-level code the other rules asked for."
-    engines = ('horovod', 'tf-distribute')
+    engines = ('horovod', 'tf-distribute', 'parameter-server')
     kinds = ('setup',)
     refuses = ""
-    example = "keras/standalone_keras"
+    example = "keras/parameter_server_fit"  # converted by all three engines
     order = 100
 
     def apply(self, ctx) -> None:

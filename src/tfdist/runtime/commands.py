@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import List, Optional
 
-from . import launcher, slurm, slurm_tasks
+from . import launcher, ps_launcher, slurm, slurm_tasks
 from .command_line import (ALLOW_UNCONVERTED_HELP, BACKENDS, EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, Parser,  # noqa: F401
                            err, optional_remainder, port, positive_float, positive_int, script_engine)
 from .kubernetes import jobset_workers
@@ -53,6 +53,16 @@ rank did in DIR/rank-<R>.json (optimizer steps, a hash of the final trainable
 variables, the files it wrote), to check a cluster run as verify checks one
 on this machine.
 
+--strategy parameter-server -np W --ps P (a script converted with tfdist
+convert --strategy parameter-server; the default for a script that builds a
+ParameterServerStrategy): a chief, W workers and P parameter servers on this
+machine, each with its TF_CONFIG ({"cluster": {"chief": [...], "worker":
+[...], "ps": [...]}, "task": {"type": "worker", "index": 1}}) on a free
+localhost port, every line prefixed with its task ("[worker:1]<stdout>:").
+The chief runs the script; workers and parameter servers serve it until it
+ends, then tfdist stops them: the chief's exit status is the run's (a worker
+or parameter server that dies first ends the run with its status).
+
 If the whole job is still running after --timeout seconds, tfdist kills it
 (every rank and their children) and exits 124."""
 
@@ -70,6 +80,7 @@ def build_run_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tfdist run", description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 usage="tfdist run [--backend {horovod,tf-distribute}] (-np N [-H HOSTS] | --slurm) [--gloo | --mpi] "
+                      "[--strategy {mirrored,parameter-server} [--ps P]] "
                       "[--this-host HOST] [--port PORT] [--timeout SECONDS] [--python PYTHON] [--record DIR] "
                       "[--allow-unconverted] SCRIPT [ARGS...]")
     p.add_argument("--backend", choices=BACKENDS,
@@ -85,6 +96,11 @@ def build_run_parser() -> argparse.ArgumentParser:
                    help="tf-distribute in a pod of the Kubeflow Trainer v2 job `tfdist job kubernetes` writes: "
                         "this pod is worker JOB_COMPLETION_INDEX of -np N, worker i at "
                         "<JOBSET_NAME>-node-0-<i>.<JOBSET_NAME>:--port (default 2222)")
+    p.add_argument("--strategy", choices=("mirrored", ps_launcher.PARAMETER_SERVER),
+                   help="tf-distribute: parameter-server starts a chief, -np workers and --ps parameter servers "
+                        "(default: parameter-server for a script that builds a ParameterServerStrategy)")
+    p.add_argument("--ps", type=positive_int, default=None, metavar="P",
+                   help="with --strategy parameter-server: the number of parameter servers (default 1)")
     p.add_argument("--record", metavar="DIR",
                    help="run every process under verify's probe; each rank's record goes to DIR/rank-<R>.json")
     p.add_argument("-H", "--hosts", metavar="HOSTS",
@@ -153,6 +169,9 @@ def _run(prog: str, args) -> int:
                               f"the {args.np} processes" if args.np else "the job's processes")
     if not ok:
         return EXIT_BAD_INPUT
+    routed = _parameter_servers(prog, args, env)
+    if routed is not None:
+        return routed
     args.backend = args.backend or found or "horovod"
     args.slurm = args.slurm or (args.np is None and slurm.in_job(env))
     if args.np is None and not args.slurm:
@@ -218,6 +237,22 @@ def _run(prog: str, args) -> int:
         sys.stderr.write(f"{prog}: the job failed (horovodrun exit status {result.returncode}); "
                          "see the rank-prefixed output above\n")
     return result.returncode
+
+
+def _parameter_servers(prog: str, args, env: dict) -> Optional[int]:
+    """--strategy parameter-server (the default for a script that builds a
+    ParameterServerStrategy): the cluster's exit status; None for the others."""
+    if args.strategy is None and ps_launcher.builds_parameter_servers(args.script):
+        args.strategy = ps_launcher.PARAMETER_SERVER
+    if args.strategy == ps_launcher.PARAMETER_SERVER:
+        if not ps_launcher.check(prog, args):
+            return EXIT_BAD_INPUT
+        args.ps, args.script_command = args.ps or 1, [args.script, *args.args]
+        return ps_launcher.run(prog, args, env)
+    if args.ps is not None:
+        err(prog, "--ps P goes with --strategy parameter-server")
+        return EXIT_BAD_INPUT
+    return None
 
 
 def _run_horovod_rank(prog: str, args, env: dict) -> int:

@@ -8,7 +8,7 @@ import shutil
 import sys
 from typing import List, Optional
 
-from . import kubernetes, launcher, slurm, slurm_tasks
+from . import kubernetes, launcher, ps_launcher, slurm, slurm_tasks
 from .command_line import (ALLOW_UNCONVERTED_HELP, BACKENDS, EXIT_BAD_INPUT, EXIT_OK, Parser, err, script_engine,
                            write_text_atomic)
 
@@ -138,6 +138,11 @@ def _backend(prog: str, args) -> str | None:
                  else f"the {args.workers} pods")
     ok, found = script_engine(prog, args.script, args.backend, args.allow_unconverted, processes)
     if not ok:
+        return None
+    if ps_launcher.builds_parameter_servers(args.script):
+        err(prog, f"{args.script} builds a ParameterServerStrategy: tfdist job does not write parameter-server "
+                  "jobs yet (every task would be a worker serving forever, with no chief); run it on one machine "
+                  "with `tfdist run --strategy parameter-server -np W --ps P`")
         return None
     if not (args.backend or found):
         err(prog, f"{args.script} shows no engine: say which with --backend (with --allow-unconverted)")

@@ -226,6 +226,7 @@ class Worker:
     port: int
     tf_config: str | None   # None: a Horovod rank (its HOROVOD_* variables are in the base environment)
     local: bool = True      # started by this tfdist
+    label: str | None = None  # its output's prefix when not its rank (parameter servers: "chief:0", "ps:1")
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         env = dict(base)
@@ -374,7 +375,7 @@ def tf_distribute_workers(np: int, hosts: str | None = None, *, this_host: str |
 def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeout: float | None = None,
                     env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
                     sink: Callable[[str], None] | None = None, log_path: str | os.PathLike | None = None,
-                    tail_lines: int = 200) -> LaunchResult:
+                    tail_lines: int = 200, until: int | None = None) -> LaunchResult:
     """Start ``command`` once per local worker, each with its TF_CONFIG and in
     its own session; stream every line prefixed like horovodrun does
     (``[RANK]<stdout>:`` / ``[RANK]<stderr>:``) to ``sink`` and ``log_path``.
@@ -382,7 +383,9 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
     As soon as one worker exits non-zero, every other worker (and their
     children) is killed - the survivors would otherwise wait forever in a
     collective - and its exit status is the result's.  ``timeout`` (seconds,
-    None/0 = no limit) kills them all and returns EXIT_TIMEOUT."""
+    None/0 = no limit) kills them all and returns EXIT_TIMEOUT. ``until``: the
+    rank whose exit ends the run (the chief of parameter servers, whose
+    workers and servers never end by themselves): the others are killed then."""
     command = [os.fspath(c) for c in command]
     local = [w for w in workers if w.local]
     base_env = dict(os.environ if env is None else env)
@@ -400,10 +403,10 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
                                     start_new_session=True)
             procs.append(proc)
             known.append({})
-            readers.append(out.reader(proc.stdout, f"[{w.rank}]<stdout>:"))
-            readers.append(out.reader(proc.stderr, f"[{w.rank}]<stderr>:"))
-        codes, failed, timed_out = _watch(local, procs, known, deadline)
-        if timed_out or failed is not None:
+            readers.append(out.reader(proc.stdout, f"[{w.label or w.rank}]<stdout>:"))
+            readers.append(out.reader(proc.stderr, f"[{w.label or w.rank}]<stderr>:"))
+        codes, failed, timed_out = _watch(local, procs, known, deadline, until)
+        if timed_out or failed is not None or until is not None:
             running = [(p, kn) for p, kn in zip(procs, known) if p.poll() is None or kn]
             if running:
                 killed = kill_trees(running)
@@ -433,7 +436,7 @@ def execute_workers(workers: Sequence[Worker], command: Sequence[str], *, timeou
 
 
 def _watch(local: Sequence[Worker], procs: list[subprocess.Popen], known: list[dict[int, str]],
-           deadline: float | None) -> tuple[dict[int, int | None], int | None, bool]:
+           deadline: float | None, until: int | None = None) -> tuple[dict[int, int | None], int | None, bool]:
     """Poll the workers until one exits non-zero, all have exited, or the
     deadline passes: (exit code by rank, the first rank that failed, whether
     time ran out). Every second each running worker's process tree is added
@@ -447,7 +450,7 @@ def _watch(local: Sequence[Worker], procs: list[subprocess.Popen], known: list[d
                 codes[w.rank] = proc.returncode
                 if proc.returncode != 0 and failed is None:
                     failed = w.rank
-        if failed is not None or len(codes) == len(procs):
+        if failed is not None or len(codes) == len(procs) or until in codes:
             return codes, failed, False
         now = time.monotonic()
         if now - last_scan >= 1.0:

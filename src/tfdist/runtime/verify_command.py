@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from ..options import AUTO
 from . import compare as compare_runs
-from . import launcher, verify
+from . import launcher, ps_launcher, verify
 from .command_line import (BACKENDS, EXIT_BAD_INPUT, Parser, err, optional_remainder, positive_float, positive_int,
                            write_text_atomic)
 from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
@@ -273,6 +273,10 @@ def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
         problem = "--lr-scaling / --warmup-epochs / --steps-per-epoch choose how tfdist converts: not with --converted"
     elif args.steps_per_epoch and not (args.warmup_epochs or args.sweep):
         problem = "--steps-per-epoch is the epoch length of a warmup: use it with --warmup-epochs or --sweep"
+    elif args.converted and ps_launcher.builds_parameter_servers(args.script):
+        problem = (f"{args.script} builds a ParameterServerStrategy: tfdist verify does not check parameter-server "
+                   "training yet (its workers would serve forever, with no chief); run it with `tfdist run "
+                   "--strategy parameter-server -np W --ps P`")
     if problem is None and args.plot:
         try:
             import matplotlib  # noqa: F401

@@ -1,0 +1,52 @@
+"""A tf-keras embedding model trained by fit() on NumPy arrays."""
+import numpy as np
+import os
+# tf.distribute: Keras 3 fit() fails under MultiWorkerMirroredStrategy (keras-team/keras#20585); use tf-keras there.
+import importlib.util
+if "TF_CONFIG" in os.environ and importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import tensorflow as tf
+from tensorflow import keras
+
+# tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.
+strategy = (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
+            else tf.distribute.MirroredStrategy())
+# tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().
+if "TF_CONFIG" in os.environ and int(getattr(tf.keras, "__version__", "2").split(".")[0]) >= 3:
+    raise SystemExit("Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): use tf.keras with tf-keras installed (pip install tf-keras; TF_USE_LEGACY_KERAS=1)")
+# tf.distribute: every worker saves (saving can run collective operations); only the chief writes to the real path, the others to a temporary directory removed at exit, and read back there what they wrote (reading=True).
+def worker_path(path, reading=False):
+    key = os.path.normpath(str(path))
+    written = worker_path.__dict__.setdefault("written", {})
+    if reading:  # what this worker wrote there (a file, or files in that directory), else the path
+        inside = [os.path.dirname(v) for k, v in written.items() if os.path.dirname(k) == key]
+        return written.get(key, inside[-1] if inside else path)
+    if strategy.extended.should_checkpoint:
+        return path
+    if key not in written:
+        import atexit, shutil, tempfile
+        directory = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        written[key] = os.path.join(directory, os.path.basename(key))
+    return written[key]
+
+VOCAB = 5000
+EPOCHS = 3
+
+rng = np.random.RandomState(0)
+x_train = rng.randint(0, VOCAB, size=(1280, 8))
+y_train = ((x_train < VOCAB // 2).sum(axis=1) > 4).astype("float32")
+
+with strategy.scope():
+    model = keras.Sequential([
+        keras.layers.Embedding(VOCAB, 32),
+        keras.layers.GlobalAveragePooling1D(),
+        keras.layers.Dense(1, activation="sigmoid"),
+    ])
+    optimizer = keras.optimizers.Adam(learning_rate=0.01 * strategy.num_replicas_in_sync)
+    model.compile(optimizer=optimizer, loss="binary_crossentropy", steps_per_execution=10)
+
+history = model.fit(x_train, y_train, batch_size=32 * strategy.num_replicas_in_sync, epochs=EPOCHS, verbose=2 if strategy.extended.should_checkpoint else 0)
+if strategy.extended.should_checkpoint:
+    print(f"final loss {history.history['loss'][-1]:.4f}")
+model.save_weights(worker_path("model.weights.h5"))
