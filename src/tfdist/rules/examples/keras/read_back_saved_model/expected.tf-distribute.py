@@ -11,9 +11,18 @@ import tensorflow as tf
 # tf.distribute: one worker of the cluster TF_CONFIG describes, else every local device.
 strategy = (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
             else tf.distribute.MirroredStrategy())
-# tf.distribute: stop rather than train wrong where Keras 3 cannot run multi-worker fit().
-if "TF_CONFIG" in os.environ and int(getattr(tf.keras, "__version__", "2").split(".")[0]) >= 3:
-    raise SystemExit("Keras 3 model.fit does not run under MultiWorkerMirroredStrategy (keras-team/keras#20585): use tf.keras with tf-keras installed (pip install tf-keras; TF_USE_LEGACY_KERAS=1)")
+# tf.distribute: Keras 3 fit() hands the strategy's reduce a nested batch (only to build the model from its shapes), which fails when the replicas' parts differ in size, and scalar metrics along axis 0, which MultiWorkerMirroredStrategy rejects (keras-team/keras#20585): answer the first with this replica's part, reduce the others as MirroredStrategy does.
+def reduce_for_keras3(reduce):
+    def reduce_each(reduce_op, value, axis):
+        if axis is None and tf.nest.is_nested(value):
+            return tf.nest.map_structure(lambda v: strategy.experimental_local_results(v)[0], value)
+        local = strategy.experimental_local_results(value)[0]
+        if axis is not None and "TF_CONFIG" in os.environ and getattr(getattr(local, "shape", None), "rank", None) == 0:
+            return reduce(reduce_op, value, axis=None)
+        return reduce(reduce_op, value, axis)
+    return reduce_each
+if int(getattr(tf.keras, "__version__", "2").split(".")[0]) >= 3:
+    strategy.reduce = reduce_for_keras3(strategy.reduce)
 # tf.distribute: every worker saves (saving can run collective operations); only the chief writes to the real path, the others to a temporary directory removed at exit, and read back there what they wrote (reading=True).
 def worker_path(path, reading=False):
     key = os.path.normpath(str(path))
