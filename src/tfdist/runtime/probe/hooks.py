@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .devices import install_strategy_tracking, split_local_cpu
+from .devices import install_server_join_record, install_strategy_tracking, split_local_cpu
 from .files import install_h5py, make_file_wrapper
 from .keras import install_keras_model, install_keras_optimizer
 from .keras3 import install_keras3_model, install_keras3_trainer
@@ -32,6 +32,7 @@ def _install_tensorflow(module, group):
     install_iterator_hook()
     install_tape_hooks()
     install_strategy_tracking()
+    install_server_join_record()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
         install_patch(mod_name, qualname, make_file_wrapper(qualname, spec, kind))
 
