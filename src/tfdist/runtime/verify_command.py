@@ -271,8 +271,10 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
 def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
     """What is wrong with verify's options together, or None."""
     compare = args.compare or args.sweep or bool(args.plot)
-    problem = None
-    if args.local_devices > 1:
+    problem = _strategy_problem(args)
+    if problem is not None:
+        pass
+    elif args.local_devices > 1:
         if args.backend not in ("tf-distribute", AUTO):
             problem = "--local-devices is for --backend tf-distribute (MirroredStrategy over one process's devices)"
         elif args.sweep:
@@ -299,8 +301,6 @@ def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
     elif args.converted and args.strategy == "mirrored" and ps_launcher.builds_parameter_servers(args.script):
         problem = (f"{args.script} builds a ParameterServerStrategy: verify it with --strategy parameter-server "
                    "-np W --ps P (its workers serve until a chief ends)")
-    if problem is None:
-        problem = _strategy_problem(args)
     if problem is None and args.plot:
         try:
             import matplotlib  # noqa: F401

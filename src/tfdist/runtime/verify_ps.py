@@ -43,11 +43,12 @@ from typing import Callable, Sequence
 from ..options import PARAMETER_SERVER, Options
 from . import compare as C
 from . import launcher, ps_launcher
-from .verify_checks import _exit_checks, _rate_check, expected_steps, loss_checks
-from .verify_observe import _probe_env
+from . import verify as V
+from .verify_checks import exit_checks, rate_check, expected_steps, loss_checks
+from .verify_observe import probe_env
 from .verify_records import TF_DISTRIBUTE, Observation, RankRecord, read_records
 from .verify_report import VerifyReport, as_text
-from .verify_results import Check, brief, by_rank, rel_path, short_list
+from .verify_results import Check, brief, rel_path, short_list
 
 #: The checks of a parameter-server run that do not apply, and why.
 SKIPPED = (
@@ -72,7 +73,7 @@ def run_cluster(script: Path, workers: int, parameter_servers: int, cwd: Path, t
     probe_dir.mkdir(parents=True, exist_ok=True)
     for old in probe_dir.glob("rank-*.json"):
         old.unlink()
-    run_env = _probe_env(dict(os.environ if env is None else env), (), probe_dir, None, record_losses, None, 1)
+    run_env = probe_env(dict(os.environ if env is None else env), (), probe_dir, None, record_losses, None, 1)
     run_env = launcher.single_process_env(run_env)
     tasks = ps_launcher.cluster_tasks(workers, parameter_servers)
     command = [python or sys.executable, "-m", "tfdist.runtime.probe"]
@@ -177,7 +178,7 @@ def cluster_checks(reference: Observation, cluster: Observation, labels: list[st
     """(checks, warnings) of a parameter-server run against the original's."""
     ref = reference.ranks[0] if reference.ranks else RankRecord.missing_rank(0, 1)
     ranks = cluster.ranks[:len(labels)]
-    checks = [c for c in _exit_checks(reference, ref, cluster, [], 0, True)
+    checks = [c for c in exit_checks(reference, ref, cluster, [], 0, True)
               if c.name in ("original-exit", "distributed-finished")]
     checks.append(_task_exit_check(ranks, labels, result))
     checks.append(_cluster_check(ranks, labels))
@@ -185,7 +186,7 @@ def cluster_checks(reference: Observation, cluster: Observation, labels: list[st
     if not chief.missing and not ref.missing:
         checks.append(_steps_check(ref, chief))
         if rate_factor is not None:
-            rate = _rate_check(ref, [chief], rate_factor)
+            rate = rate_check(ref, [chief], rate_factor)
             if rate is not None:
                 checks.append(rate)
     checks.append(_writer_check(ranks, labels, cluster.cwd))
@@ -199,7 +200,7 @@ def verify_parameter_servers(setup, reference: Observation, base: Path, dist_scr
                              parameter_servers: int, rel_tolerance: float, abs_tolerance: float,
                              rate_factor: float | None) -> VerifyReport:
     """Run the conversion as a parameter-server cluster (``setup``: verify's
-    _Setup, ``np`` the workers) and check it against the original's run."""
+    RunSetup, ``np`` the workers) and check it against the original's run."""
     workers = setup.np
     as_file = setup.script if dist_script != setup.script else None
     label = f"converted, chief + {workers} workers + {parameter_servers} ps"
@@ -235,13 +236,11 @@ def verify_script(script, workers: int, parameter_servers: int, args: Sequence[s
     original as one process and the conversion as a cluster of a chief,
     ``workers`` workers and ``parameter_servers`` parameter servers, and
     check it. Raises verify.VerifyInputError (bad input)."""
-    from . import verify as V
-
-    script, _, python = V._check_inputs(script, workers, TF_DISTRIBUTE, python, None)
+    script, _, python = V.check_inputs(script, workers, TF_DISTRIBUTE, python, None)
     reference_script = script if original is None else Path(original).resolve()
     if not reference_script.is_file():
         raise V.VerifyInputError(f"no such script: {reference_script}")
-    setup = V._Setup(script, workers, args, None, timeout, sink, None, env, (), TF_DISTRIBUTE, python, compare)
+    setup = V.RunSetup(script, workers, args, None, timeout, sink, None, env, (), TF_DISTRIBUTE, python, compare)
     base = Path(tempfile.mkdtemp(prefix="tfdist-verify-ps-"))
     try:
         if converted:
@@ -251,7 +250,7 @@ def verify_script(script, workers: int, parameter_servers: int, args: Sequence[s
             tf_keras = tf_keras or "everywhere"   # the chief stops under Keras 3: the original runs on tf-keras too
         if not ps_launcher.builds_parameter_servers(str(dist_script)):
             raise V.VerifyInputError(f"{dist_script} builds no {STRATEGY_CLASS}: nothing to run on parameter servers")
-        reference = V._run_original(setup, reference_script, base, tf_keras)
+        reference = V.run_original(setup, reference_script, base, tf_keras)
         report = verify_parameter_servers(setup, reference, base, dist_script, status, parameter_servers,
                                           rel_tolerance, abs_tolerance, None if converted else 1.0)
         report.workdir = str(base) if keep else None

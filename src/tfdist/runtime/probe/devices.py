@@ -7,7 +7,7 @@ import os
 
 from .patch import install_patch
 from .state import LOCAL_DEVICES_ENV, STATE, ProbeBusy, note_error
-from .tables import TF_DEFAULT_STRATEGY_CLASS_NAMES, TF_SERVER_JOIN, TF_STRATEGY_BASE_CLASS
+from .tables import TF_DEFAULT_STRATEGY_CLASS_NAMES, TF_STRATEGY_BASE_CLASS
 from .variables import is_float_variable
 
 
@@ -26,28 +26,6 @@ def install_strategy_tracking():
 
     module_name, cls_name = TF_STRATEGY_BASE_CLASS
     install_patch(module_name, cls_name + ".__init__", make)
-
-
-def install_server_join_record():
-    """A worker or parameter-server task of a ParameterServerStrategy cluster
-    serves in ``tf.distribute.Server.join()`` until the launcher kills it
-    when the chief ends (no atexit runs then): its record -- the files it
-    wrote, its exit status "serving" -- is written as it starts serving."""
-    def make(orig):
-        def join(self, *args, **kwargs):
-            try:
-                if STATE.pid == os.getpid() and not STATE.written:
-                    from .record import write_record
-
-                    STATE.exit_code, STATE.exit_how = None, "serving"
-                    write_record()
-            except Exception as exc:  # noqa: BLE001
-                note_error("server_join", exc)
-            return orig(self, *args, **kwargs)
-        return join
-
-    module_name, qualname = TF_SERVER_JOIN
-    install_patch(module_name, qualname, make)
 
 
 def strategies_info() -> list[dict]:

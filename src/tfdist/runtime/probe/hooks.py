@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from .devices import install_server_join_record, install_strategy_tracking, split_local_cpu
+from .devices import install_strategy_tracking, split_local_cpu
 from .files import install_h5py, make_file_wrapper
 from .keras import install_keras_model, install_keras_optimizer
 from .keras3 import install_keras3_model, install_keras3_trainer
 from .patch import install_patch
+from .record import install_server_join_record
 from .samples import install_iterator_hook
 from .state import STATE, note_error
 from .tables import FILE_WRITE_HOOKS, POST_IMPORT_HOOKS
