@@ -243,9 +243,8 @@ def test_tape_loops_and_tf1_are_refused_naming_what_converts_them(example, words
 @pytest.mark.parametrize("argv", [
     ["job", "slurm", "--nodes", "1"],
     ["job", "kubernetes", "--workers", "2", "--image", "x"],
-    ["verify", "--converted", "-np", "2"],
 ])
-def test_job_and_verify_refuse_a_parameter_server_script(tmp_path, argv):
+def test_job_refuses_a_parameter_server_script(tmp_path, argv):
     """Not built yet: each would start every task as a worker that serves
     forever, with no chief; refused, naming tfdist run."""
     script = tmp_path / "train_ps.py"
@@ -255,6 +254,89 @@ def test_job_and_verify_refuse_a_parameter_server_script(tmp_path, argv):
     assert proc.returncode == 3, proc.stderr
     assert "builds a ParameterServerStrategy" in proc.stderr and "tfdist run --strategy parameter-server" in proc.stderr
     assert list(tmp_path.iterdir()) == [script]
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--converted", "--strategy", "mirrored"], "verify it with --strategy parameter-server -np W --ps P"),
+    (["--ps", "2"], "--ps P goes with --strategy parameter-server"),
+    (["--strategy", PS, "--backend", "horovod"], "--backend tf-distribute"),
+    (["--strategy", PS, "--steps", "5"], "--steps is not for --strategy parameter-server"),
+    (["--strategy", PS, "--sweep"], "--sweep is not for --strategy parameter-server"),
+    (["--strategy", PS, "--local-devices", "2"], "--local-devices is not for --strategy parameter-server"),
+    (["--strategy", PS, "--lr-scaling", "sqrt"], "--lr-scaling is not for --strategy parameter-server"),
+])
+def test_verify_refuses_options_that_do_not_go_with_parameter_servers(tmp_path, capsys, argv, words):
+    from tfdist.runtime.verify_command import verify_main
+    script = tmp_path / "train_ps.py"
+    script.write_text(_expected(CASES[0]).read_text())
+    assert verify_main([*argv, "-np", "2", str(script)]) == 3
+    assert words in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [script]
+
+
+def test_verify_parses_parameter_servers_and_takes_them_for_a_converted_script(tmp_path):
+    from tfdist.runtime.verify_command import _verify_problem, parse_verify_args
+    script = tmp_path / "train_ps.py"
+    script.write_text(_expected(CASES[0]).read_text())
+    args = parse_verify_args(["-np", "3", str(script), "--converted", "--compare"])
+    assert _verify_problem(args, []) is None
+    assert (args.strategy, args.ps, args.backend, args.np) == (PS, 1, "tf-distribute", 3)
+    args = parse_verify_args(["--strategy", PS, "--ps", "2", "-np", "2", str(script), "--", "--epochs", "1"])
+    assert _verify_problem(args, []) is None and (args.ps, args.args) == (2, ["--epochs", "1"])
+
+
+def test_verify_refuses_a_given_script_that_builds_no_parameter_server_strategy(tmp_path, capsys):
+    from tfdist.runtime.verify_command import verify_main
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    assert verify_main(["--strategy", PS, "--converted", "-np", "2", str(script)]) == 3
+    assert "builds no ParameterServerStrategy" in capsys.readouterr().err
+
+
+def _task(rank, **raw):
+    from tfdist.runtime.verify_records import RankRecord
+    record = {"rank": rank, "exit_code": 0, "exit_how": "returned", "optimizer": {"steps": 0}, "files": []}
+    record.update(raw)
+    return RankRecord.from_json(record)
+
+
+def _cluster(chief_steps=32, worker_code=None, worker_files=(), worker_serves=True):
+    """The checks of a synthetic run: a chief, 2 workers, 1 parameter server."""
+    from tfdist.runtime import launcher, verify_ps
+    from tfdist.runtime.verify_records import Observation
+    original = _task(0, optimizer={"steps": 32})
+    chief = _task(0, optimizer={"steps": chief_steps}, strategies=[{"class": "ParameterServerStrategyV2"}],
+                  files=[{"path": "/run/weights.h5", "kind": "model"}])
+    served = {"exit_code": None, "exit_how": "serving"}
+    tasks = [chief, _task(1, files=[{"path": p, "kind": "checkpoint"} for p in worker_files],
+                          **(served if worker_serves else {})),
+             _task(2, **served), _task(3, **served)]
+    labels = ["chief:0", "worker:0", "worker:1", "ps:0"]
+    result = launcher.LaunchResult(returncode=worker_code or 0, timed_out=False, duration_s=1.0, command=[],
+                                   worker_returncodes=[0, worker_code, None, None],
+                                   failed_worker=1 if worker_code else None)
+    observe = lambda ranks: Observation("run", len(ranks), "/run", ranks, 0, False, 1.0, [])  # noqa: E731
+    checks, _ = verify_ps.cluster_checks(observe([original]), observe(tasks), labels, result, None)
+    return {c.name: c for c in checks}
+
+
+def test_parameter_server_checks_pass_when_the_tasks_are_stopped_after_the_chief():
+    checks = _cluster()
+    assert all(c.passed for c in checks.values()), [c.detail for c in checks.values() if not c.passed]
+    assert set(checks) == {"original-exit", "exit-codes", "parameter-server-cluster", "steps-scheduled",
+                           "chief-writes"}
+    assert checks["steps-scheduled"].measured == {"original": 32, "cluster": 32}
+
+
+@pytest.mark.parametrize("change,name,words", [
+    (dict(chief_steps=16), "steps-scheduled", "took 16 optimizer steps"),
+    (dict(worker_code=1), "exit-codes", "worker:0 exited 1 before the chief ended"),
+    (dict(worker_files=["/run/ckpt-1.index"]), "chief-writes", "worker:0 wrote ckpt-1.index"),
+    (dict(worker_serves=False), "parameter-server-cluster", "worker:0 did not serve the cluster"),
+])
+def test_parameter_server_checks_fail(change, name, words):
+    check = _cluster(**change)[name]
+    assert not check.passed and words in check.detail, check.detail
 
 
 def test_every_fixture_converts_or_is_refused_never_an_internal_error():

@@ -223,7 +223,7 @@ def converter_accepts(options: Options) -> bool:
 
 
 @dataclass
-class _Setup:
+class RunSetup:
     """What every run of one verify call shares."""
     script: Path
     np: int
@@ -240,7 +240,7 @@ class _Setup:
     local_devices: int = 1
 
 
-def _check_inputs(script, np: int, backend: str, python, horovodrun):
+def check_inputs(script, np: int, backend: str, python, horovodrun):
     script = Path(script).resolve()
     if not script.is_file():
         raise VerifyInputError(f"no such script: {script}")
@@ -262,7 +262,7 @@ def _has_tf_keras(python: str | None) -> bool:
     return found.returncode == 0
 
 
-def _run_original(setup: _Setup, original: Path, base: Path, tf_keras: Optional[str] = None) -> Observation:
+def run_original(setup: RunSetup, original: Path, base: Path, tf_keras: Optional[str] = None) -> Observation:
     """The original as one process; on the Keras its converted processes run
     (tf-keras where they switch to it -- ``tf_keras`` "workers": with
     TF_CONFIG, "everywhere": wherever installed. Keras 3 and tf-keras train
@@ -286,7 +286,7 @@ def _run_original(setup: _Setup, original: Path, base: Path, tf_keras: Optional[
                            backend=setup.backend, python=setup.python, record_losses=setup.record_losses)
 
 
-def _run_converted(setup: _Setup, reference: Observation, base: Path, dist_script: Path, status: str, *,
+def _run_converted(setup: RunSetup, reference: Observation, base: Path, dist_script: Path, status: str, *,
                    policy: str | None = None, rel_tolerance: float = C.DEFAULT_REL_TOLERANCE,
                    abs_tolerance: float = C.DEFAULT_ABS_TOLERANCE,
                    rate_factor: float | None = None, full_batch: bool = False) -> VerifyReport:
@@ -354,7 +354,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
     ``original``: with ``converted``, the single-process script to compare
     with (default: ``script`` itself as one process).
     Raises VerifyInputError (bad input) and launcher.RuntimeMissing."""
-    script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    script, hvdrun, python = check_inputs(script, np, backend, python, horovodrun)
     options = Options(backend=backend) if options is None else options
     if options.backend != backend:
         raise VerifyInputError(f"the conversion's options are for --backend {options.backend}, the run's for "
@@ -369,7 +369,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
         reference_script = Path(original).resolve()
         if not reference_script.is_file():
             raise VerifyInputError(f"no such script: {reference_script}")
-    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, compare,
+    setup = RunSetup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, compare,
                    local_devices)
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tfdist-verify-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -380,7 +380,7 @@ def verify_script(script: str | os.PathLike, np: int = 2, args: Sequence[str] = 
                 dist_script = notebook_as_script(script, base / "given")
         else:   # a conversion that fails is bad input: said before anything runs
             dist_script, status, full_batch, tf_keras = convert_to(script, base / "converted", options)
-        reference = _run_original(setup, reference_script, base, tf_keras)
+        reference = run_original(setup, reference_script, base, tf_keras)
         report = _run_converted(setup, reference, base, dist_script, status, policy=policy,
                                 rel_tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                                 rate_factor=None if converted else expected_rate_factor(options, np * local_devices),
@@ -401,7 +401,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
     """``verify --compare`` under each learning-rate policy (``linear``,
     ``sqrt``, ``none``, ``linear:warmup=1``...), with one run of the original;
     warmups counted in ``steps_per_epoch`` original steps when given."""
-    script, hvdrun, python = _check_inputs(script, np, backend, python, horovodrun)
+    script, hvdrun, python = check_inputs(script, np, backend, python, horovodrun)
     optional = set()
     if policies is None:
         policies = list(DEFAULT_SWEEP)
@@ -409,7 +409,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
             policies.append(DEFAULT_SWEEP_WARMUP)
             optional.add(DEFAULT_SWEEP_WARMUP)   # not every pattern has a warmup: skipped where refused
     chosen = [(p, policy_options(p, steps_per_epoch, backend)) for p in policies]
-    setup = _Setup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
+    setup = RunSetup(script, np, args, steps, timeout, sink, hvdrun, env, pythonpath, backend, python, True)
     base = Path(tempfile.mkdtemp(prefix="tfdist-sweep-"))
     try:
         # every conversion first: bad input is said before anything runs
@@ -423,7 +423,7 @@ def sweep_script(script: str | os.PathLike, policies: Sequence[str] | None = Non
                 skipped.append((policy, str(exc)))
                 chosen.remove((policy, options))
         kinds = {c[3] for c in conversions}  # the policies convert alike: one Keras for the reference
-        reference = _run_original(setup, script, base, "everywhere" if "everywhere" in kinds else (
+        reference = run_original(setup, script, base, "everywhere" if "everywhere" in kinds else (
             "workers" if "workers" in kinds else None))
         reports = []
         for i, ((policy, options), (dist_script, status, full_batch, _)) in enumerate(zip(chosen, conversions)):

@@ -73,7 +73,7 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
     strays = distributed.ranks[np:]
 
     # 1. exit status -------------------------------------------------------
-    checks.extend(_exit_checks(reference, ref, distributed, ranks, np, tfd))
+    checks.extend(exit_checks(reference, ref, distributed, ranks, np, tfd))
     if strays:
         warnings.append(f"{len(strays)} extra probe record(s) (processes started by the script?)")
     checks.extend(_topology_checks(ranks, np, tfd, local_devices))
@@ -100,7 +100,7 @@ def run_checks(reference: Observation, distributed: Observation, np: int, steps_
 
     # 3b. the learning rate the conversion's policy gives --------------------
     if rate_factor is not None and present and not ref.missing:
-        rate = _rate_check(ref, present, rate_factor)
+        rate = rate_check(ref, present, rate_factor)
         if rate is not None:
             checks.append(rate)
 
@@ -160,7 +160,7 @@ def _add_sample_checks(out: CheckResults, ref: RankRecord, present: list[RankRec
     out.samples = sampled.summary
 
 
-def _exit_checks(reference: Observation, ref: RankRecord, distributed: Observation, ranks: list[RankRecord],
+def exit_checks(reference: Observation, ref: RankRecord, distributed: Observation, ranks: list[RankRecord],
                  np: int, tfd: bool) -> list[Check]:
     out = []
     if reference.timed_out:
@@ -363,7 +363,7 @@ def _all_optimizers_steps(ref: RankRecord, present: list[RankRecord], share: int
     return totals, any(abs(t - expected) > tol for t in totals.values()), total(ref)
 
 
-def _rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Check | None:
+def rate_check(ref: RankRecord, present: list[RankRecord], factor: float) -> Check | None:
     """The learning rates the first Model.fit trains with (of the optimizers
     it steps: the model's, or those a custom train_step applies) are, on
     every rank, the original's times ``factor`` (the conversion's policy: N,

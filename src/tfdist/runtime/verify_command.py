@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from ..options import AUTO
 from . import compare as compare_runs
-from . import launcher, ps_launcher, verify
+from . import launcher, ps_launcher, verify, verify_ps
 from .command_line import (BACKENDS, EXIT_BAD_INPUT, Parser, err, optional_remainder, positive_float, positive_int,
                            write_text_atomic)
 from .compare import DEFAULT_ABS_TOLERANCE, DEFAULT_REL_TOLERANCE, PlotUnavailable
@@ -102,6 +102,23 @@ Options may come before or after SCRIPT (tfdist verify train.py -np 2
   each variable's N copies are bitwise identical, and the process took ~1/N
   of the original's optimizer steps (the global batch is N times larger).
 
+--strategy parameter-server -np W --ps P (tf-distribute's
+  ParameterServerStrategy; the default with --converted for a script that
+  builds one): the conversion (tfdist convert --strategy parameter-server)
+  runs as a chief, W workers and P parameter servers on localhost, as
+  `tfdist run --strategy parameter-server` starts them; the workers and
+  parameter servers serve until the chief ends and are then stopped (no
+  failure).  Checked: the chief exited 0 and no other task exited before it;
+  the chief built a ParameterServerStrategy and every other task served it;
+  the optimizer steps the workers took together (counted on the chief, which
+  schedules them) are the original's; the first fit's learning rate is the
+  original's (x 1, when tfdist converted); only the chief wrote
+  checkpoint/summary/model files; --compare: the chief's final loss against
+  the original's.  Not checked, said in the report: identical replicas (the
+  workers hold no variables) and samples per rank (the probe does not see
+  the workers' batches).  Not with --steps, --sweep, --local-devices,
+  --lr-scaling, --warmup-epochs.
+
 exit status: 0 PASS, 1 FAIL, 3 bad input (missing script, not convertible) or
   Horovod not installed (--backend horovod), or --plot without matplotlib.
   --sweep: 0 when the policy that tracks the original best PASSes, else 1.
@@ -116,7 +133,7 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
     p = Parser(prog="tfdist verify", description=VERIFY_DESCRIPTION, epilog=VERIFY_EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=script_args,
                 usage="tfdist verify [--backend {auto,horovod,tf-distribute}] [-np N] [--steps K] [--converted [--original ORIG]] "
-                      "[--local-devices N] [--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
+                      "[--strategy {mirrored,parameter-server} [--ps P]] [--local-devices N] [--compare] [--plot FILE.png] [--lr-scaling {linear,sqrt,none}] [--warmup-epochs K] [--steps-per-epoch S] "
                       "[--sweep [--policies LIST]] [--tolerance REL] [--abs-tolerance ABS] [--report FILE.json] "
                       "[--timeout S] [--python PYTHON] [--json] [--keep] [-v] SCRIPT [OPTIONS] [ARGS...] [-- ARGS...]")
     p.add_argument("--backend", choices=(AUTO, *BACKENDS), default=AUTO,
@@ -125,6 +142,12 @@ def build_verify_parser(script_args: bool = True) -> argparse.ArgumentParser:
                         "for SCRIPT (with --converted: the one it was converted for), said on stderr")
     p.add_argument("-np", "--num-proc", dest="np", type=positive_int, default=2, metavar="N",
                    help="number of ranks for the converted script (default: 2)")
+    p.add_argument("--strategy", choices=("mirrored", ps_launcher.PARAMETER_SERVER), default=None,
+                   help="tf-distribute: parameter-server converts for ParameterServerStrategy and runs a chief, "
+                        "-np workers and --ps parameter servers (see below); default: mirrored, or with "
+                        "--converted parameter-server for a script that builds one")
+    p.add_argument("--ps", type=positive_int, default=None, metavar="P",
+                   help="with --strategy parameter-server: the number of parameter servers (default 1)")
     p.add_argument("--local-devices", type=positive_int, default=1, metavar="N",
                    help="--backend tf-distribute: run the conversion as ONE process whose CPU is split into N "
                         "logical devices, so its MirroredStrategy() replicates over them as over N GPUs "
@@ -248,8 +271,10 @@ def verify_main(argv: Optional[List[str]] = None) -> int:
 def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
     """What is wrong with verify's options together, or None."""
     compare = args.compare or args.sweep or bool(args.plot)
-    problem = None
-    if args.local_devices > 1:
+    problem = _strategy_problem(args)
+    if problem is not None:
+        pass
+    elif args.local_devices > 1:
         if args.backend not in ("tf-distribute", AUTO):
             problem = "--local-devices is for --backend tf-distribute (MirroredStrategy over one process's devices)"
         elif args.sweep:
@@ -273,10 +298,9 @@ def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
         problem = "--lr-scaling / --warmup-epochs / --steps-per-epoch choose how tfdist converts: not with --converted"
     elif args.steps_per_epoch and not (args.warmup_epochs or args.sweep):
         problem = "--steps-per-epoch is the epoch length of a warmup: use it with --warmup-epochs or --sweep"
-    elif args.converted and ps_launcher.builds_parameter_servers(args.script):
-        problem = (f"{args.script} builds a ParameterServerStrategy: tfdist verify does not check parameter-server "
-                   "training yet (its workers would serve forever, with no chief); run it with `tfdist run "
-                   "--strategy parameter-server -np W --ps P`")
+    elif args.converted and args.strategy == "mirrored" and ps_launcher.builds_parameter_servers(args.script):
+        problem = (f"{args.script} builds a ParameterServerStrategy: verify it with --strategy parameter-server "
+                   "-np W --ps P (its workers serve until a chief ends)")
     if problem is None and args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -285,11 +309,37 @@ def _verify_problem(args, argv_list: List[str]) -> Optional[str]:
     return problem
 
 
+def _strategy_problem(args) -> Optional[str]:
+    """--strategy / --ps with the other options (None: they go together).
+    --converted with a script that builds a ParameterServerStrategy and no
+    --strategy: parameter-server, as tfdist run does."""
+    if args.strategy is None and args.converted and ps_launcher.builds_parameter_servers(args.script):
+        args.strategy = ps_launcher.PARAMETER_SERVER
+    if args.strategy != ps_launcher.PARAMETER_SERVER:
+        return "--ps P goes with --strategy parameter-server" if args.ps is not None else None
+    args.ps = args.ps or 1
+    if args.backend not in (AUTO, "tf-distribute"):
+        return "--strategy parameter-server is tf.distribute's ParameterServerStrategy: --backend tf-distribute"
+    args.backend = "tf-distribute"
+    for option, given in (("--steps", args.steps), ("--sweep", args.sweep), ("--local-devices", args.local_devices > 1),
+                          ("--lr-scaling", args.lr_scaling != "linear"), ("--warmup-epochs", args.warmup_epochs),
+                          ("--steps-per-epoch", args.steps_per_epoch)):
+        if given:
+            return (f"{option} is not for --strategy parameter-server (the chief schedules the original's steps "
+                    "onto the workers, each applying its own batch's gradients with the learning rate as written)")
+    return None
+
+
 def _verify_report(args):
     """Run verify (or the sweep) as the options say; its report."""
     sink = launcher.stream_to(sys.stderr) if args.verbose else None
     tolerances = dict(rel_tolerance=DEFAULT_REL_TOLERANCE if args.tolerance is None else args.tolerance,
                       abs_tolerance=DEFAULT_ABS_TOLERANCE if args.abs_tolerance is None else args.abs_tolerance)
+    if args.strategy == ps_launcher.PARAMETER_SERVER:
+        return verify_ps.verify_script(args.script, args.np, args.ps, args.args, converted=args.converted,
+                                       original=args.original, timeout=args.timeout or None, keep=args.keep,
+                                       sink=sink, python=args.python, compare=args.compare or bool(args.plot),
+                                       **tolerances)
     if args.sweep:
         policies = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
         return verify.sweep_script(args.script, policies, np=args.np, args=args.args, steps=args.steps,

@@ -65,7 +65,7 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
     for old in probe_path.glob("rank-*.json"):
         old.unlink()
 
-    run_env = _probe_env(dict(os.environ if env is None else env), pythonpath, probe_path, steps_cap,
+    run_env = probe_env(dict(os.environ if env is None else env), pythonpath, probe_path, steps_cap,
                          record_losses, seed, local_devices)
     probe_cmd = ["-m", "tfdist.runtime.probe"]
     if as_file is not None:
@@ -90,7 +90,7 @@ def run_and_observe(script: str | os.PathLike, np: int, cwd: str | os.PathLike, 
                        log_path=os.fspath(log_path) if log_path else None, backend=backend)
 
 
-def _probe_env(base_env: dict, pythonpath: Sequence[str | os.PathLike], probe_path: Path, steps_cap: int | None,
+def probe_env(base_env: dict, pythonpath: Sequence[str | os.PathLike], probe_path: Path, steps_cap: int | None,
                record_losses: bool, seed: int | None, local_devices: int) -> dict:
     """The environment of a run under the probe: ``pythonpath`` first on the
     script's PYTHONPATH, tfdist importable, and the probe's settings set or

@@ -54,6 +54,11 @@ class VerifyReport:
     #: The typed checks ``reasons`` and ``checks`` were rendered from (empty
     #: for a report built from text, as tests do).
     check_results: list[Check] = field(default_factory=list)
+    #: Checks that do not apply to this run, each "name: why" (parameter servers).
+    skipped: list[str] = field(default_factory=list)
+    #: The processes' labels in rank order when they are not plain ranks
+    #: (parameter servers: "chief:0", "worker:0", "ps:0").
+    task_labels: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -69,6 +74,7 @@ class VerifyReport:
             "reference": self.reference.to_dict() if self.reference else None,
             "distributed": self.distributed.to_dict() if self.distributed else None,
             "check_results": [c.to_dict() for c in self.check_results],
+            "skipped": self.skipped, "task_labels": self.task_labels,
         }
 
     def format_text(self) -> str:
@@ -144,8 +150,12 @@ def format_report(report: VerifyReport) -> str:
     how = {"given": "given as already converted", "converted": "converted by tfdist",
            "already-distributed": "already distributed; run as is"}.get(report.conversion_status or "", "")
     engine = report.distributed.backend if report.distributed else HOROVOD
-    lines.append(f"tfdist verify {report.script}  ({how}; {report.np} ranks"
-                 + ("; tf-distribute workers, rank 0 = chief" if engine == TF_DISTRIBUTE else "")
+    labels = report.task_labels
+    ps = sum(1 for label in labels if label.startswith("ps:"))
+    lines.append(f"tfdist verify {report.script}  ({how}; "
+                 + (f"parameter servers: a chief, {report.np} workers, {ps} parameter server(s)" if labels else
+                    f"{report.np} ranks" + ("; tf-distribute workers, rank 0 = chief" if engine == TF_DISTRIBUTE
+                                            else ""))
                  + (f"; --steps {report.steps_cap}" if report.steps_cap else "") + ")")
     header = f"  {'':<22}{'exit':>5}  {'steps':>7}  {'vars':>5}  {'sha256':<12}  {'sum':>14}  files written (checkpoint/summary/model)"
     lines.append(header)
@@ -153,6 +163,9 @@ def format_report(report: VerifyReport) -> str:
     def row(label, rec: RankRecord, obs: Observation):
         if rec.missing:
             return f"  {label:<22}{'?':>5}  {'':>7}  {'':>5}  {'(no probe record)':<12}"
+        if rec.raw.get("exit_how") == "serving":   # a parameter-server cluster's worker or server
+            return f"  {label:<22}{'-':>5}  {'':>7}  {rec.trainable_count:>5}  {'(served)':<12}  {'':>14}  " \
+                + _files_cell(rec, obs.cwd)
         steps = str(rec.optimizer_steps)
         if rec.cap_applied:
             steps += f"/{rec.planned_steps if rec.planned_steps is not None else '?'}"
@@ -166,7 +179,8 @@ def format_report(report: VerifyReport) -> str:
             lines.append(row("original (1 process)", rec, report.reference))
     if report.distributed:
         for rec in report.distributed.ranks:
-            lines.append(row(f"rank {rec.rank}", rec, report.distributed))
+            name = labels[rec.rank] if 0 <= rec.rank < len(labels) else f"rank {rec.rank}"
+            lines.append(row(name, rec, report.distributed))
     if any(r.cap_applied for obs in (report.reference, report.distributed) if obs for r in obs.ranks):
         lines.append("  (steps shown as taken/planned: Model.fit was stopped by --steps)")
     if report.comparison is not None:
@@ -175,6 +189,8 @@ def format_report(report: VerifyReport) -> str:
         lines.append(f"  ok: {c}")
     for w in report.warnings:
         lines.append(f"  warning: {w}")
+    for s in report.skipped:
+        lines.append(f"  not checked: {s}")
     if report.passed:
         lines.append("PASS")
     else:

@@ -9,6 +9,7 @@ from .files import install_h5py, make_file_wrapper
 from .keras import install_keras_model, install_keras_optimizer
 from .keras3 import install_keras3_model, install_keras3_trainer
 from .patch import install_patch
+from .record import install_server_join_record
 from .samples import install_iterator_hook
 from .state import STATE, note_error
 from .tables import FILE_WRITE_HOOKS, POST_IMPORT_HOOKS
@@ -32,6 +33,7 @@ def _install_tensorflow(module, group):
     install_iterator_hook()
     install_tape_hooks()
     install_strategy_tracking()
+    install_server_join_record()
     for mod_name, qualname, spec, kind in FILE_WRITE_HOOKS:
         install_patch(mod_name, qualname, make_file_wrapper(qualname, spec, kind))
 

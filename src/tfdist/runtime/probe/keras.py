@@ -248,13 +248,22 @@ def _plain_logs(logs) -> dict:
     return out
 
 
-def _loss_callback(model_module_name):
-    """A Keras callback class recording fit's logs (TFDIST_PROBE_LOSSES)."""
-    cached = _LOSS_CLASSES.get(model_module_name)
+def _parameter_servers(model) -> bool:
+    """The model trains under a ParameterServerStrategy, whose fit refuses
+    batch-level callbacks (its steps run on the workers, scheduled by a
+    ClusterCoordinator)."""
+    strategy = getattr(model, "distribute_strategy", None) if model is not None else None
+    return any("ParameterServerStrategy" in c.__name__ for c in type(strategy).__mro__)
+
+
+def _loss_callback(model_module_name, batches: bool = True):
+    """A Keras callback class recording fit's logs (TFDIST_PROBE_LOSSES);
+    without ``batches`` only the epochs' (ParameterServerStrategy)."""
+    cached = _LOSS_CLASSES.get((model_module_name, batches))
     if cached is not None:
         return cached
 
-    class _LossRecorder(_callback_base(model_module_name)):
+    class _EpochLossRecorder(_callback_base(model_module_name)):
         def __init__(self, call):
             super().__init__()
             self._call = call
@@ -263,6 +272,13 @@ def _loss_callback(model_module_name):
         def on_epoch_begin(self, epoch, logs=None):
             self._epoch = int(epoch)
 
+        def on_epoch_end(self, epoch, logs=None):
+            try:
+                STATE.loss_epochs.append([self._call, int(epoch), _plain_logs(logs)])
+            except Exception as exc:  # noqa: BLE001
+                note_error("fit_loss_epoch", exc)
+
+    class _LossRecorder(_EpochLossRecorder):
         def on_train_batch_end(self, batch, logs=None):
             try:
                 with STATE.lock:
@@ -272,13 +288,9 @@ def _loss_callback(model_module_name):
             except Exception as exc:  # noqa: BLE001
                 note_error("fit_loss_batch", exc)
 
-        def on_epoch_end(self, epoch, logs=None):
-            try:
-                STATE.loss_epochs.append([self._call, int(epoch), _plain_logs(logs)])
-            except Exception as exc:  # noqa: BLE001
-                note_error("fit_loss_epoch", exc)
-
-    _LOSS_CLASSES[model_module_name] = _LossRecorder
+    if not batches:   # Keras sees batch hooks by the methods a callback class overrides
+        _LossRecorder = _EpochLossRecorder
+    _LOSS_CLASSES[(model_module_name, batches)] = _LossRecorder
     return _LossRecorder
 
 
@@ -314,7 +326,8 @@ def install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str
                 try:
                     cbs = bound.arguments.get("callbacks")
                     cbs = list(cbs) if cbs else []
-                    cbs.append(_loss_callback(cap_key)(STATE.fit_loss_calls))
+                    batches = not _parameter_servers(bound.arguments.get("self"))
+                    cbs.append(_loss_callback(cap_key, batches)(STATE.fit_loss_calls))
                     STATE.fit_loss_calls += 1
                     bound.arguments["callbacks"] = cbs
                     args, kwargs = bound.args, bound.kwargs

@@ -14,7 +14,8 @@ from .keras import rate_at_start
 from .ranks import rank_and_size
 from .samples import samples_record
 from .state import RECORD_VERSION, STATE, ProbeBusy, note_error
-from .tables import KERAS_ITERATIONS_ATTR, MULTI_WORKER_TEMP_DIR
+from .patch import install_patch
+from .tables import KERAS_ITERATIONS_ATTR, MULTI_WORKER_TEMP_DIR, TF_SERVER_JOIN
 from .tf1 import snapshot_session
 from .variables import eager_value, is_float_variable, is_graph_variable
 
@@ -239,3 +240,23 @@ def atexit_write():
     if STATE.exit_code is None:
         STATE.exit_code, STATE.exit_how = 0, "atexit"
     write_record()
+
+
+def install_server_join_record():
+    """A worker or parameter-server task of a ParameterServerStrategy cluster
+    serves in ``tf.distribute.Server.join()`` until the launcher kills it
+    when the chief ends (no atexit runs then): its record -- the files it
+    wrote, its exit status "serving" -- is written as it starts serving."""
+    def make(orig):
+        def join(self, *args, **kwargs):
+            try:
+                if STATE.pid == os.getpid() and not STATE.written:
+                    STATE.exit_code, STATE.exit_how = None, "serving"
+                    write_record()
+            except Exception as exc:  # noqa: BLE001
+                note_error("server_join", exc)
+            return orig(self, *args, **kwargs)
+        return join
+
+    module_name, qualname = TF_SERVER_JOIN
+    install_patch(module_name, qualname, make)

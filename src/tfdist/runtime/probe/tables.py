@@ -10,7 +10,13 @@ SIZE_ENV_VARS = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 #: tf.distribute: TF_CONFIG (its task gives the rank, its cluster the size).
 TF_CONFIG_ENV = "TF_CONFIG"
-TF_CONFIG_RANKED_TASKS = ("chief", "worker")    # in rank order; ps/evaluator tasks are not ranks
+#: In rank order: the chief, the workers, then the parameter servers
+#: (ParameterServerStrategy clusters: tfdist verify --strategy parameter-server
+#: reads each task's record); evaluator tasks are not ranks.
+TF_CONFIG_RANKED_TASKS = ("chief", "worker", "ps")
+#: tf.distribute.Server.join: a worker or parameter-server task serves the
+#: cluster in it until it is killed (its record is written as it starts).
+TF_SERVER_JOIN = ("tensorflow.python.training.server_lib", "Server.join")
 
 #: Modules whose import triggers installing observers ("hook groups").
 POST_IMPORT_HOOKS = {
