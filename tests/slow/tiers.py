@@ -11,10 +11,6 @@ correctness suites' scripts) keep their tables beside their tests.
 from __future__ import annotations
 
 EXTENDED = {
-    # verify catching a broken conversion by its learning (stop 44, the budget): the comparison's own
-    # broken-conversion cases stay
-    "test_training_correctness.py::test_verify_catches_labels_sliced_twice":
-        "test_verify_compare.py::test_broken_conversions_fail_the_comparison[shuffled_labels-the converted run's final loss]",
     # Horovod across two Slurm nodes: the recorded run stays (a job from an interpreter without
     # tfdist stays in the slow tier with tf-distribute across the two nodes)
     "test_slurm_two_nodes.py::test_both_engines_train_across_two_nodes[horovod]":
