@@ -105,6 +105,17 @@ def runtime_python() -> str:
     missing_stack("needs TensorFlow + Horovod: run `bash scripts/setup_runtime.sh` and use its python")
 
 
+def tf_distribute_python() -> str:
+    """The TF 2.21 stack's interpreter (TFDIST_TF_DISTRIBUTE_VENV, which scripts/test.sh exports)."""
+    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
+    if not venv:
+        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
+    python = Path(venv) / "bin" / "python"
+    if not python.exists():
+        missing_stack(f"{python} does not exist: run `bash scripts/setup_runtime.sh tf-distribute`")
+    return str(python)
+
+
 def cli_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))

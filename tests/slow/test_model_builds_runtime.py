@@ -13,12 +13,11 @@ comparison band."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, missing_stack, run_tfdist
+from conftest import cli_env, run_tfdist, tf_distribute_python
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -34,13 +33,11 @@ EDITS = {"graph_held_inputs.py": 'if importlib.util.find_spec("tf_keras") is not
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_models_keras_3_could_not_build_or_draw_for_train_like_the_original(name, mode, tmp_path):
-    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
-    if not venv:
-        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set (scripts/test.sh sets it to the TF 2.21 stack)")
+    python = tf_distribute_python()
     result = convert_file(str(SCRIPTS / name), backend="tf-distribute")
     assert result.status == "converted" and EDITS[name] in result.data.decode(), result.error
     report = tmp_path / "r.json"
-    res = run_tfdist(str(Path(venv) / "bin" / "python"),
+    res = run_tfdist(python,
                      ["verify", "--backend", "tf-distribute", *mode, "--compare", "--timeout", "300", "--report",
                       str(report), str(SCRIPTS / name)], tmp_path, timeout=700,
                      env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))

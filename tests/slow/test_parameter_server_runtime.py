@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, missing_stack, run_tfdist
+from conftest import cli_env, run_tfdist, tf_distribute_python
 
 pytestmark = pytest.mark.slow
 
@@ -47,16 +47,6 @@ print("PROBE", json.dumps({{"losses": history.history["loss"], "embedding": type
 '''
 
 
-def _python() -> str:
-    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
-    if not venv:
-        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
-    python = Path(venv) / "bin" / "python"
-    if not python.exists():
-        missing_stack(f"{python} does not exist: run `bash scripts/setup_runtime.sh tf-distribute`")
-    return str(python)
-
-
 def _running(script: Path) -> list:
     """Processes running the script in its directory (tasks left behind)."""
     out = []
@@ -73,7 +63,7 @@ def _running(script: Path) -> list:
 
 @pytest.mark.timeout(420)
 def test_embedding_fit_trains_on_a_chief_two_workers_and_two_parameter_servers(tmp_path):
-    python = _python()
+    python = tf_distribute_python()
     (tmp_path / "train.py").write_text(SCRIPT)
     convert = subprocess.run([python, "-m", "tfdist", "convert", "train.py", "--backend", "tf-distribute",
                               "--strategy", "parameter-server", "-o", "train_dist.py"],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, missing_stack, run_tfdist
+from conftest import cli_env, run_tfdist, tf_distribute_python
 
 pytestmark = pytest.mark.slow
 
@@ -45,16 +45,6 @@ model.save_weights("weights.h5")
 STEPS = -(-ROWS // BATCH) * EPOCHS
 
 
-def _python() -> str:
-    venv = os.environ.get("TFDIST_TF_DISTRIBUTE_VENV")
-    if not venv:
-        missing_stack("TFDIST_TF_DISTRIBUTE_VENV is not set: `bash scripts/test.sh` builds and exports it")
-    python = Path(venv) / "bin" / "python"
-    if not python.exists():
-        missing_stack(f"{python} does not exist: run `bash scripts/setup_runtime.sh tf-distribute`")
-    return str(python)
-
-
 def _running(directory: Path) -> list:
     """Processes whose working directory lies under ``directory`` (tasks left behind)."""
     out = []
@@ -73,7 +63,7 @@ def _checks(report: dict) -> dict:
 
 @pytest.mark.timeout(300)
 def test_verify_passes_a_fit_script_on_a_chief_two_workers_and_a_parameter_server(tmp_path):
-    python = _python()
+    python = tf_distribute_python()
     (tmp_path / "train.py").write_text(SCRIPT)
     res = run_tfdist(python, ["verify", "--strategy", "parameter-server", "-np", "2", "--ps", "1", "--compare",
                               "--report", "report.json", "--timeout", "240", "train.py"], tmp_path, timeout=280)
@@ -100,7 +90,7 @@ def test_verify_passes_a_fit_script_on_a_chief_two_workers_and_a_parameter_serve
 @pytest.mark.extended
 @pytest.mark.timeout(300)
 def test_verify_fails_a_conversion_given_half_the_steps_per_epoch(tmp_path):
-    python = _python()
+    python = tf_distribute_python()
     (tmp_path / "train.py").write_text(SCRIPT)
     convert = subprocess.run([python, "-m", "tfdist", "convert", "train.py", "--backend", "tf-distribute",
                               "--strategy", "parameter-server", "-o", "train_ps.py"],

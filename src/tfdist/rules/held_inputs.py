@@ -51,7 +51,8 @@ class HeldInputModels(Rule):
 
     def prepare(self, ctx) -> None:
         a = ctx.a
-        found = _held(a)
+        found = ctx.state("held_inputs.found", list)
+        found.extend(_held(a))  # apply() reports the same fits
         if not found:
             return
         call, cls, held = found[0]
@@ -69,7 +70,7 @@ class HeldInputModels(Rule):
         ctx.facts["tf_keras_everywhere"] = reason
 
     def apply(self, ctx) -> None:
-        for call, cls, held in _held(ctx.a) if ctx.facts.get("tf_keras_everywhere") else ():
+        for call, cls, held in ctx.state("held_inputs.found", list) if ctx.facts.get("tf_keras_everywhere") else ():
             ctx.change(call, replica_state.RULE, ctx.say(
                 "{model}.fit() runs on tf-keras wherever it is installed, on one host too: {reason}",
                 model=ctx.a.code(receiver(call)),
