@@ -41,19 +41,6 @@ def batches():
 for xb, yb in batches():
     train_step(xb, yb)
 ''', "rng = np.random.default_rng()", "draws random numbers"),
-    "generator keeping state": ('''
-seen = []
-
-
-def batches():
-    for i in range(0, len(x), 32):
-        seen.append(i)
-        yield x[i:i + 32], y[i:i + 32]
-
-
-for xb, yb in batches():
-    train_step(xb, yb)
-''', "seen.append(i)", "whose state tfdist cannot see"),
     "per-step value that is not the batch": ('''
 for i in range(100):
     rate = 0.99 ** i
@@ -157,11 +144,13 @@ def test_an_inline_step_reading_the_batch_before_rebinding_it_is_handed_the_batc
 
 @pytest.mark.parametrize("draw,seed", [("order = np.random.permutation(len(x))", "np.random.seed(1234)"),
                                        ("order = list(range(len(x)))\n    random.shuffle(order)", "random.seed(1234)")])
-def test_a_generator_drawing_from_a_global_generator_is_seeded_alike_before_the_loop(draw, seed):
+def test_a_generator_drawing_from_a_global_generator_draws_from_a_state_every_worker_shares(draw, seed):
     """A generator ordering its rows with NumPy's or Python's global
-    generator yields the same batches on every worker once that generator
-    is seeded the same on every worker before the training loop: the
-    replicas' shares of its stream are then disjoint."""
+    generator yields the same batches on every worker when it draws from a
+    state every worker shares: the helper swaps that state in around each
+    read of the stream (tf_distribute_helpers), so the replicas' shares are
+    disjoint and the script's own draws stay per worker -- no global seed
+    before the loop (it made every later draw of the script alike too)."""
     source = "import random\n" + HEAD + textwrap.dedent(f'''
 def batches():
     {draw}
@@ -176,8 +165,37 @@ for epoch in range(2):
 ''')
     result = convert_source(source.encode(), "train.py", backend="tf-distribute")
     assert result.status == "converted", result.error
-    assert f"{seed}\nfor epoch in range(2):" in result.code, result.code
+    assert seed not in result.code, result.code
     assert "replica_batches(batches())" in result.code, result.code
+    assert "numpy.random.set_state(shared[0])" in result.code and "random.setstate(shared[1])" in result.code
+    assert any("draws from a state every worker shares" in c.message for c in result.changes), result.changes
+
+
+@pytest.mark.parametrize("state", ["seen.append(i)", "log.write(str(i))", "counter[0] += 1"])
+def test_a_generator_whose_calls_tfdist_cannot_see_into_is_split_and_checked_at_run_time(state):
+    """A generator keeping state or calling what tfdist cannot see into
+    (a list it appends to, a file it writes, a counter) is split like any
+    other, and the converted script confirms at run time that every worker
+    read the same first step of each pass (check=<the loop's line>): the
+    workers stop, saying so, rather than train on overlapping shares."""
+    source = HEAD + textwrap.dedent(f'''
+seen, counter, log = [], [0], open("log.txt", "w")
+
+
+def batches():
+    for i in range(0, len(x), 32):
+        {state}
+        yield x[i:i + 32], y[i:i + 32]
+
+
+for xb, yb in batches():
+    train_step(xb, yb)
+''')
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    line = source.splitlines().index("for xb, yb in batches():") + 1
+    assert f"replica_batches(batches(), check={line})" in result.code, result.code
+    assert "raise SystemExit(" in result.code and "strategy.gather(marks, axis=0)" in result.code
 
 
 def test_a_step_returns_only_what_later_code_can_read_from_it():

@@ -94,15 +94,14 @@ def seed_alike_before(ctx, stmt, orders: List[str], comment: str):
     epoch, a generator made anew each epoch would make the same order every
     epoch. The statement seeded before."""
     stmt = dataflow.outermost_loop(ctx.a, stmt) or stmt
-    if "numpy" in orders:
-        shared_seeds.seed_numpy_alike_before(ctx, stmt, comment)
+    said = "numpy" in orders and shared_seeds.seed_numpy_alike_before(ctx, stmt, comment)
     if "random" in orders:
         done = ctx.state("samplers.random_seeded")
         if stmt not in done:
             done.add(stmt)
             random_name = ctx.imports.require("random", "random")
             ctx.plan.insert_before(stmt, ctx.stmts(f"{random_name}.seed({shard_points.SHARED_SEED})",
-                                                   comment=ctx.say(comment)))
+                                                   comment=None if said else ctx.say(comment)))
     return stmt
 
 

@@ -465,7 +465,8 @@ def _ordered_targets(statements) -> List[str]:
 
 @dataclass
 class GeneratorFeed:
-    call: cst.Call  # batches(...) as the loop iterates it
+    call: cst.BaseExpression  # batches(...) as the loop iterates it
+    check: int = 0  # the loop's line, when the workers confirm at run time that they read the same stream
 
 
 def generator_feed(ctx, loop) -> Optional[GeneratorFeed]:
@@ -494,9 +495,10 @@ def generator_feed(ctx, loop) -> Optional[GeneratorFeed]:
 
     outer = dataflow.outermost_loop(a, loop) or loop
     alike = []  # global generators it draws from: seeded the same on every worker, it yields the same everywhere
+    # state kept across calls, calls whose state tfdist cannot see: every worker runs them alike, which
+    # the workers confirm at run time (the helper's check)
+    check = a.line(loop) if any(samplers.stateful(f) for f in functions) else 0
     for f in functions:
-        if samplers.stateful(f):
-            raise refuse(f, f"it keeps state across calls (line {a.line(f)})")
         for call in calls_in(f.body):
             qualified = a.names(call)
             if qualified & apis.NUMPY_GLOBAL_RANDOM or qualified & apis.PYTHON_GLOBAL_RANDOM:
@@ -511,8 +513,7 @@ def generator_feed(ctx, loop) -> Optional[GeneratorFeed]:
                 continue
             if isinstance(call.func, cst.Attribute) and call.func.attr.value in PURE_ARRAY_METHODS and not qualified:
                 continue
-            raise refuse(call, f"it calls {a.code(call.func)}(...) at line {a.line(call)}, whose state tfdist "
-                               "cannot see")
+            check = a.line(loop)
         for n in walk(f.body):
             if isinstance(n, cst.Name):
                 made = [o for o, _ in a.assigned_values(n) if not dataflow.is_inside(a, o, f)
@@ -520,22 +521,25 @@ def generator_feed(ctx, loop) -> Optional[GeneratorFeed]:
                 if made:
                     raise refuse(made[0], f"it reads {n.value}, made anew at line {a.line(made[0])} inside the "
                                           "training loops")
-    if alike:
-        top = dataflow.module_statement(a, outer)
-        per_rank_draws.seed_alike_before(ctx, top, alike, "{engine}: every worker draws the same random numbers in "
-                                                    f"{name}(), so it yields the same batches on every worker.")
-        ctx.change(top, shard_points.RULE, ctx.say(
-            "{name}() draws from {generators} without a seed: seeded the same on every worker before line {line}, "
-            "so every worker's stream of batches is the same and the replicas' shares of it are disjoint",
-            name=name, generators=" and ".join("NumPy's global generator" if k == "numpy" else "Python's random"
-                                               for k in alike), line=str(a.line(top))))
-    return GeneratorFeed(it)
+    if alike:  # the helper gives the stream a generator state every worker shares (tf_distribute_helpers)
+        ctx.change(it, shard_points.RULE, ctx.say(
+            "{name}() draws from {generators} without a seed: it draws from a state every worker shares (the "
+            "script's own draws stay as they were), so every worker's stream of batches is the same and the "
+            "replicas' shares of it are disjoint", name=name,
+            generators=" and ".join("NumPy's global generator" if k == "numpy" else "Python's random" for k in alike)))
+    return GeneratorFeed(it, check)
 
 
 def split_generator(ctx, feed: GeneratorFeed) -> None:
     # filled now, so that the setup writes the helper the template names
-    template = ctx.fill(ctx.backend.split_batch_stream("{inner}"), inner="{inner}")
+    template = ctx.fill(ctx.backend.split_batch_stream("{inner}", feed.check), inner="{inner}")
     ctx.plan.replace(feed.call, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
+    what = ctx.a.code(feed.call.func) + "()" if isinstance(feed.call, cst.Call) else ctx.a.code(feed.call)
+    checked = "" if not feed.check else (
+        "; tfdist cannot see how it makes them, so what it draws from NumPy's and Python's global generators is "
+        "drawn alike on every worker and, at run time, the workers compare the first step's batches of each pass "
+        "and stop, saying so, if they differ (their shares would overlap)")
     ctx.change(feed.call, shard_points.RULE, ctx.say(
-        "{name}() batches split between the replicas: every {size} consecutive batches make one step, each "
-        "replica training on its own (the user's batch size; 1/{size} of the steps)", name=ctx.a.code(feed.call.func)))
+        "{what} batches split between the replicas: every {size} consecutive batches make one step, each "
+        "replica training on its own (the user's batch size; 1/{size} of the steps){checked}",
+        what=what, checked=checked))

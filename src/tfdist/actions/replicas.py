@@ -229,7 +229,8 @@ def external_helper_dataset(ctx, site: dataset_flow.HelperSite, what: str) -> No
                 "{what}: the data in memory {helper}() makes {name} of is split between workers by sample",
                 what=what, helper=helper, name=site.name))
         elif sources and all(other.is_name(s, apis.KNOWN_SIZE_SOURCES) for s in sources):
-            new_template = ctx.backend.shard_dataset("{inner}")
+            # filled now, so that the setup writes the helper the template names
+            new_template = ctx.fill(ctx.backend.shard_dataset("{inner}"), inner="{inner}")
             ctx.plan.replace(call, lambda upd: ctx.expr(new_template, inner=ctx.module.code_for_node(upd)))
             ctx.change(call, SPLIT_RULE, ctx.say("{what}: the data in memory {helper}() makes a dataset of is split "
                                                  "between workers by sample", what=what, helper=helper))

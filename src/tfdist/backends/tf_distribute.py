@@ -277,9 +277,10 @@ class TfDistributeBackend(Backend):
     def distribute_dataset(self, dataset: str) -> str:
         return f"{{strategy}}.experimental_distribute_dataset({dataset})"
 
-    def split_batch_stream(self, batches: str) -> str:
-        """Steps of num_replicas_in_sync consecutive batches of a stream, one per replica."""
-        return f"{{split_stream}}({batches})"
+    def split_batch_stream(self, batches: str, check: int = 0) -> str:
+        """Steps of num_replicas_in_sync consecutive batches of a stream, one per replica; with check
+        (the loop's line), the workers confirm at run time that they read the same stream."""
+        return f"{{split_stream}}({batches}{f', check={check}' if check else ''})"
 
     def sequence_dataset(self, sequence: str, shuffle: bool = True) -> str:
         """A keras Sequence or a generator of batches as a distributed dataset of its batches, one per replica and step."""

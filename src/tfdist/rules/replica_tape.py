@@ -20,6 +20,7 @@ from ..actions import loss_shares
 from ..actions import replicas
 from ..actions import sharding
 from ..actions import step_division
+from ..actions import stream_feeds
 from ..actions import tape_loops
 from ..actions import updates_by_hand
 from ..facts import gradient_tapes
@@ -160,7 +161,8 @@ def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whol
             _whole_data_steps(ctx, loop, calls, trains)
             steps += [f for c in calls for f in dataflow.callees(a, c) if f not in steps]
             continue
-        feed = None if _reads_dataset(a, loop) else generator_feed(ctx, loop) or array_feed(ctx, loop, trains)
+        feed = None if _reads_dataset(a, loop) else generator_feed(ctx, loop) or stream_feeds.stream_feed(ctx, loop, trains) \
+            or array_feed(ctx, loop, trains)
         cut = feed if isinstance(feed, ArrayFeed) else None
         if not calls or _batch_used_outside(ctx.a, loop, calls, cut):
             # The step is written in the loop, or the loop works on the

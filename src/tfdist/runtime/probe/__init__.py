@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         _exec_script(script, as_file, args)
     except SystemExit as exc:
         STATE.exit_code, STATE.exit_how = _exit_code_of(exc.code), "sys.exit"
+        if isinstance(exc.code, str):  # sys.exit("why"): the reason the script gave, as verify reports it
+            STATE.exception = f"SystemExit: {exc.code}"[:1000]
         write_record()
         raise
     except KeyboardInterrupt:

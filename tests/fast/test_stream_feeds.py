@@ -1,0 +1,113 @@
+"""Tape loops over streams tfdist cannot see into (actions/stream_feeds.py):
+what a library or another module hands out, an object the script iterates,
+a generator method. Under tf.distribute each is split by consecutive batches
+(``replica_batches(<stream>, check=<line>)``), the workers confirm at run time
+that they read the same stream, and an object built before the loop is
+built after NumPy and Python's random are seeded alike. The same program in
+several spellings converts the same way; a loop whose step does not read
+what the loop yields stays refused. (Runtime: tests/slow/test_stream_feeds_runtime.py.)"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tfdist.api import convert_source
+
+STEP = """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(X))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+HEAD = """import numpy as np
+import tensorflow as tf
+{imports}
+
+features = np.zeros((100, 2), "float32")
+labels = np.zeros((100, 1), "float32")
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+optimizer = tf.keras.optimizers.SGD(0.03)
+loss_fn = tf.keras.losses.MeanSquaredError()
+"""
+
+#: name -> (imports, code before the loop, the loop's head, what replica_batches wraps)
+SPELLINGS = {
+    "module attribute": ("import d2l", "", "for X, y in d2l.load_array((features, labels), 10):",
+                         "d2l.load_array((features, labels), 10)"),
+    "imported function": ("from d2l import load_array", "", "for X, y in load_array((features, labels), 10):",
+                          "load_array((features, labels), 10)"),
+    "aliased module": ("import d2l as lib", "", "for X, y in lib.load_array((features, labels), 10):",
+                       "lib.load_array((features, labels), 10)"),
+    "enumerated": ("import d2l", "", "for step, (X, y) in enumerate(d2l.load_array((features, labels), 10)):",
+                   "d2l.load_array((features, labels), 10)"),
+    "bound to a name in the loop": ("import d2l", "", "train_iter = d2l.load_array((features, labels), 10)\n"
+                                    "    for X, y in train_iter:", "train_iter"),
+    "a loader attribute": ("import d2l", "loader = d2l.Loader(features, labels)\n",
+                           "for X, y in loader.batches:", "loader.batches"),
+}
+
+
+def _source(imports, before, head, body=STEP):
+    return HEAD.format(imports=imports) + before + "\nfor epoch in range(2):\n    " + head + body
+
+
+@pytest.mark.parametrize("name", SPELLINGS)
+def test_a_stream_tfdist_cannot_see_into_is_split_and_checked_in_every_spelling(name):
+    imports, before, head, wrapped = SPELLINGS[name]
+    source = _source(imports, before, head)
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", (name, result.error)
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if text.lstrip().startswith("for ") and " in " in text
+                and "range(2)" not in text)
+    assert f"replica_batches({wrapped}, check={line})" in result.code, result.code
+    assert "def train_step(" in result.code and "run_on_replicas(train_step" in result.code
+    assert any("consecutive batches make one step" in c.message and c.line == line for c in result.changes)
+    again = convert_source(result.data, "train.py", backend="tf-distribute")
+    assert again.status in ("already-distributed", "unchanged") and again.data == result.data
+
+
+def test_the_same_program_in_a_function_converts_alike():
+    body = textwrap.indent(_source("", "", "for X, y in d2l.load_array((features, labels), 10):")
+                           .split("\n", 2)[2], "    ")
+    source = "import numpy as np\nimport tensorflow as tf\nimport d2l\n\n\ndef main():" + body + "\n\nmain()\n"
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert "replica_batches(d2l.load_array((features, labels), 10), check=" in result.code, result.code
+
+
+def test_an_object_built_before_the_loop_is_built_with_numpy_and_random_seeded_alike():
+    """An iterator object made before the training loops (a loader shuffling
+    its samples in ``__init__``): every worker builds it after the same seeds,
+    so they iterate the same order."""
+    source = _source("import d2l", "trainset = d2l.Dataset(features, labels, 16)\n", "for X, y in trainset:")
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert "np.random.seed(1234)\n" in result.code and "random.seed(1234)\n" in result.code
+    seeded = result.code.index("random.seed(1234)\n")
+    assert seeded < result.code.index("trainset = d2l.Dataset(features, labels, 16)") \
+        < result.code.index("replica_batches(trainset, check=")
+    assert any("built before the training loop" in c.message for c in result.changes)
+
+
+def test_a_stream_the_step_does_not_read_is_still_refused():
+    """A loop whose step does not read what the loop yields (each file name
+    read into a batch before the step): splitting the names would hand the
+    statements before the step a distributed value. Refused, with the line."""
+    body = """
+        X, y = d2l.read_file(path)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(X))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+    source = _source("import d2l", "", "for path in d2l.list_files():", body)
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "unsupported" and "does not read a tf.data dataset" in result.error, result.error
+
+
+def test_horovod_keeps_its_own_share_of_the_same_stream():
+    source = _source("import d2l", "", "for X, y in d2l.load_array((features, labels), 10):")
+    result = convert_source(source.encode(), "train.py", backend="horovod")
+    assert result.status == "converted", result.error
+    assert "rank_share(d2l.load_array((features, labels), 10))" in result.code

@@ -1,0 +1,61 @@
+"""A tape loop over batches a module tfdist cannot read hands out
+(actions/stream_feeds.py): converted for tf.distribute, every worker reads
+the stream and each group of N consecutive batches makes one step. Run by
+`tfdist verify` as a user runs it, the library on PYTHONPATH only:
+
+- the library orders its batches with NumPy's global generator, unseeded:
+  the converted script draws the stream's order from a state every worker
+  shares, so 2 workers PASS with disjoint shares covering the data;
+- the library shuffles a tf.data pipeline without a seed: 2 workers cannot
+  read the same stream, and the converted script stops on both, saying why,
+  instead of training on overlapping shares (verify FAILs on the exits); on
+  1 process x 2 devices (one stream) the same conversion PASSes.
+
+Before, tf.distribute refused the file ("does not read a tf.data dataset")."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import cli_env, tf_distribute_python
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent / "stream_feeds"
+SCRIPT = HERE / "train_from_library.py"
+STOP = "tfdist: the workers read different batches in the training loop at line 18 of the original script"
+
+
+def _verify(library: str, tmp_path: Path, *args: str) -> tuple:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / SCRIPT.name
+    script.write_bytes(SCRIPT.read_bytes())  # alone in its folder: tfdist does not see the library
+    env = cli_env({"PYTHONPATH": ":".join([cli_env()["PYTHONPATH"], str(HERE / library)])})
+    proc = subprocess.run([tf_distribute_python(), "-m", "tfdist.runtime.commands", "verify", "--backend",
+                           "tf-distribute", "--json", "--timeout", "240", *args, str(script)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.timeout(420)
+def test_a_library_ordering_with_numpy_trains_on_disjoint_shares_on_2_workers(tmp_path):
+    report, _ = _verify("numpy_order", tmp_path, "-np", "2", "--compare")
+    assert report["result"] == "PASS", report["reasons"]
+    assert report["reference"]["ranks"][0]["optimizer_steps"] == 288  # 960 / 10 x 3 epochs
+    assert [r["optimizer_steps"] for r in report["distributed"]["ranks"]] == [144, 144]
+    assert report["samples"]["first_epoch_overlap"] == 0 and report["samples"]["coverage"] == 1.0
+
+
+@pytest.mark.timeout(420)
+def test_an_unseeded_tf_data_shuffle_stops_2_workers_and_trains_on_one_process(tmp_path):
+    report, stderr = _verify("tf_data_unseeded", tmp_path / "workers", "-np", "2")
+    assert report["result"] == "FAIL"
+    assert any("exited 1" in r for r in report["reasons"]), report["reasons"]
+    assert STOP in stderr + json.dumps(report), (report["reasons"], stderr[-3000:])
+    report, _ = _verify("tf_data_unseeded", tmp_path / "devices", "-np", "1", "--local-devices", "2", "--compare")
+    assert report["result"] == "PASS", report["reasons"]
+    assert [r["optimizer_steps"] for r in report["distributed"]["ranks"]] == [144]
