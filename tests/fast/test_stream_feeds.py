@@ -111,3 +111,53 @@ def test_horovod_keeps_its_own_share_of_the_same_stream():
     result = convert_source(source.encode(), "train.py", backend="horovod")
     assert result.status == "converted", result.error
     assert "rank_share(d2l.load_array((features, labels), 10))" in result.code
+
+
+DRAW_STEP = """
+    with tf.GradientTape() as tape:
+        loss = loss_fn(by, model(bx))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+#: name -> (imports, code before the loop, the draw statement, the call drawn)
+DRAWS = {
+    "a method of an object": ("import d2l", "corpus = d2l.Corpus(features, labels)\n",
+                              "bx, by = corpus.next_batch(64)", "corpus.next_batch(64)"),
+    "a module function": ("import d2l", "", "bx, by = d2l.get_batch(64)", "d2l.get_batch(64)"),
+    "an imported function": ("from d2l import get_batch", "", "bx, by = get_batch(64)", "get_batch(64)"),
+    "next of an iterator": ("import d2l", "it = iter(d2l.loader(features, labels))\n",
+                            "bx, by = next(it)", "next(it)"),
+    "a buffer's sample, keyword": ("import d2l", "buffer = d2l.Replay(10000)\n",
+                                   "bx, by = buffer.sample(batch_size=64)", "buffer.sample(batch_size=64)"),
+}
+
+
+@pytest.mark.parametrize("name", DRAWS)
+def test_a_batch_drawn_by_a_call_tfdist_cannot_see_into_is_drawn_once_per_replica(name):
+    imports, before, draw, call = DRAWS[name]
+    source = HEAD.format(imports=imports) + before + "\nfor step in range(1000):\n    " + draw + DRAW_STEP
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", (name, result.error)
+    line = source.splitlines().index("for step in range(1000):") + 1
+    assert f"bx, by = replica_batches(lambda: {call}, check={line})" in result.code, result.code
+    assert "for step in range(max(1, 1000 // strategy.num_replicas_in_sync)):" in result.code
+    assert "run_on_replicas(train_step" in result.code
+    if before:  # the object is built alike on every worker
+        assert result.code.index("random.seed(1234)") < result.code.index(before.strip())
+    again = convert_source(result.data, "train.py", backend="tf-distribute")
+    assert again.status in ("already-distributed", "unchanged") and again.data == result.data
+
+
+@pytest.mark.parametrize("tail,reason", [
+    # the batch changed before the step outside it: the draw's value would be a distributed one there
+    ("bx, by = d2l.get_batch(64)\n    bx = bx / 255.0", "may keep state"),
+    # the batch read after the loop
+    ("bx, by = d2l.get_batch(64)", "may keep state"),
+])
+def test_a_draw_whose_batch_is_read_outside_the_step_is_still_refused(tail, reason):
+    source = HEAD.format(imports="import d2l") + "\nfor step in range(1000):\n    " + tail + DRAW_STEP
+    if tail.count("\n") == 0:
+        source += "print(bx.shape)\n"
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "unsupported" and reason in result.error, result.error

@@ -11,7 +11,12 @@ the stream and each group of N consecutive batches makes one step. Run by
   instead of training on overlapping shares (verify FAILs on the exits); on
   1 process x 2 devices (one stream) the same conversion PASSes.
 
-Before, tf.distribute refused the file ("does not read a tf.data dataset")."""
+- a counted step loop draws each batch by a call into the library
+  (``batch_x, batch_y = corpus.next_batch(10)``, a cursor reshuffled with
+  NumPy at each wrap, the corpus built before the loop): each step draws once
+  per replica, the steps are halved, and 2 workers PASS with disjoint shares.
+
+Before, tf.distribute refused these files ("does not read a tf.data dataset")."""
 from __future__ import annotations
 
 import json
@@ -29,10 +34,10 @@ SCRIPT = HERE / "train_from_library.py"
 STOP = "tfdist: the workers read different batches in the training loop at line 18 of the original script"
 
 
-def _verify(library: str, tmp_path: Path, *args: str) -> tuple:
+def _verify(library: str, tmp_path: Path, *args: str, source: Path = SCRIPT) -> tuple:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    script = tmp_path / SCRIPT.name
-    script.write_bytes(SCRIPT.read_bytes())  # alone in its folder: tfdist does not see the library
+    script = tmp_path / source.name
+    script.write_bytes(source.read_bytes())  # alone in its folder: tfdist does not see the library
     env = cli_env({"PYTHONPATH": ":".join([cli_env()["PYTHONPATH"], str(HERE / library)])})
     proc = subprocess.run([tf_distribute_python(), "-m", "tfdist.runtime.commands", "verify", "--backend",
                            "tf-distribute", "--json", "--timeout", "240", *args, str(script)],
@@ -59,3 +64,12 @@ def test_an_unseeded_tf_data_shuffle_stops_2_workers_and_trains_on_one_process(t
     report, _ = _verify("tf_data_unseeded", tmp_path / "devices", "-np", "1", "--local-devices", "2", "--compare")
     assert report["result"] == "PASS", report["reasons"]
     assert [r["optimizer_steps"] for r in report["distributed"]["ranks"]] == [144]
+
+
+@pytest.mark.timeout(420)
+def test_a_batch_drawn_by_a_library_call_each_step_is_drawn_once_per_replica(tmp_path):
+    report, _ = _verify("cursor", tmp_path, "-np", "2", "--compare", source=HERE / "train_draws.py")
+    assert report["result"] == "PASS", report["reasons"]
+    assert report["reference"]["ranks"][0]["optimizer_steps"] == 300
+    assert [r["optimizer_steps"] for r in report["distributed"]["ranks"]] == [150, 150]
+    assert report["samples"]["first_epoch_overlap"] == 0 and report["samples"]["coverage"] == 1.0

@@ -61,7 +61,7 @@ PURE_BUILTINS = {"len", "int", "float", "min", "max", "abs", "slice", "range", "
 PURE_ARRAY_METHODS = {"astype", "reshape", "copy", "squeeze", "transpose", "flatten", "ravel", "take"}
 
 
-def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[str]:
+def batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[str]:
     """A call the batch statements may run once per replica: "pure" (a
     function of its arguments), "random" (NumPy's global generator, seeded
     per worker), or None (it may keep state). A batch helper of the script's
@@ -81,7 +81,7 @@ def _batch_call_kind(a: A.Analysis, call: cst.Call, depth: int = 0) -> Optional[
         return "pure"  # xb.astype("float32") of NumPy rows
     if depth < 3 and batch_helpers.batch_helper_arrays(a, call, draws=True) is not None:
         fdef = dataflow.callees(a, call)[0]
-        kinds = [_batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
+        kinds = [batch_call_kind(a, inner, depth + 1) for inner in calls_in(fdef.body)]
         if any(k is None for k in kinds) or any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in walk(fdef.body)):
             return None
         return "random" if "random" in kinds else "pure"
@@ -145,7 +145,7 @@ def _batch_bindings(ctx, statements):
                 for t in small.targets for n in walk(t)):
             raise _refusal(ctx, stmt, f"line {a.line(stmt)} is not an assignment of names cutting the batch")
         for call in calls_in(stmt):
-            kind = _batch_call_kind(a, call)
+            kind = batch_call_kind(a, call)
             if kind is None:
                 raise _refusal(ctx, call, f"{a.code(call.func)}(...) at line {a.line(call)} may keep state tfdist "
                                           "cannot split between the replicas")

@@ -162,7 +162,7 @@ def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whol
             steps += [f for c in calls for f in dataflow.callees(a, c) if f not in steps]
             continue
         feed = None if _reads_dataset(a, loop) else generator_feed(ctx, loop) or stream_feeds.stream_feed(ctx, loop, trains) \
-            or array_feed(ctx, loop, trains)
+            or stream_feeds.draw_feed(ctx, loop, trains) or array_feed(ctx, loop, trains)
         cut = feed if isinstance(feed, ArrayFeed) else None
         if not calls or _batch_used_outside(ctx.a, loop, calls, cut):
             # The step is written in the loop, or the loop works on the
@@ -430,6 +430,9 @@ def _run_on_replicas(ctx, call: cst.Call) -> None:
 
 def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
     a = ctx.a
+    if isinstance(feed, stream_feeds.DrawFeed):
+        stream_feeds.split_draws(ctx, loop, feed)
+        return
     if isinstance(feed, GeneratorFeed):
         split_generator(ctx, feed)
         # enumerate(...) numbers the groups of batches (one step each): a
