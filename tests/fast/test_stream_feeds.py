@@ -149,15 +149,37 @@ def test_a_batch_drawn_by_a_call_tfdist_cannot_see_into_is_drawn_once_per_replic
     assert again.status in ("already-distributed", "unchanged") and again.data == result.data
 
 
-@pytest.mark.parametrize("tail,reason", [
-    # the batch changed before the step outside it: the draw's value would be a distributed one there
-    ("bx, by = d2l.get_batch(64)\n    bx = bx / 255.0", "may keep state"),
-    # the batch read after the loop
-    ("bx, by = d2l.get_batch(64)", "may keep state"),
-])
-def test_a_draw_whose_batch_is_read_outside_the_step_is_still_refused(tail, reason):
+def test_a_draw_whose_batch_is_changed_before_the_step_is_still_refused():
+    """``bx = bx / 255.0`` between the draw and the step would run outside the
+    replicas on the distributed batch: refused, with the line."""
+    tail = "bx, by = d2l.get_batch(64)\n    bx = bx / 255.0"
     source = HEAD.format(imports="import d2l") + "\nfor step in range(1000):\n    " + tail + DRAW_STEP
-    if tail.count("\n") == 0:
-        source += "print(bx.shape)\n"
     result = convert_source(source.encode(), "train.py", backend="tf-distribute")
-    assert result.status == "unsupported" and reason in result.error, result.error
+    assert result.status == "unsupported" and "may keep state" in result.error, result.error
+
+
+AFTER = {
+    "a dataset loop": ("ds = tf.data.Dataset.from_tensor_slices((features, labels)).batch(10)\n",
+                       "for epoch in range(2):\n    for X, y in ds:" + STEP, "X, y"),
+    "a library's stream": ("import d2l\n", "for epoch in range(2):\n    for X, y in d2l.load_array((features, labels), 10):"
+                           + STEP, "X, y"),
+    "rows cut by offsets": ("", "for epoch in range(2):\n    for i in range(10):\n"
+                            "        X, y = features[i * 10:(i + 1) * 10], labels[i * 10:(i + 1) * 10]" + STEP, "X, y"),
+    "a draw": ("import d2l\n", "for i in range(100):\n    X, y = d2l.get_batch(10)" + textwrap.dedent(STEP).replace(
+        "\n", "\n    ").rstrip(" "), "X, y"),
+}
+
+
+@pytest.mark.parametrize("name", AFTER)
+def test_the_batch_read_after_the_loop_is_this_workers_rows_there(name):
+    """The last batch read after the training loop (evaluated, shown): a
+    distributed value there, so it is bound to this worker's rows, as plain
+    tensors, right after the loop (it was refused, or crashed at run time)."""
+    before, loop, names = AFTER[name]
+    source = HEAD.format(imports=before.strip() if before.startswith("import") else "") \
+        + ("" if before.startswith("import") else before) + "\n" + loop + "print(model(X).shape, y[:3])\n"
+    result = convert_source(source.encode(), "train.py", backend="tf-distribute")
+    assert result.status == "converted", (name, result.error)
+    assert f"{names} = local_values(X), local_values(y)\n" in result.code, result.code
+    assert result.code.index("local_values(X), local_values(y)\n") < result.code.index("print(model(X).shape")
+    assert any("read after the loop" in c.message for c in result.changes)

@@ -209,18 +209,13 @@ def _reordered_arrays(ctx, loop, read: dict, names: Set[str], counter: str, rand
 
 
 def _check_batch_read_by_step_only(ctx, loop, body, first, names: Set[str]) -> None:
-    """What the batch statements bind is the batch: read only by the step, bound nowhere else."""
+    """What the batch statements bind is the batch: not bound again once the step starts."""
     a = ctx.a
     rest = [n for s in body[first:] for n in walk(s)]
     for n in rest:
         if isinstance(n, cst.AssignTarget) and set(target_names(n.target)) & names:
             raise _refusal(ctx, n, f"line {a.line(n)} binds the batch again after the step starts")
-    scope = a.enclosing_function(loop) or a.module
-    inside_loop = {id(n) for n in walk(loop)}
-    for n in walk(scope):
-        if isinstance(n, cst.Name) and n.value in names and id(n) not in inside_loop:
-            if any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)):
-                raise _refusal(ctx, n, f"{n.value} (the batch) is read at line {a.line(n)}, after the loop")
+    # read after the loop: there it is this worker's rows (rules/replica_tape.py, _local_after_loop)
 
 
 def array_feed(ctx, loop, trains) -> ArrayFeed:

@@ -151,18 +151,13 @@ def draw_feed(ctx, loop, trains) -> Optional[DrawFeed]:
             if isinstance(n, cst.Name) and n.value in names and id(n) not in trained_args \
                     and not dataflow.is_inside(a, n, _tape_of(a, n, tapes)):
                 return None
-    # the batch is the draw's alone: no other statement before the step reads it, none binds it again,
-    # nothing after the loop reads it (a distributed value there)
+    # the batch is the draw's alone: no other statement before the step reads it, none binds it again
+    # (read after the loop, it is this worker's rows there: rules/replica_tape.py)
     for other in body[:first]:
         if other is not stmt and names & {n.value for n in walk(other) if isinstance(n, cst.Name)}:
             return None
     if any(isinstance(n, cst.AssignTarget) and set(target_names(n.target)) & names
            for s in body[first:] for n in walk(s)):
-        return None
-    scope = a.enclosing_function(loop) or a.module
-    inside = {id(n) for n in walk(loop)}
-    if any(isinstance(n, cst.Name) and n.value in names and id(n) not in inside
-           and any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n)) for n in walk(scope)):
         return None
     if isinstance(small.value.func, cst.Attribute):  # corpus.next_batch(64): corpus built alike
         _built_alike(ctx, small.value.func.value, loop)

@@ -429,6 +429,48 @@ def _run_on_replicas(ctx, call: cst.Call) -> None:
 
 
 def _distribute_loop_data(ctx, loop, feed=None, calls=()) -> None:
+    _feed_replicas(ctx, loop, feed, calls)
+    _local_after_loop(ctx, loop, _distributed_names(ctx.a, loop, feed))
+
+
+def _distributed_names(a: A.Analysis, loop, feed) -> Set[str]:
+    """The names the loop binds to distributed values: the batch."""
+    if isinstance(feed, stream_feeds.DrawFeed):
+        return {n.value for t in a.statement_of(feed.call).body[0].targets for n in walk(t) if isinstance(n, cst.Name)}
+    if isinstance(feed, ArrayFeed):
+        return set(feed.names)
+    names = _batch_names(loop)
+    for c in calls_in(loop.body):  # x, y = next(it) of a distributed dataset
+        if isinstance(c.func, cst.Name) and c.func.value == "next":
+            stmt = a.statement_of(c)
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if isinstance(small, cst.Assign) and small.value is c:
+                names |= {n.value for t in small.targets for n in walk(t) if isinstance(n, cst.Name)}
+    return names
+
+
+def _local_after_loop(ctx, loop, names: Set[str]) -> None:
+    """The batch read after the loop (the last batch, evaluated or shown):
+    there it is this worker's rows of the last step's batches, as plain
+    tensors, bound right after the loop."""
+    a = ctx.a
+    scope = a.enclosing_function(loop) or a.module
+    inside = {id(n) for n in walk(loop)}
+    reads = [n for n in walk(scope) if isinstance(n, cst.Name) and n.value in names and id(n) not in inside
+             and a.scopes.is_load(n) and any(dataflow.is_inside(a, o, loop) for o, _ in a.assigned_values(n))]
+    read = sorted({n.value for n in reads})
+    if not read:
+        return
+    values = ", ".join(ctx.fill(ctx.backend.local_values(name)) for name in read)
+    ctx.plan.insert_after(loop, ctx.stmts(f"{', '.join(read)} = {values}", comment=ctx.say(
+        "{engine}: the batch read after the loop is this worker's rows of the last step's batches.")))
+    ctx.change(loop, shard_points.RULE, ctx.say(
+        "{names} read after the loop (line {line}): there {they} this worker's rows of the last step's batches, as "
+        "plain tensors", names=", ".join(read), they="it is" if len(read) == 1 else "they are",
+        line=str(min(a.line(n) for n in reads))))
+
+
+def _feed_replicas(ctx, loop, feed=None, calls=()) -> None:
     a = ctx.a
     if isinstance(feed, stream_feeds.DrawFeed):
         stream_feeds.split_draws(ctx, loop, feed)
