@@ -56,7 +56,7 @@ class TypeInference:
                 for value in self.attribute_values(cd, expr.attr.value):
                     out |= self.types(value, depth + 1)
             if not out:
-                for value in self.module_attribute_values(expr):
+                for value in self.module_attribute_values(expr) or self.assigned_attribute_values(expr, depth):
                     out |= self.types(value, depth + 1)
             return out
         return set()

@@ -4,7 +4,7 @@ receives from this module's calls, what a function returns (a mixin of
 :class:`tfdist.engine.analysis.Analysis`)."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -98,6 +98,45 @@ class BoundValues:
                         and self.qualified(t.value) == base:
                     out.append(assign.value)
         return out
+
+    def object_origins(self, expr: cst.BaseExpression, depth: int = 0) -> Set[int]:
+        """Ids of the calls that may have made the object ``expr`` stands for,
+        through names, parameters (the arguments this module passes) and
+        attributes assigned on an object (``model.optimizer = Adam()``)."""
+        if depth > 6:
+            return set()
+        if isinstance(expr, cst.Call):  # made here, or by a function of this module that returns it
+            made = {id(expr)}
+            if isinstance(expr.func, cst.Name):
+                for fdef in self.local_functions(expr.func):
+                    for value in returned_values(fdef):
+                        made |= self.object_origins(value, depth + 1)
+            return made
+        out: Set[int] = set()
+        if isinstance(expr, cst.Name):
+            for origin, value in self.assigned_values(expr):
+                if value is not None:
+                    out |= self.object_origins(value, depth + 1)
+                elif isinstance(origin, cst.Param):
+                    for arg in self.parameter_values(origin, depth):
+                        out |= self.object_origins(arg, depth + 1)
+        elif isinstance(expr, cst.Attribute):
+            for value in self.assigned_attribute_values(expr, depth + 1):
+                out |= self.object_origins(value, depth + 1)
+        return out
+
+    def assigned_attribute_values(self, expr: cst.Attribute, depth: int = 0) -> List[cst.BaseExpression]:
+        """Values this module assigns to the attribute ``expr`` reads on an
+        object it made (``model.loss_func = BinaryCrossentropy()``, read back
+        as ``model.loss_func`` in a function the model is passed to): the
+        assignments whose target is that attribute of the same object."""
+        origins = self.object_origins(expr.value, depth)
+        if not origins:
+            return []
+        return [assign.value for assign in self.assigns for target in assign.targets
+                if isinstance(target.target, cst.Attribute) and target.target.attr.value == expr.attr.value
+                and not (isinstance(target.target.value, cst.Name) and target.target.value.value == "self")
+                and self.object_origins(target.target.value, depth) & origins]
 
     def is_import_binding(self, expr: cst.BaseExpression) -> bool:
         while isinstance(expr, cst.Attribute):

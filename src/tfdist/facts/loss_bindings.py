@@ -52,6 +52,8 @@ def bound_values(a: A.Analysis, func) -> list:
         owner = a.method_owner(fdef) if fdef is not None else None
         if owner is not None and a.self_class(func.value) is not None:
             values = a.attribute_values(owner, func.attr.value) or compiled_values(a, owner, func.attr.value)
+        else:  # model.loss_func = BinaryCrossentropy(), set on the object the function is handed
+            values = a.assigned_attribute_values(func)
     return through_parameters(a, values)
 
 
