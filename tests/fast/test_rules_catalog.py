@@ -34,7 +34,7 @@ def test_the_pipelines_run_the_registered_rules_in_their_order():
         "trackers",
         "lr-warmup", "setup"]
     assert [r.id for r in rules.PARAMETER_SERVER_RULES] == [
-        "parameter-server-fit", "refuse-parameter-server-tape", "refuse-tf1-session", "refuse-tf1-monitored-session",
+        "parameter-server-fit", "parameter-server-tape", "refuse-tf1-session", "refuse-tf1-monitored-session",
         "setup"]
     assert set(REGISTRY) == {r.id for r in (*rules.DEFAULT_RULES, *rules.REPLICATED_RULES, *rules.PARAMETER_SERVER_RULES)}
 

@@ -109,3 +109,28 @@ def test_verify_fails_a_conversion_given_half_the_steps_per_epoch(tmp_path):
     assert not steps["passed"] and steps["measured"] == {"original": STEPS, "cluster": STEPS // 2}, steps
     assert steps["detail"] in report["reasons"], report["reasons"]
     assert _running(tmp_path) == []
+
+
+TAPE = Path(__file__).resolve().parents[2] / "src" / "tfdist" / "rules" / "examples" / "gradient_tape" / \
+    "parameter_server_tape" / "input.py"
+
+
+@pytest.mark.timeout(300)
+def test_verify_passes_a_tape_loop_the_coordinator_schedules(tmp_path):
+    """The rule's example: a tf.function step of the batch in a loop over a
+    dataset (1024 rows, batch 32, 4 epochs: 128 steps), converted by verify
+    itself, run as a chief, 2 workers and 1 parameter server: the chief
+    scheduled the original's steps, the loss within the band."""
+    python = tf_distribute_python()
+    (tmp_path / "train.py").write_bytes(TAPE.read_bytes())
+    res = run_tfdist(python, ["verify", "--strategy", "parameter-server", "-np", "2", "--ps", "1", "--compare",
+                              "--json", "--timeout", "240", "train.py"], tmp_path, timeout=280)
+    assert res.returncode == 0, res
+    report = json.loads(res.stdout)
+    assert report["result"] == "PASS", report["reasons"]
+    checks = _checks(report)
+    assert checks["steps-scheduled"]["measured"] == {"original": 128, "cluster": 128}, checks
+    assert checks["chief-writes"]["measured"] == {"chief": 1, "other_tasks": {}}
+    loss = checks["loss-within-tolerance"]["measured"]
+    assert 0 < loss["final"] < 0.5 and 0 < loss["original_final"] < 0.5, loss
+    assert _running(tmp_path) == []

@@ -2,6 +2,10 @@
 with the backend's reason, before anything is written."""
 from __future__ import annotations
 
+from typing import List
+
+import libcst as cst
+from ..engine import analysis as A
 from ..engine.context import Unsupported
 from ..engine.rule import Rule
 
@@ -15,3 +19,32 @@ class RefusedPattern(Rule):
         if not evidence:
             raise ctx.unsupported(None, ctx.backend.tf1_refusal())
         raise Unsupported(evidence[0].line, ctx.backend.tf1_refusal())
+
+
+def keras3_imports(a: A.Analysis) -> List[cst.CSTNode]:
+    """The ``import keras`` / ``from keras... import`` statements (Keras 3)."""
+    out = []
+    for node in a.imports:
+        if isinstance(node, cst.Import):
+            roots = [a.code(alias.name).split(".")[0] for alias in node.names]
+        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            roots = [a.code(node.module).split(".")[0]]
+        else:
+            continue
+        if "keras" in roots:
+            out.append(node)
+    return out
+
+
+def refuse_keras3(ctx) -> None:
+    """A Keras 3 script under a strategy Keras 3 does not support: refused with the upstream reason and
+    the edit (tf-keras), before anything is written."""
+    a = ctx.a
+    found = keras3_imports(a)
+    where = "; ".join(f"line {a.line(n)}: {a.code(n).strip()}" for n in found) or "its keras calls"
+    first = found[0] if found else None
+    raise ctx.unsupported(first, (
+        f"{ctx.backend.keras3_refusal()}. This script uses Keras 3 ({where}): write `import tf_keras as keras` "
+        "there (`from tf_keras import ...` for `from keras import ...`), or `from tensorflow import keras` with "
+        "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (TensorFlow >= 2.16 with tf-keras installed), "
+        "then convert again"))

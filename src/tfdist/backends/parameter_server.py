@@ -49,7 +49,12 @@ TAPE_REFUSAL = (
 DATASET_STOP = (
     "fit() under ParameterServerStrategy needs the number of batches in one epoch, and TensorFlow does not know "
     "this dataset's size: give fit() steps_per_epoch=<batches in one epoch>")
-_NAMES = {"ps_strategy": "parameter_server_strategy", "fit_data": "parameter_server_data"}
+TAPE_DATASET_STOP = (
+    "a training loop under ParameterServerStrategy runs the dataset's number of batches in each pass, and "
+    "TensorFlow does not know this dataset's size: give the loop a dataset of known size (no repeat(), no filter())")
+_NAMES = {"ps_strategy": "parameter_server_strategy", "fit_data": "parameter_server_data",
+          "ps_coordinator": "coordinator", "ps_value": "ScheduledValue", "ps_batch": "ScheduledBatch",
+          "ps_batches": "scheduled_batches", "ps_step": "scheduled_step"}
 
 
 def _strategy_statements(q, min_shard_bytes: int) -> List[Tuple[str, str]]:
@@ -109,6 +114,130 @@ def _fit_data_helper(q) -> Tuple[str, str]:
     )
 
 
+def _coordinator_helper(q) -> Tuple[str, str]:
+    """The definition of the chief's coordinator (none without the strategy)."""
+    pss = "{tf}.distribute.experimental.ParameterServerStrategy"
+    return (
+        f"{{ps_coordinator}} = ({{tf}}.distribute.experimental.coordinator.ClusterCoordinator({{strategy}})\n"
+        f"    if isinstance({{strategy}}, {pss}) else None)",
+        "tf.distribute (parameter servers): the chief's coordinator, which schedules each step on a free "
+        "worker (none without the strategy).",
+    )
+
+
+def _value_helper(q) -> Tuple[str, str]:
+    """The definition of {ps_value}: a step's result, read when used."""
+    ops = "(" + ", ".join(q(o) for o in ("add", "sub", "mul", "truediv", "floordiv", "pow", "lt", "le", "gt", "ge",
+                                         "eq", "ne")) + ")"
+    return (
+        f"class {{ps_value}}:\n"
+        f"    def __init__(self, remote, value=None):\n"
+        f"        self.remote, self.value = remote, value\n"
+        f"\n"
+        f"    def numpy(self):\n"
+        f"        return self.remote.fetch() if self.remote is not None else self.value\n"
+        f"\n"
+        f"    def __array__(self, dtype=None, copy=None):\n"
+        f"        import numpy\n"
+        f"        return numpy.asarray(self.numpy(), dtype=dtype)\n"
+        f"\n"
+        f"    def __float__(self):\n"
+        f"        return float(self.numpy())\n"
+        f"\n"
+        f"    def __int__(self):\n"
+        f"        return int(self.numpy())\n"
+        f"\n"
+        f"    def __format__(self, spec):\n"
+        f"        return format(self.numpy(), spec)\n"
+        f"\n"
+        f"    def __repr__(self):\n"
+        f"        return repr(self.numpy())\n"
+        f"\n"
+        f"    def __iter__(self):  # loss, accuracy = step(...)\n"
+        f"        return iter([{{ps_value}}(None, part) for part in self.numpy()])\n"
+        f"\n"
+        f"    def __getitem__(self, key):\n"
+        f"        return {{ps_value}}(None, self.numpy()[key])\n"
+        f"\n"
+        f"    def __bool__(self):\n"
+        f"        return bool(self.numpy())\n"
+        f"\n"
+        f"    def __getattr__(self, name):\n"
+        f"        return getattr(self.numpy(), name)\n"
+        f"\n"
+        f"\n"
+        f"for _op in {ops}:\n"
+        f"    setattr({{ps_value}}, f{q('__{_op}__')}, lambda self, other, _op=_op: getattr(self.numpy(), f{q('__{_op}__')})(other))\n"
+        f"    setattr({{ps_value}}, f{q('__r{_op}__')}, lambda self, other, _op=_op: getattr(self.numpy(), f{q('__r{_op}__')})(other))\n"
+        f"{{tf}}.register_tensor_conversion_function(\n"
+        f"    {{ps_value}}, lambda value, dtype=None, name=None, as_ref=False: {{tf}}.convert_to_tensor(value.numpy(), dtype=dtype))",
+        "tf.distribute (parameter servers): a step's result, computed on a worker: read (fetched) where the "
+        "script uses it, so the steps before run without waiting.",
+    )
+
+
+def _batch_helper(q) -> Tuple[str, str]:
+    """The definition of {ps_batch}: part of the batch a worker reads next."""
+    return (
+        f"class {{ps_batch}}:\n"
+        f"    def __init__(self, iterator, index):\n"
+        f"        self.iterator, self.index = iterator, index",
+        "tf.distribute (parameter servers): part index of the batch a worker reads next from its own copy of a "
+        "dataset (the whole batch when index is None).",
+    )
+
+
+def _batches_helper(q) -> Tuple[str, str]:
+    """The definition of {ps_batches}: a pass over a dataset as scheduled steps."""
+    return (
+        f"def {{ps_batches}}(dataset):\n"
+        f"    if {{ps_coordinator}} is None:\n"
+        f"        yield from dataset\n"
+        f"        return\n"
+        f"    made = {{ps_batches}}.__dict__.setdefault({q('made')}, {{}})\n"
+        f"    if id(dataset) not in made:\n"
+        f"        per_worker = {{ps_coordinator}}.create_per_worker_dataset(dataset.repeat())\n"
+        f"        made[id(dataset)] = dataset, iter(per_worker), int(dataset.cardinality())\n"
+        f"    _, iterator, steps = made[id(dataset)]\n"
+        f"    if steps < 0:\n"
+        f"        raise SystemExit({q(TAPE_DATASET_STOP)})\n"
+        f"    spec = dataset.element_spec\n"
+        f"    for _ in range(steps):\n"
+        f"        yield (tuple({{ps_batch}}(iterator, i) for i in range(len(spec))) if isinstance(spec, tuple)\n"
+        f"               else {{ps_batch}}(iterator, None))\n"
+        f"    {{ps_coordinator}}.join()",
+        "tf.distribute (parameter servers): one pass over a dataset schedules its number of batches as steps; "
+        "each worker reads its own copy of the dataset, repeated (its own shuffle), and the pass ends when "
+        "every step scheduled has run. Without the strategy: the dataset's batches.",
+    )
+
+
+def _step_helper(q) -> Tuple[str, str]:
+    """The definition of {ps_step}: a step scheduled on a free worker."""
+    return (
+        f"def {{ps_step}}(step, *args):\n"
+        f"    if {{ps_coordinator}} is None or not args or not all(isinstance(arg, {{ps_batch}}) for arg in args):\n"
+        f"        return step(*args)\n"
+        f"    functions = {{ps_step}}.__dict__.setdefault({q('functions')}, {{}})\n"
+        f"    key = (step, tuple(arg.index for arg in args))\n"
+        f"    if key not in functions:\n"
+        f"        positions = key[1]\n"
+        f"\n"
+        f"        @{{tf}}.function\n"
+        f"        def run(iterator):\n"
+        f"            batch = next(iterator)\n"
+        f"            return {{strategy}}.run(step, args=tuple(batch if i is None else batch[i] for i in positions))\n"
+        f"        functions[key] = run\n"
+        f"    return {{ps_value}}({{ps_coordinator}}.schedule(functions[key], args=(args[0].iterator,)))",
+        "tf.distribute (parameter servers): the step, scheduled on whichever worker is free, on the batch that "
+        "worker reads next; its result is read when used. Without the strategy: the step, called.",
+    )
+
+
+def _tape_helpers(q) -> List[Tuple[str, str]]:
+    return [helper(q) for helper in (_coordinator_helper, _value_helper, _batch_helper, _batches_helper, _step_helper)]
+
+
 class ParameterServerBackend(TfDistributeBackend):
     name = "parameter-server"
     # only the chief runs the script's body: nothing it does waits for the others
@@ -147,6 +276,11 @@ class ParameterServerBackend(TfDistributeBackend):
         return TAPE_REFUSAL
 
     # --- start-up
+    def pre_import(self, ctx, keras_fit: bool) -> List[Tuple[str, str]]:
+        """tf-keras selected before TensorFlow is imported for every script: Keras 3 runs neither fit()
+        nor a custom loop under this strategy."""
+        return super().pre_import(ctx, keras_fit=True)
+
     def setup(self, ctx, tf2: bool, keras3_guard: bool) -> List:
         return _strategy_statements(ctx.quoted, self.min_shard_bytes)
 
@@ -154,6 +288,18 @@ class ParameterServerBackend(TfDistributeBackend):
     def fit_data_definition(self, ctx) -> Tuple[str, str]:
         """(template, comment): the definition of what :meth:`fit_data` calls."""
         return _fit_data_helper(ctx.quoted)
+
+    def tape_definitions(self, ctx) -> List[Tuple[str, str]]:
+        """(template, comment) of each definition :meth:`scheduled_batches` and :meth:`scheduled_step` use."""
+        return _tape_helpers(ctx.quoted)
+
+    def scheduled_batches(self, dataset: str) -> str:
+        """A loop's dataset, each batch a step the coordinator schedules (the dataset as it is without the strategy)."""
+        return f"{{ps_batches}}({dataset})"
+
+    def scheduled_step(self, step: str, args: str) -> str:
+        """A step called on the batch of :meth:`scheduled_batches`, scheduled on a worker."""
+        return f"{{ps_step}}({step}{', ' + args if args else ''})"
 
     def fit_data(self, arguments: str) -> str:
         """The keyword arguments of fit() (a mapping, passed as ``**``) for

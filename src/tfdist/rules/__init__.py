@@ -10,7 +10,7 @@ that name it, in their ``order``.
 """
 from ..engine.rule import REGISTRY, rules_for
 from . import (compiled_losses, environment_loops, gradient_tape, held_inputs, keras_fit, layer_seeds,  # noqa: F401
-               monitored_session, parameter_server_fit, rank0_io, refuse_parameter_server_tape,
+               monitored_session, parameter_server_fit, parameter_server_tape, rank0_io,
                refuse_tf1_monitored_session, refuse_tf1_session, replica_fit, replica_tape, session, setup, trackers,
                warmup, worker_reads)
 

@@ -12,13 +12,12 @@ worker would read it in the same order).
 """
 from __future__ import annotations
 
-from typing import List
-
 import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine.rule import Rule, register
+from ..actions import refusals
 from ..actions import replicas
 from ..facts import batch_steps
 from ..facts import dataset_flow
@@ -44,33 +43,6 @@ NOT_CONVERTED = {
 }
 SCOPE_SAID = ("{what} created in {scope}: its variables live on the parameter servers (those of at least the "
               "partitioner's size split across them), the chief coordinates")
-
-
-def _keras3_imports(a: A.Analysis) -> List[cst.CSTNode]:
-    """The ``import keras`` / ``from keras... import`` statements (Keras 3)."""
-    out = []
-    for node in a.imports:
-        if isinstance(node, cst.Import):
-            roots = [a.code(alias.name).split(".")[0] for alias in node.names]
-        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
-            roots = [a.code(node.module).split(".")[0]]
-        else:
-            continue
-        if "keras" in roots:
-            out.append(node)
-    return out
-
-
-def _refuse_keras3(ctx) -> None:
-    a = ctx.a
-    found = _keras3_imports(a)
-    where = "; ".join(f"line {a.line(n)}: {a.code(n).strip()}" for n in found) or "its keras calls"
-    first = found[0] if found else None
-    raise ctx.unsupported(first, (
-        f"{ctx.backend.keras3_refusal()}. This script uses Keras 3 ({where}): write `import tf_keras as keras` "
-        "there (`from tf_keras import ...` for `from keras import ...`), or `from tensorflow import keras` with "
-        "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (TensorFlow >= 2.16 with tf-keras installed), "
-        "then convert again"))
 
 
 def _refuse_unconverted(ctx) -> None:
@@ -243,7 +215,7 @@ class ParameterServerFit(Rule):
 
     def apply(self, ctx) -> None:
         if ctx.facts.get("keras_flavor") == "keras":
-            _refuse_keras3(ctx)
+            refusals.refuse_keras3(ctx)
         _refuse_unconverted(ctx)
         for call in keras_models.model_calls(ctx.a, {"fit"}):
             dataset = _input_or_refuse(ctx, call)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import List, Set
 import libcst as cst
-from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
 from ..actions.replica_feeds import ArrayFeed, GeneratorFeed, array_feed, assigned_names, cut_arguments, generator_feed, split_array_feed, split_generator, target_names
-from ..facts.syntax import calls_in, find_arg, names_a_field, receiver, source
+from ..facts.syntax import calls_in, names_a_field, receiver, source
 from ..actions import global_gradients
 from ..actions import loss_shares
 from ..actions import replicas
@@ -22,6 +21,7 @@ from ..actions import sharding
 from ..actions import step_division
 from ..actions import stream_feeds
 from ..actions import tape_loops
+from ..actions import tape_scope
 from ..actions import updates_by_hand
 from ..facts import gradient_tapes
 from ..facts import kinds
@@ -51,7 +51,7 @@ def apply(ctx) -> None:
     updates = [u for t in by_hand for u in updated[id(t)]]
     applies = [p for p in gradient_tapes.apply_calls(a) if not gradient_tapes.in_keras_train_step(a, p)]
     grad_calls = [c for *_, cs in found for c in cs]
-    _scope_state(ctx, applies, grad_calls)
+    tape_scope.scope_trained_state(ctx, applies, grad_calls)
     by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
     stepped = frozenset({id(p) for p in applies} | {id(u) for u in updates})
     whole = [loop for loop in _training_loops(a, stepped, by_hand_loops)
@@ -76,61 +76,6 @@ def apply(ctx) -> None:
 
 
 # ------------------------------------------------------------ replica scope
-def _scope_state(ctx, applies, grad_calls) -> None:
-    """Optimizers and the variables they train, built in the scope."""
-    a = ctx.a
-    stmts: List[cst.BaseStatement] = []
-    for p in applies:
-        for s in replica_state.construction_statements(a, receiver(p), {A.KERAS_OPTIMIZER}):
-            if s not in stmts:
-                stmts.append(s)
-    for g in grad_calls:
-        sources = find_arg(g, "sources", 1)
-        if sources is None:
-            continue
-        for s in _variable_statements(a, sources.value, 0):
-            if s not in stmts:
-                stmts.append(s)
-    replicas.in_replica_scope(ctx, stmts, "trained models, variables and optimizers")
-
-
-def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatement]:
-    """Statements building the models / tf.Variables an expression of
-    trained variables refers to (``model.trainable_variables``, ``[w, b]``,
-    ``params``, ``m1.trainable_variables + m2.trainable_variables``)."""
-    if depth > 6:
-        return []
-    out: List[cst.BaseStatement] = []
-    for node in walk(expr):
-        if isinstance(node, cst.Call) and a.is_name(node, {apis.TF_VARIABLE}):
-            s = a.statement_of(node)
-            if s is not None and s not in out:
-                out.append(s)
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            for s in replica_state.construction_statements(a, node, {A.MODEL}):
-                if s not in out:
-                    out.append(s)
-            if isinstance(node, cst.Name):
-                # an instance of a class of this module that makes tf.Variables (a tf.Module)
-                if any(_creates_variables(a, cd) for cd in a.instance_classes(node)):
-                    for t in a.types(node):
-                        s = a.statement_of(t.call) if t.call is not None else None
-                        if s is not None and s not in out:
-                            out.append(s)
-                for origin, value in a.assigned_values(node):
-                    # layers in ``for layers, opt in ((lower_layers, opt_a), ...)``: each pass's element
-                    for value in [value] if value is not None else a.tuple_element_values(origin):
-                        if value is not expr:
-                            out += [s for s in _variable_statements(a, value, depth + 1) if s not in out]
-    return out
-
-
-def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
-    """Does the class (or a base class of this module) create tf.Variables?"""
-    return any(isinstance(n, cst.Call) and a.is_name(n, {apis.TF_VARIABLE})
-               for klass in a.lineage(cd) for n in walk(klass))
-
-
 # ------------------------------------------------------------ steps
 def _training_loops(a: A.Analysis, applies: Set[int], within_step: Set[int] = frozenset()) -> List:
     """The innermost loops running optimizer steps (``applies``: their ids; ``within_step``:

@@ -55,8 +55,8 @@ SKIPPED = (
     ("variables-identical", "bitwise-identical replicas: the workers hold no variables (one copy of each lives on "
                             "the parameter servers, split by the variable partitioner); nothing to compare"),
     ("samples", "samples per rank: each worker builds its dataset in its own process, inside functions the chief "
-                "schedules there (sharded by its input context, shuffled with a seed of its own): the probe sees "
-                "none of its batches"),
+                "schedules there (fit(): sharded by its input context; a loop's dataset: a copy of its own; "
+                "shuffled by each worker): the probe sees none of its batches"),
 )
 STRATEGY_CLASS = ps_launcher.STRATEGY_CLASS
 
