@@ -244,20 +244,69 @@ def test_inline_tape_steps_and_tf1_are_refused_naming_what_converts_them(example
     assert result.status == "unsupported" and result.error_line and words in result.error, result.error
 
 
-@pytest.mark.parametrize("argv", [
-    ["job", "slurm", "--nodes", "1"],
-    ["job", "kubernetes", "--workers", "2", "--image", "x"],
+@pytest.mark.parametrize("argv,words", [
+    (["job", "slurm", "--nodes", "1", "--tasks-per-node", "4"], "say how many of the job's tasks are parameter servers"),
+    (["job", "kubernetes", "--workers", "2", "--image", "x"], "does not write parameter-server jobs yet"),
+    (["job", "slurm", "--nodes", "1", "--tasks-per-node", "3", "--ps", "2"], "must hold a chief, at least one worker"),
 ])
-def test_job_refuses_a_parameter_server_script(tmp_path, argv):
-    """Not built yet: each would start every task as a worker that serves
-    forever, with no chief; refused, naming tfdist run."""
+def test_job_refuses_what_cannot_make_a_parameter_server_job(tmp_path, argv, words):
+    """A parameter-server script needs --ps (Slurm), room for a chief and a
+    worker beside the parameter servers, and a scheduler tfdist writes such
+    jobs for (not Kubernetes yet): refused, nothing written."""
     script = tmp_path / "train_ps.py"
     script.write_text(_expected(CASES[0]).read_text())
     proc = subprocess.run([sys.executable, "-m", "tfdist", *argv, str(script)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120, env=ENV)
     assert proc.returncode == 3, proc.stderr
-    assert "builds a ParameterServerStrategy" in proc.stderr and "tfdist run --strategy parameter-server" in proc.stderr
+    assert words in proc.stderr, proc.stderr
     assert list(tmp_path.iterdir()) == [script]
+
+
+def test_ps_is_refused_for_a_script_without_parameter_servers(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import tensorflow as tf\nstrategy = tf.distribute.MultiWorkerMirroredStrategy()\n")
+    proc = subprocess.run([sys.executable, "-m", "tfdist", "job", "slurm", "--tasks-per-node", "4", "--ps", "1",
+                           str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=ENV)
+    assert proc.returncode == 3 and "builds no ParameterServerStrategy" in proc.stderr, proc.stderr
+
+
+def test_each_slurm_task_of_a_parameter_server_job_knows_its_place(tmp_path):
+    """The task code the batch script carries (standard library only), run as
+    the 4 tasks of a 2-node job with 2 tasks each and --ps 1: task 0 the chief
+    (it runs the script and leaves the done file), tasks 1-2 workers, task 3
+    the parameter server (each runs the script as its server, here one that
+    prints its TF_CONFIG and ends); the sbatch script wires it with srun."""
+    from tfdist.runtime import slurm, slurm_tasks
+    script = tmp_path / "train_ps.py"
+    script.write_text("import os\nprint(os.environ['TF_CONFIG'])\n")
+    done = tmp_path / "done"
+    seen = []
+    for rank in range(4):
+        env = {**ENV, "TFDIST_NODES": "n1,n2", "TFDIST_TASKS_PER_NODE": "2", "SLURM_PROCID": str(rank),
+               "SLURM_LOCALID": str(rank % 2), "TFDIST_SLURM_PORT": "23000", "TFDIST_PARAMETER_SERVERS": "1",
+               "TFDIST_CHIEF_DONE": str(done), "SLURM_JOB_ID": "7"}
+        proc = subprocess.run([sys.executable, "-c", slurm_tasks.PARAMETER_SERVER_TASK, str(script)], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        seen.append(json.loads(proc.stdout))
+        assert done.exists() == (rank == 0)  # the chief left it (the others ended by themselves here)
+        done.unlink(missing_ok=True)
+    cluster = {"chief": ["n1:23000"], "worker": ["n1:23001", "n2:23000"], "ps": ["n2:23001"]}
+    assert [c["cluster"] for c in seen] == [cluster] * 4
+    assert [c["task"] for c in seen] == [{"type": "chief", "index": 0}, {"type": "worker", "index": 0},
+                                         {"type": "worker", "index": 1}, {"type": "ps", "index": 0}]
+    # a server that serves forever is stopped once the chief has ended, and the task ends well
+    script.write_text("import time\nprint('serving', flush=True)\ntime.sleep(600)\n")
+    env["SLURM_PROCID"], env["SLURM_LOCALID"] = "3", "1"
+    server = subprocess.Popen([sys.executable, "-c", slurm_tasks.PARAMETER_SERVER_TASK, str(script)], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline() == "serving\n"
+    done.write_text("")
+    assert server.wait(timeout=60) == 0
+    spec = slurm.JobSpec(script=str(script), backend="tf-distribute", nodes=2, tasks_per_node=2, parameter_servers=1)
+    text = slurm.sbatch_script(spec)
+    assert "export TFDIST_PARAMETER_SERVERS=1" in text and "srun --kill-on-bad-exit=1 --distribution=block --label " \
+        "--ntasks=4" in text and "(a chief, 2 worker(s), 1 parameter server(s))" in text
 
 
 @pytest.mark.parametrize("argv,words", [

@@ -49,7 +49,9 @@ def cluster(tmp_path_factory):
     if reason:
         missing_stack(reason)
     started = time.monotonic()
-    c = SlurmCluster.start(tmp_path_factory.mktemp("slurm"), cpus=TASKS)
+    # 4 CPUs configured (the machine may have fewer: slurm_cluster's config_overrides): the
+    # parameter-server job runs a chief, 2 workers and a parameter server, one task each
+    c = SlurmCluster.start(tmp_path_factory.mktemp("slurm"), cpus=4)
     print(f"one-node Slurm ({c.node}) up in {time.monotonic() - started:.1f}s")
     try:
         yield c
@@ -229,3 +231,38 @@ def test_a_job_needs_nothing_but_the_training_environment(cluster, runtime_pytho
     assert (tmp_path / "final.weights.h5").exists()
     sbatch = (tmp_path / f"{script.stem}.sbatch").read_text()
     assert "-m tfdist" not in sbatch and "PYTHONPATH" not in sbatch, sbatch
+
+
+PS_TAPE = SRC / "tfdist" / "rules" / "examples" / "gradient_tape" / "parameter_server_tape" / "input.py"
+
+
+@pytest.mark.timeout(330)
+def test_a_parameter_server_tape_loop_as_a_slurm_job(cluster, runtime_python, tmp_path):
+    """Issue 41: a GradientTape loop converted with --strategy parameter-server,
+    run by `tfdist job slurm --ps 1 --submit --wait` as 4 Slurm tasks (a chief,
+    2 workers, 1 parameter server on the test node's 4 configured CPUs):
+    the job succeeds with the chief's status, the chief trains every epoch
+    (the loss falls) and writes the weights once, and no task is left serving."""
+    python = _python("tf-distribute", runtime_python)
+    script = tmp_path / "ps train.py"
+    assert tfdist_main(["convert", str(PS_TAPE), "--backend", "tf-distribute", "--strategy", "parameter-server",
+                        "-o", str(script), "-q"]) == 0
+    env = dict(cluster.env)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env.pop("TF_CONFIG", None)
+    proc = subprocess.run([python, "-m", "tfdist", "job", "slurm", str(script), "--nodes", "1",
+                           "--tasks-per-node", "4", "--ps", "1", "--submit", "--wait",
+                           "--wait-timeout", "270"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    detail = f"\n--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, detail
+    assert "COMPLETED (exit code 0:0)" in proc.stdout, detail
+    losses = [float(line.rsplit("loss ", 1)[1]) for line in proc.stdout.splitlines() if "epoch " in line and "loss " in line]
+    assert len(losses) == 4 and losses[-1] < losses[0] / 4, detail
+    assert all(line.startswith("0: ") for line in proc.stdout.splitlines() if "epoch " in line and "loss " in line)
+    assert (tmp_path / "final.weights.h5").exists()
+    assert not list(tmp_path.glob(".tfdist-chief-done-*"))
+    deadline = time.monotonic() + 15
+    while _running(script) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _running(script), "a worker or parameter server outlived the job"

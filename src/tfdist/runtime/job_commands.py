@@ -34,7 +34,10 @@ Every process is a Slurm task started by srun (--distribution=block,
     id, so jobs sharing a node do not collide);
   horovod: one Horovod rank per task, its HOROVOD_* variables from the same,
     with Horovod's Gloo rendezvous started by the batch script on the first
-    node (no horovodrun, no ssh between nodes).
+    node (no horovodrun, no ssh between nodes);
+  tf-distribute with --ps P (a script converted with --strategy
+    parameter-server): task 0 the chief, the last P tasks parameter servers,
+    the others workers, which serve until the chief has ended.
 The batch script carries the few lines of standard-library Python each task
 runs, so the job needs TensorFlow (and Horovod), not tfdist. --record and
 --timeout are tfdist's own: with them each task runs `tfdist run --slurm`,
@@ -89,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--partition", metavar="NAME")
     s.add_argument("--account", metavar="NAME")
     s.add_argument("--job-name", metavar="NAME", help="default: the script's name")
+    s.add_argument("--ps", type=int, default=0, metavar="P",
+                   help="a script converted with --strategy parameter-server: the last P tasks are parameter "
+                        "servers, task 0 the chief, the others workers")
     s.add_argument("--sbatch-option", action="append", default=[], metavar="OPT",
                    help="another #SBATCH line, e.g. --sbatch-option=--mem=16G (repeatable)")
     s.add_argument("--python", metavar="PYTHON",
@@ -139,10 +145,20 @@ def _backend(prog: str, args) -> str | None:
     ok, found = script_engine(prog, args.script, args.backend, args.allow_unconverted, processes)
     if not ok:
         return None
+    parameter_servers = getattr(args, "ps", 0) or 0
     if ps_launcher.builds_parameter_servers(args.script):
-        err(prog, f"{args.script} builds a ParameterServerStrategy: tfdist job does not write parameter-server "
-                  "jobs yet (every task would be a worker serving forever, with no chief); run it on one machine "
-                  "with `tfdist run --strategy parameter-server -np W --ps P`")
+        if args.scheduler != "slurm":
+            err(prog, f"{args.script} builds a ParameterServerStrategy: tfdist job kubernetes does not write "
+                      "parameter-server jobs yet (every pod would be a worker serving forever, with no chief); run "
+                      "it with `tfdist job slurm --ps P` or `tfdist run --strategy parameter-server -np W --ps P`")
+            return None
+        if parameter_servers < 1:
+            err(prog, f"{args.script} builds a ParameterServerStrategy: say how many of the job's tasks are "
+                      "parameter servers with --ps P (task 0 is the chief, the others workers)")
+            return None
+    elif parameter_servers:
+        err(prog, f"--ps {parameter_servers}: {args.script} builds no ParameterServerStrategy (convert it with "
+                  "--strategy parameter-server)")
         return None
     if not (args.backend or found):
         err(prog, f"{args.script} shows no engine: say which with --backend (with --allow-unconverted)")
@@ -180,7 +196,7 @@ def slurm_main(prog: str, args, backend: str) -> int:
                          setup=args.setup, workdir=args.workdir, output=os.path.abspath(args.log) if args.log else None,
                          record=os.path.abspath(args.record) if args.record else None, timeout=args.timeout,
                          args=list(args.args), sbatch_extra=args.sbatch_option,
-                         allow_unconverted=args.allow_unconverted)
+                         allow_unconverted=args.allow_unconverted, parameter_servers=args.ps)
     problems = spec.problems()
     if args.wait and not args.submit:
         problems.append("--wait goes with --submit")

@@ -235,6 +235,7 @@ class JobSpec:
     args: list[str] = field(default_factory=list)
     sbatch_extra: list[str] = field(default_factory=list)
     allow_unconverted: bool = False  # tfdist run --allow-unconverted in the job
+    parameter_servers: int = 0       # a ParameterServerStrategy job: the last tasks are parameter servers
 
     @property
     def ntasks(self) -> int:
@@ -267,6 +268,16 @@ class JobSpec:
                 out.append(f"{option} {value!r}: letters, digits and _ . + - only")
         if not os.path.isfile(self.script):
             out.append(f"no such script: {self.script}")
+        if self.parameter_servers:
+            if self.backend != "tf-distribute":
+                out.append("--ps: parameter servers are tf.distribute's (ParameterServerStrategy)")
+            if self.ntasks < self.parameter_servers + 2:
+                out.append(f"--ps {self.parameter_servers}: the job's {self.ntasks} task(s) must hold a chief, at "
+                           f"least one worker and the {self.parameter_servers} parameter server(s) "
+                           f"(--nodes x --tasks-per-node >= {self.parameter_servers + 2})")
+            if self.record or self.timeout:
+                out.append("--record / --timeout: not for parameter-server jobs (tfdist run --slurm starts "
+                           "MultiWorkerMirrored workers); leave them out")
         return out
 
     def run_command(self) -> list[str]:
@@ -301,7 +312,9 @@ def sbatch_script(spec: JobSpec) -> str:
     lines = [
         "#!/bin/bash",
         f"# Written by `tfdist job slurm` for {os.path.basename(spec.script)} ({spec.backend} engine):",
-        f"# {spec.nodes} node(s) x {spec.tasks_per_node} task(s) = {spec.ntasks} training process(es).",
+        f"# {spec.nodes} node(s) x {spec.tasks_per_node} task(s) = {spec.ntasks} training process(es)"
+        + (f" (a chief, {spec.ntasks - 1 - spec.parameter_servers} worker(s), {spec.parameter_servers} parameter "
+           "server(s))." if spec.parameter_servers else "."),
         "# Submit with `sbatch FILE` (or `tfdist job slurm ... --submit --wait`).",
         f"#SBATCH --job-name={_directive(spec.name)}",
         f"#SBATCH --nodes={spec.nodes}",
@@ -341,7 +354,9 @@ def sbatch_script(spec: JobSpec) -> str:
     lines += ["export PYTHONUNBUFFERED=1", ""]
     run = " ".join(['"$PYTHON"'] + [_q(w) for w in spec.run_command()[1:]])
     script_words = [_q(os.path.abspath(spec.script))] + [_q(a) for a in spec.args]
-    if spec.backend == "horovod":
+    if spec.parameter_servers:
+        lines += slurm_tasks.parameter_server_lines(spec, script_words)
+    elif spec.backend == "horovod":
         lines += slurm_tasks.horovod_lines(spec, script_words, run)
     elif slurm_tasks.carried(spec):
         lines += slurm_tasks.tf_distribute_lines(spec, script_words)

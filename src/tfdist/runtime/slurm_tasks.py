@@ -51,6 +51,55 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 '''
 
 
+#: A task of a parameter-server job (``tfdist job slurm --ps P`` for a script
+#: converted with --strategy parameter-server): task 0 is the chief, the last
+#: P tasks the parameter servers, the others the workers, their TF_CONFIG
+#: built as for a tf.distribute worker. The chief runs the script; a worker or
+#: parameter server runs it as a child (it serves until stopped) and stops it
+#: once the chief has ended -- the chief leaves a file in the job's directory
+#: (TFDIST_CHIEF_DONE) -- so that srun, and the job, end with the chief's status.
+PARAMETER_SERVER_TASK = f'''\
+import json, os, runpy, subprocess, sys, time
+env = os.environ
+nodes = [n for n in env["{NODES_ENV}"].split(",") if n]
+per_node = int(env["TFDIST_TASKS_PER_NODE"])
+rank, local = int(env["SLURM_PROCID"]), int(env["SLURM_LOCALID"])
+if rank // per_node >= len(nodes) or rank % per_node != local:
+    sys.exit(f"task {{rank}} runs as local task {{local}}, not where srun --distribution=block places it")
+if env.get("{PORT_ENV}"):
+    base = int(env["{PORT_ENV}"])
+else:
+    width = max(16, per_node)
+    slots = ({PORT_HIGH} - {PORT_LOW}) // width
+    base = {PORT_LOW} + ((int(env["SLURM_JOB_ID"]) * 7 + int(env.get("SLURM_STEP_ID", "0"))) % slots) * width
+addresses = [f"{{node}}:{{base + i}}" for node in nodes for i in range(per_node)]
+servers = int(env["TFDIST_PARAMETER_SERVERS"])
+workers = len(addresses) - 1 - servers
+cluster = {{"chief": addresses[:1], "worker": addresses[1:1 + workers], "ps": addresses[1 + workers:]}}
+kind, index = ("chief", 0) if rank == 0 else ("worker", rank - 1) if rank <= workers else ("ps", rank - 1 - workers)
+env["TF_CONFIG"] = json.dumps({{"cluster": cluster, "task": {{"type": kind, "index": index}}}})
+done = env["TFDIST_CHIEF_DONE"]
+sys.argv = sys.argv[1:]
+if kind == "chief":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    finally:
+        open(done, "w").close()
+else:
+    server = subprocess.Popen([sys.executable, *sys.argv])
+    while server.poll() is None and not os.path.exists(done):
+        time.sleep(0.5)
+    if server.poll() is not None:
+        sys.exit(server.returncode)
+    server.terminate()
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+'''
+
+
 def horovod_rank_env(env):
     """The ``HOROVOD_*`` variables of the Horovod rank a Slurm task is (what
     horovodrun gives each rank it starts: horovod/runner/gloo_run.py,
@@ -156,6 +205,33 @@ def tf_distribute_lines(spec, script_words: list[str]) -> list[str]:
         f"export TFDIST_TASKS_PER_NODE={spec.tasks_per_node}",
         "TFDIST_TASK=$(cat <<'TFDIST_TASK_END'",
         *TF_DISTRIBUTE_TASK.rstrip("\n").splitlines(),
+        "TFDIST_TASK_END",
+        ")",
+        f"srun --kill-on-bad-exit=1 --distribution=block --label --ntasks={spec.ntasks} "
+        + " ".join(['"$PYTHON"', "-c", '"$TFDIST_TASK"', *script_words]),
+    ]
+
+
+def parameter_server_lines(spec, script_words: list[str]) -> list[str]:
+    """The batch script's lines starting a parameter-server cluster: a chief,
+    workers and spec.parameter_servers parameter servers, one per task
+    (:data:`PARAMETER_SERVER_TASK`)."""
+    workers = spec.ntasks - 1 - spec.parameter_servers
+    return [
+        f"# A parameter-server cluster, one task each: task 0 the chief (it runs the training and schedules",
+        f"# the steps), tasks 1-{workers} the {workers} worker(s), the last {spec.parameter_servers} the parameter "
+        "server(s), each",
+        "# with the TF_CONFIG the few lines below build from SLURM_PROCID and the job's nodes (ports from the",
+        "# job id). Workers and parameter servers serve until the chief has ended (it leaves the file",
+        "# TFDIST_CHIEF_DONE), so the job ends with the chief's status; --kill-on-bad-exit: a task that fails",
+        "# ends the others. The tasks need TensorFlow and tf-keras, not tfdist.",
+        f"export {NODES_ENV}=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | paste -sd, -)\"",
+        f"export TFDIST_TASKS_PER_NODE={spec.tasks_per_node}",
+        f"export TFDIST_PARAMETER_SERVERS={spec.parameter_servers}",
+        "export TFDIST_CHIEF_DONE=\"$PWD/.tfdist-chief-done-$SLURM_JOB_ID\"",
+        "trap 'rm -f \"$TFDIST_CHIEF_DONE\"' EXIT",
+        "TFDIST_TASK=$(cat <<'TFDIST_TASK_END'",
+        *PARAMETER_SERVER_TASK.rstrip("\n").splitlines(),
         "TFDIST_TASK_END",
         ")",
         f"srun --kill-on-bad-exit=1 --distribution=block --label --ntasks={spec.ntasks} "

@@ -128,6 +128,9 @@ class SlurmCluster:
             f"FirstJobId={random.randrange(1000, 60000)}",
             "KillWait=5",
             "InactiveLimit=0",
+            # the node as configured, even with more CPUs than the machine has (a job of
+            # more tasks than cores: a parameter-server cluster on a 2-core test machine)
+            "SlurmdParameters=config_overrides",
             f"NodeName={node} CPUs={cpus} State=UNKNOWN",
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES",
             "",
