@@ -245,14 +245,16 @@ def test_inline_tape_steps_and_tf1_are_refused_naming_what_converts_them(example
 
 
 @pytest.mark.parametrize("argv,words", [
-    (["job", "slurm", "--nodes", "1", "--tasks-per-node", "4"], "say how many of the job's tasks are parameter servers"),
-    (["job", "kubernetes", "--workers", "2", "--image", "x"], "does not write parameter-server jobs yet"),
+    (["job", "slurm", "--nodes", "1", "--tasks-per-node", "4"], "say how many parameter servers with --ps P (of the job's tasks"),
+    (["job", "kubernetes", "--workers", "2", "--image", "x", "--api", "v1"], "say how many parameter servers"),
+    (["job", "kubernetes", "--workers", "2", "--image", "x", "--ps", "1"], "Kubeflow Trainer v2 runs a TrainJob"),
     (["job", "slurm", "--nodes", "1", "--tasks-per-node", "3", "--ps", "2"], "must hold a chief, at least one worker"),
 ])
 def test_job_refuses_what_cannot_make_a_parameter_server_job(tmp_path, argv, words):
-    """A parameter-server script needs --ps (Slurm), room for a chief and a
-    worker beside the parameter servers, and a scheduler tfdist writes such
-    jobs for (not Kubernetes yet): refused, nothing written."""
+    """A parameter-server script needs --ps, room for a chief and a worker
+    beside the parameter servers (Slurm), and on Kubernetes a TFJob (--api
+    v1: Trainer v2 has no runtime of chief, workers and parameter servers):
+    refused, nothing written."""
     script = tmp_path / "train_ps.py"
     script.write_text(_expected(CASES[0]).read_text())
     proc = subprocess.run([sys.executable, "-m", "tfdist", *argv, str(script)], capture_output=True, text=True,
@@ -407,3 +409,26 @@ def test_every_fixture_converts_or_is_refused_never_an_internal_error():
             again = convert_source(result.data, str(path), backend=PS)
             assert again.status == "already-distributed" and again.data == result.data, path
     assert statuses.get("converted", 0) >= 50 and statuses.get("unsupported", 0) >= 200, statuses
+
+
+def test_a_parameter_server_tfjob_has_a_chief_workers_and_parameter_servers(tmp_path):
+    """tfdist job kubernetes --api v1 --ps P: a TFJob with Chief (1), Worker
+    (--workers) and PS (P) replicas, every pod the same image and command (the
+    Training Operator writes each TF_CONFIG), the serving pods deleted when the
+    chief has succeeded (cleanPodPolicy Running); valid for the Training
+    Operator's SDK model."""
+    import yaml
+    from kube_models import validate
+    script = tmp_path / "train_ps.py"
+    script.write_text(_expected(CASES[0]).read_text())
+    proc = subprocess.run([sys.executable, "-m", "tfdist", "job", "kubernetes", "--workers", "3", "--ps", "2",
+                           "--image", "my/image:tag", "--api", "v1", "-o", "m.yaml", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    (job,) = [d for d in yaml.safe_load_all((tmp_path / "m.yaml").read_text()) if d]
+    validate(job)
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2}
+    assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+    commands = {k: v["template"]["spec"]["containers"][0]["command"] for k, v in specs.items()}
+    assert set(map(tuple, commands.values())) == {("python", "/workspace/train_ps.py")}

@@ -233,20 +233,23 @@ def test_a_job_needs_nothing_but_the_training_environment(cluster, runtime_pytho
     assert "-m tfdist" not in sbatch and "PYTHONPATH" not in sbatch, sbatch
 
 
-PS_TAPE = SRC / "tfdist" / "rules" / "examples" / "gradient_tape" / "parameter_server_tape" / "input.py"
+EXAMPLES = SRC / "tfdist" / "rules" / "examples"
 
 
+@pytest.mark.parametrize("example,written", [("gradient_tape/parameter_server_tape", "final.weights.h5"),
+                                             ("keras/parameter_server_fit", "model.weights.h5")])
 @pytest.mark.timeout(330)
-def test_a_parameter_server_tape_loop_as_a_slurm_job(cluster, runtime_python, tmp_path):
-    """Issue 41: a GradientTape loop converted with --strategy parameter-server,
-    run by `tfdist job slurm --ps 1 --submit --wait` as 4 Slurm tasks (a chief,
-    2 workers, 1 parameter server on the test node's 4 configured CPUs):
-    the job succeeds with the chief's status, the chief trains every epoch
-    (the loss falls) and writes the weights once, and no task is left serving."""
+def test_a_parameter_server_script_as_a_slurm_job(cluster, runtime_python, tmp_path, example, written):
+    """Issue 41: a GradientTape loop and a tf-keras fit() converted with
+    --strategy parameter-server, each run by `tfdist job slurm --ps 1 --submit
+    --wait` as 4 Slurm tasks (a chief, 2 workers, 1 parameter server on the
+    test node's 4 configured CPUs): the job succeeds with the chief's status,
+    the chief trains (the loss falls) and writes the weights once, and no task
+    is left serving."""
     python = _python("tf-distribute", runtime_python)
     script = tmp_path / "ps train.py"
-    assert tfdist_main(["convert", str(PS_TAPE), "--backend", "tf-distribute", "--strategy", "parameter-server",
-                        "-o", str(script), "-q"]) == 0
+    assert tfdist_main(["convert", str(EXAMPLES / example / "input.py"), "--backend", "tf-distribute",
+                        "--strategy", "parameter-server", "-o", str(script), "-q"]) == 0
     env = dict(cluster.env)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -257,10 +260,15 @@ def test_a_parameter_server_tape_loop_as_a_slurm_job(cluster, runtime_python, tm
     detail = f"\n--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
     assert proc.returncode == 0, detail
     assert "COMPLETED (exit code 0:0)" in proc.stdout, detail
-    losses = [float(line.rsplit("loss ", 1)[1]) for line in proc.stdout.splitlines() if "epoch " in line and "loss " in line]
-    assert len(losses) == 4 and losses[-1] < losses[0] / 4, detail
-    assert all(line.startswith("0: ") for line in proc.stdout.splitlines() if "epoch " in line and "loss " in line)
-    assert (tmp_path / "final.weights.h5").exists()
+    lines = [line for line in proc.stdout.splitlines() if "loss" in line and ("epoch " in line or "Epoch" in line
+                                                                             or "final loss" in line)]
+    assert lines and all(line.split("<", 1)[0].strip(" :").endswith("0") or line.startswith("0:") for line in lines), lines
+    if "final loss" in proc.stdout:  # fit(): the chief's history
+        assert float(proc.stdout.rsplit("final loss ", 1)[1].split()[0]) < 0.6, detail
+    else:
+        losses = [float(line.rsplit("loss ", 1)[1]) for line in lines]
+        assert len(losses) == 4 and losses[-1] < losses[0] / 4, detail
+    assert (tmp_path / written).exists()
     assert not list(tmp_path.glob(".tfdist-chief-done-*"))
     deadline = time.monotonic() + 15
     while _running(script) and time.monotonic() < deadline:

@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPUs per process (horovod) or per pod (tf-distribute); default 0")
     k.add_argument("--cpu", metavar="Q", help="CPU limit per pod, e.g. 4")
     k.add_argument("--memory", metavar="Q", help="memory limit per pod, e.g. 16Gi")
+    k.add_argument("--ps", type=int, default=0, metavar="P",
+                   help="a script converted with --strategy parameter-server: P PS replicas beside a Chief and "
+                        "the --workers Worker replicas (a TFJob: --api v1)")
     k.add_argument("--workdir", default="/workspace", metavar="DIR",
                    help="where the script is inside the image (default: /workspace)")
     k.add_argument("-o", "--output", metavar="FILE",
@@ -147,14 +150,10 @@ def _backend(prog: str, args) -> str | None:
         return None
     parameter_servers = getattr(args, "ps", 0) or 0
     if ps_launcher.builds_parameter_servers(args.script):
-        if args.scheduler != "slurm":
-            err(prog, f"{args.script} builds a ParameterServerStrategy: tfdist job kubernetes does not write "
-                      "parameter-server jobs yet (every pod would be a worker serving forever, with no chief); run "
-                      "it with `tfdist job slurm --ps P` or `tfdist run --strategy parameter-server -np W --ps P`")
-            return None
         if parameter_servers < 1:
-            err(prog, f"{args.script} builds a ParameterServerStrategy: say how many of the job's tasks are "
-                      "parameter servers with --ps P (task 0 is the chief, the others workers)")
+            err(prog, f"{args.script} builds a ParameterServerStrategy: say how many parameter servers with --ps P "
+                      + ("(of the job's tasks: task 0 is the chief, the others workers)" if args.scheduler == "slurm"
+                         else "(a TFJob with a Chief, --workers Worker and P PS replicas; --api v1)"))
             return None
     elif parameter_servers:
         err(prog, f"--ps {parameter_servers}: {args.script} builds no ParameterServerStrategy (convert it with "
@@ -254,7 +253,7 @@ def kubernetes_main(prog: str, args, backend: str) -> int:
                                api=args.api, name=args.name, namespace=args.namespace,
                                procs_per_worker=args.procs_per_worker, gpus_per_worker=args.gpus_per_worker,
                                cpu=args.cpu, memory=args.memory, workdir=args.workdir, args=list(args.args),
-                               allow_unconverted=args.allow_unconverted)
+                               allow_unconverted=args.allow_unconverted, parameter_servers=args.ps)
     problems = spec.problems()
     if problems:
         for problem in problems:

@@ -68,6 +68,7 @@ class KubeSpec:
     workdir: str = "/workspace"  # where the script is inside the image
     args: list[str] = field(default_factory=list)
     allow_unconverted: bool = False  # tfdist run --allow-unconverted in the pods
+    parameter_servers: int = 0   # a ParameterServerStrategy job: a Chief, the Workers and these PS replicas
 
     @property
     def job_name(self) -> str:
@@ -133,6 +134,12 @@ class KubeSpec:
                 out.append(f"{option} {value!r}: a Kubernetes quantity (e.g. 4, 500m, 8Gi)")
         if not PurePosixPath(self.workdir).is_absolute():
             out.append(f"--workdir {self.workdir!r}: an absolute path inside the image")
+        if self.parameter_servers and self.api != "v1":
+            out.append("--ps: Kubeflow Trainer v2 runs a TrainJob as one replicated job of identical nodes (JobSet) "
+                       "and ships no runtime with a chief, workers and parameter servers of their own roles; "
+                       "write a TFJob with --api v1 (Chief, Worker and PS replicas)")
+        if self.parameter_servers < 0:
+            out.append(f"--ps {self.parameter_servers}: 0 or more")
         return out
 
     # ----------------------------------------------------------------------
@@ -248,10 +255,18 @@ def trainjob_v2(spec: KubeSpec) -> list[dict]:
 def tfjob(spec: KubeSpec) -> dict:
     container = _container("tensorflow", spec.image, command=spec.python_command(),
                            ports=[{"name": "tfjob-port", "containerPort": TF_PORT, "protocol": "TCP"}], resources=spec.resources())
+    replica = lambda n: {"replicas": n, "restartPolicy": "Never",  # noqa: E731
+                         "template": {"spec": {"containers": [container]}}}
+    if spec.parameter_servers:
+        # the job succeeds when the chief does; the workers and parameter servers, which serve until
+        # stopped, are deleted then (cleanPodPolicy Running)
+        return {"apiVersion": V1_API, "kind": "TFJob", "metadata": spec.metadata(spec.job_name),
+                "spec": {"runPolicy": {"cleanPodPolicy": "Running"},
+                         "tfReplicaSpecs": {"Chief": replica(1), "Worker": replica(spec.workers),
+                                            "PS": replica(spec.parameter_servers)}}}
     return {"apiVersion": V1_API, "kind": "TFJob", "metadata": spec.metadata(spec.job_name),
             "spec": {"runPolicy": {"cleanPodPolicy": "None"},
-                     "tfReplicaSpecs": {"Worker": {"replicas": spec.workers, "restartPolicy": "Never",
-                                                   "template": {"spec": {"containers": [container]}}}}}}
+                     "tfReplicaSpecs": {"Worker": replica(spec.workers)}}}
 
 
 def mpijob(spec: KubeSpec) -> dict:
@@ -276,10 +291,15 @@ def requirements(spec: KubeSpec) -> list[str]:
         lines.append("Cluster: Kubeflow Training Operator v1 (kubeflow.org/v1 "
                      + ("TFJob" if spec.backend == "tf-distribute" else "MPIJob") + " CRD; release 1.9).")
     if spec.backend == "tf-distribute":
-        lines.append(f"Image: TensorFlow, with the script at {spec.script_in_image} (tfdist is not needed).")
+        lines.append(f"Image: TensorFlow{' and tf-keras' if spec.parameter_servers else ''}, with the script at "
+                     f"{spec.script_in_image} (tfdist is not needed).")
         if spec.api == "v2":
             lines.append(f"Each pod runs one MultiWorkerMirroredStrategy worker: the few lines of Python in its "
                          f"command write its TF_CONFIG (port {TF_PORT}).")
+        elif spec.parameter_servers:
+            lines.append(f"Parameter servers: a Chief (it runs the training), {spec.workers} Worker(s) and "
+                         f"{spec.parameter_servers} PS replica(s); the Training Operator writes each pod's TF_CONFIG, "
+                         "the job succeeds with the chief and the serving pods are deleted then.")
         else:
             lines.append("The Training Operator writes each worker's TF_CONFIG (worker 0 is the chief).")
     else:
