@@ -29,8 +29,8 @@ PORT_ENV = "TFDIST_SLURM_PORT"
 #: hostnames``, comma-separated) the batch script passes to its tasks.
 NODES_ENV = "TFDIST_NODES"
 
-TF_DISTRIBUTE_TASK = f'''\
-import json, os, runpy, sys
+#: The lines every task runs first: the job's nodes, its own place, the step's base port.
+_PLACEMENT = f'''\
 env = os.environ
 nodes = [n for n in env["{NODES_ENV}"].split(",") if n]
 per_node = int(env["TFDIST_TASKS_PER_NODE"])
@@ -43,7 +43,11 @@ else:
     width = max(16, per_node)
     slots = ({PORT_HIGH} - {PORT_LOW}) // width
     base = {PORT_LOW} + ((int(env["SLURM_JOB_ID"]) * 7 + int(env.get("SLURM_STEP_ID", "0"))) % slots) * width
-workers = [f"{{node}}:{{base + i}}" for node in nodes for i in range(per_node)]
+'''
+
+TF_DISTRIBUTE_TASK = f'''\
+import json, os, runpy, sys
+{_PLACEMENT}workers = [f"{{node}}:{{base + i}}" for node in nodes for i in range(per_node)]
 env["TF_CONFIG"] = json.dumps({{"cluster": {{"worker": workers}}, "task": {{"type": "worker", "index": rank}}}})
 sys.argv = sys.argv[1:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
@@ -60,19 +64,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 #: (TFDIST_CHIEF_DONE) -- so that srun, and the job, end with the chief's status.
 PARAMETER_SERVER_TASK = f'''\
 import json, os, runpy, subprocess, sys, time
-env = os.environ
-nodes = [n for n in env["{NODES_ENV}"].split(",") if n]
-per_node = int(env["TFDIST_TASKS_PER_NODE"])
-rank, local = int(env["SLURM_PROCID"]), int(env["SLURM_LOCALID"])
-if rank // per_node >= len(nodes) or rank % per_node != local:
-    sys.exit(f"task {{rank}} runs as local task {{local}}, not where srun --distribution=block places it")
-if env.get("{PORT_ENV}"):
-    base = int(env["{PORT_ENV}"])
-else:
-    width = max(16, per_node)
-    slots = ({PORT_HIGH} - {PORT_LOW}) // width
-    base = {PORT_LOW} + ((int(env["SLURM_JOB_ID"]) * 7 + int(env.get("SLURM_STEP_ID", "0"))) % slots) * width
-addresses = [f"{{node}}:{{base + i}}" for node in nodes for i in range(per_node)]
+{_PLACEMENT}addresses = [f"{{node}}:{{base + i}}" for node in nodes for i in range(per_node)]
 servers = int(env["TFDIST_PARAMETER_SERVERS"])
 workers = len(addresses) - 1 - servers
 cluster = {{"chief": addresses[:1], "worker": addresses[1:1 + workers], "ps": addresses[1 + workers:]}}
