@@ -16,7 +16,12 @@ the stream and each group of N consecutive batches makes one step. Run by
   NumPy at each wrap, the corpus built before the loop): each step draws once
   per replica, the steps are halved, and 2 workers PASS with disjoint shares.
 
-Before, tf.distribute refused these files ("does not read a tf.data dataset")."""
+Before, tf.distribute refused these files ("does not read a tf.data dataset").
+
+Horovod shares such a stream out too (rank r keeps element r of each round):
+a library ordering with TensorFlow's unseeded generator makes each rank's
+stream its own, and the converted script stops on both ranks at the end of
+the first round, saying why (it trained on overlapping shares before)."""
 from __future__ import annotations
 
 import json
@@ -34,13 +39,14 @@ SCRIPT = HERE / "train_from_library.py"
 STOP = "tfdist: the workers read different batches in the training loop at line 18 of the original script"
 
 
-def _verify(library: str, tmp_path: Path, *args: str, source: Path = SCRIPT) -> tuple:
+def _verify(library: str, tmp_path: Path, *args: str, source: Path = SCRIPT, python: str = "") -> tuple:
     tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / source.name
     script.write_bytes(source.read_bytes())  # alone in its folder: tfdist does not see the library
     env = cli_env({"PYTHONPATH": ":".join([cli_env()["PYTHONPATH"], str(HERE / library)])})
-    proc = subprocess.run([tf_distribute_python(), "-m", "tfdist.runtime.commands", "verify", "--backend",
-                           "tf-distribute", "--json", "--timeout", "240", *args, str(script)],
+    backend = "horovod" if python else "tf-distribute"
+    proc = subprocess.run([python or tf_distribute_python(), "-m", "tfdist.runtime.commands", "verify", "--backend",
+                           backend, "--json", "--timeout", "240", *args, str(script)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return json.loads(proc.stdout), proc.stderr
@@ -73,3 +79,11 @@ def test_a_batch_drawn_by_a_library_call_each_step_is_drawn_once_per_replica(tmp
     assert report["reference"]["ranks"][0]["optimizer_steps"] == 300
     assert [r["optimizer_steps"] for r in report["distributed"]["ranks"]] == [150, 150]
     assert report["samples"]["first_epoch_overlap"] == 0 and report["samples"]["coverage"] == 1.0
+
+
+@pytest.mark.timeout(420)
+def test_horovod_stops_when_the_ranks_read_different_streams(runtime_python, tmp_path):
+    report, stderr = _verify("tf_random_order", tmp_path, "-np", "2", python=runtime_python)
+    assert report["result"] == "FAIL"
+    assert "tfdist: the ranks read different elements from a stream they share out" in json.dumps(report) + stderr, \
+        report["reasons"]

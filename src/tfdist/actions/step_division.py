@@ -20,7 +20,6 @@ from ..facts.step_counts import DIVIDED, PER_RANK, Sliced, UNKNOWN, draws_own_or
 from ..facts.syntax import source
 from . import per_rank_draws
 from . import sharding
-from . import shared_seeds
 from ..facts import shard_points
 from ..facts import unseeded_orders
 
@@ -63,8 +62,10 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
         # top-level statement running the loop (every draw after it is the
         # same on every rank: the ranks run the same code)
         top = dataflow.module_statement(a, loop)
-        shared_seeds.seed_numpy_alike_before(ctx, top, "{engine}: every rank draws the same random orders, so "
-                                                        "the shares each rank takes of them are disjoint.")
+        # a helper tfdist cannot read may order with Python's random as well
+        per_rank_draws.seed_alike_before(ctx, top, ["numpy"] if order == "draws" else ["numpy", "random"],
+                                         "{engine}: every rank draws the same random orders, so the shares each "
+                                         "rank takes of them are disjoint.")
         if isinstance(top, (cst.FunctionDef, cst.ClassDef)):
             ctx.plan.blank_lines_before(top, 2)
         return _take_share_of_steps(ctx, loop, ctx.say(
@@ -74,7 +75,7 @@ def share_stream(ctx, loop, what: str, spots: List[cst.CSTNode]) -> bool:
             "shares are disjoint", what=what, it=a.code(it), line=str(a.line(top)), why=(
                 "it orders its data with NumPy's global generator and no seed" if order == "draws" else
                 "it is made by a helper of a module tfdist cannot read, which may order its data with NumPy's "
-                "global generator")))
+                "global generator or Python's random (seeded alike too)")))
     return _take_share_of_steps(ctx, loop, ctx.say(
         "{what}: {it} yields one step's data at a time and its length is not visible here: each rank takes every "
         "size-th element of it, in whole rounds, so the shares are disjoint and every rank runs the same number of steps",

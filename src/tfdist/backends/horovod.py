@@ -246,23 +246,36 @@ class HorovodBackend(Backend):
             # round's last one. A tf.data dataset keeps its share in its own
             # pipeline (shard_in_rounds): the loop then reads this rank's
             # elements only.
+            q = ctx.quoted
             ctx.define(
                 f"def {name}(stream):\n"
-                f"    import copy\n"
+                f"    import copy, hashlib, numpy\n"
                 f"    if isinstance(stream, {{tf}}.data.Dataset):\n"
                 f"        yield from {self.shard_in_rounds('stream')}\n"
                 f"        return\n"
-                f"    kept = None\n"
+                f"    kept, digest = None, hashlib.sha256()\n"
                 f"    for index, element in enumerate(stream):\n"
+                f"        if index < {{hvd}}.size():  # the first round, which every rank must read alike\n"
+                f"            for part in {{tf}}.nest.flatten(element):\n"
+                f"                try:\n"
+                f"                    value = numpy.asarray(part)\n"
+                f"                    digest.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())\n"
+                f"                except Exception:  # not an array: its text, unless that names where it is in memory\n"
+                f"                    digest.update(b\"\" if \" at 0x\" in repr(part) else repr(part).encode())\n"
                 f"        if index % {{hvd}}.size() == {{hvd}}.rank():\n"
                 f"            try:\n"
                 f"                kept = copy.deepcopy(element)\n"
                 f"            except Exception:  # an element that cannot be copied: kept as it is\n"
                 f"                kept = element\n"
+                f"        if index == {{hvd}}.size() - 1 and {{tf}}.executing_eagerly():  # (TF1 graphs: not checked)\n"
+                f"            mark = float(int(digest.hexdigest()[:12], 16))\n"
+                f"            if len(set({{hvd}}.allgather({{tf}}.constant([mark], {{tf}}.float64)).numpy().tolist())) > 1:\n"
+                f"                raise SystemExit({q('tfdist: the ranks read different elements from a stream they share out: its order differs from rank to rank, so their shares would overlap. Make it the same on every rank (seed what shuffles it -- np.random.seed, random.seed, a seed= argument -- before it is made).')})\n"
                 f"        if index % {{hvd}}.size() == {{hvd}}.size() - 1:\n"
                 f"            yield kept",
                 ctx.say("{engine}: rank r keeps element r of each round of {size} elements of a stream (disjoint, "
-                        "equal shares; a last partial round is dropped), a copy taken when it is read."))
+                        "equal shares; a last partial round is dropped), a copy taken when it is read; at the end "
+                        "of the first round the ranks compare what they read and stop, saying so, if it differs."))
         return f"{memo['name']}({iterable})"
 
     def rank_strided_sequence(self, name: str, base: str) -> str:
