@@ -41,11 +41,6 @@ KERAS3_REFUSAL = (
 KERAS3_STOP = (
     "Keras 3 does not support ParameterServerStrategy (keras-team/keras#18624): install tf-keras "
     "(pip install tf-keras) so that TF_USE_LEGACY_KERAS=1 selects it, or use TensorFlow <= 2.15")
-TAPE_REFUSAL = (
-    "a GradientTape training loop under ParameterServerStrategy is not converted yet (its step would run "
-    "where a ClusterCoordinator schedules it: coordinator.schedule(step, args=(per_worker_iterator,)) over "
-    "coordinator.create_per_worker_dataset(...), coordinator.join() each epoch, losses read with .fetch()): "
-    "convert it with --strategy mirrored (MultiWorkerMirroredStrategy), or with --backend horovod")
 DATASET_STOP = (
     "fit() under ParameterServerStrategy needs the number of batches in one epoch, and TensorFlow does not know "
     "this dataset's size: give fit() steps_per_epoch=<batches in one epoch>")
@@ -270,10 +265,6 @@ class ParameterServerBackend(TfDistributeBackend):
 
     def keras3_refusal(self) -> str:
         return KERAS3_REFUSAL
-
-    def tape_refusal(self) -> str:
-        """Why a GradientTape loop is refused under this strategy, and what converts it."""
-        return TAPE_REFUSAL
 
     # --- start-up
     def pre_import(self, ctx, keras_fit: bool) -> List[Tuple[str, str]]:
