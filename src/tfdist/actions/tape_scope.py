@@ -13,7 +13,8 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
 from ..facts import replica_state
-from ..facts.syntax import find_arg, receiver
+from ..facts.syntax import calls_in, find_arg, receiver
+from ..facts.kinds import GRADIENT_TAPE as RULE
 from . import replicas
 
 
@@ -74,3 +75,64 @@ def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
     """Does the class (or a base class of this module) create tf.Variables?"""
     return any(isinstance(n, cst.Call) and a.is_name(n, {apis.TF_VARIABLE})
                for klass in a.lineage(cd) for n in walk(klass))
+
+
+def build_slots_before_traced_loops(ctx, applies, grad_calls, loops) -> None:
+    """A training loop that runs inside a ``tf.function`` (the whole epoch
+    traced) gives the optimizer no eager first step: on several local
+    replicas Keras 3 would create its slots inside the traced loop and fail
+    ("You must feed a value for placeholder ... replica_1"). The optimizer
+    is built on the variables it trains right after both exist, in the
+    scope (``optimizer.build(model.trainable_variables)``); where tfdist
+    cannot name both there, warned with that edit."""
+    a = ctx.a
+    traced = [l for l in loops if _in_traced_function(a, l)]
+    if not traced or not applies:
+        return
+    done = ctx.state("tape_scope.slots_built")
+    for p in applies:
+        opt = replica_state.construction_statements(a, receiver(p), {A.KERAS_OPTIMIZER})
+        sources = [find_arg(g, "sources", 1) for g in grad_calls]
+        models = [s for arg in sources if arg is not None
+                  for s in replica_state.construction_statements(a, _owner(arg.value), {A.MODEL})]
+        names = [_bound_name(s) for s in opt[:1] + models[:1]]
+        legacy = any(".legacy." in n for s in opt for c in calls_in(s) for n in a.names(c))
+        if len(opt) == 1 and len(models) >= 1 and all(names) and not legacy \
+                and a.parent(opt[0]) is a.parent(models[0]) and len({id(s) for s in models}) == 1:
+            body = list(a.parent(opt[0]).body)
+            last = max(opt[0], models[0], key=body.index)
+            if id(last) in done:
+                continue
+            done.add(id(last))
+            build = f"{names[0]}.build({names[1]}.trainable_variables)"
+            ctx.plan.insert_after(last, ctx.stmts(build))
+            ctx.change(last, RULE, ctx.say(
+                "{optimizer} built on {model}'s variables in the scope: the training loop at line {line} runs "
+                "inside a tf.function, where Keras 3 could not create the optimizer's slots on several replicas",
+                optimizer=names[0], model=names[1], line=str(a.line(traced[0]))))
+        else:
+            ctx.warn(p, RULE, ctx.say(
+                "the training loop at line {line} runs inside a tf.function: on several local replicas build "
+                "the optimizer's slots before it is traced -- optimizer.build(model.trainable_variables) inside "
+                "{scope}, right after both are made", line=str(a.line(traced[0])),
+                scope=ctx.fill(ctx.backend.replica_scope())))
+
+
+def _in_traced_function(a: A.Analysis, loop) -> bool:
+    fdef = a.enclosing_function(loop)
+    return fdef is not None and any(a.is_name(d.decorator, {apis.TF_FUNCTION}) is not None
+                                    or isinstance(d.decorator, cst.Call) and a.is_name(d.decorator, {apis.TF_FUNCTION})
+                                    for d in fdef.decorators)
+
+
+def _owner(expr):
+    """``model`` of ``model.trainable_variables``."""
+    return expr.value if isinstance(expr, cst.Attribute) else expr
+
+
+def _bound_name(stmt) -> str:
+    """The name a ``name = value`` statement binds, else ''."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        return small.targets[0].target.value
+    return ""

@@ -54,6 +54,7 @@ def apply(ctx) -> None:
     tape_scope.scope_trained_state(ctx, applies, grad_calls)
     by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
     stepped = frozenset({id(p) for p in applies} | {id(u) for u in updates})
+    tape_scope.build_slots_before_traced_loops(ctx, applies, grad_calls, _training_loops(a, stepped, by_hand_loops))
     whole = [loop for loop in _training_loops(a, stepped, by_hand_loops)
              if whole_data.whole_data_loop(a, loop, stepped)]
     in_whole = {id(c) for c in [*applies, *updates] for loop in whole
