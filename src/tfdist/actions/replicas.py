@@ -21,8 +21,11 @@ from ..facts import dataset_flow
 from ..facts import shard_points
 
 
-def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str,
-                     said: str = "{what} created in {scope}: mirrored on every replica, equal from the start") -> None:
+#: in_replica_scope's finding (over ``what`` and ``scope``)
+SCOPE_SAID = "{what} created in {scope}: mirrored on every replica, equal from the start"
+
+
+def in_replica_scope(ctx, stmts: List[cst.BaseStatement], what: str, said: str = SCOPE_SAID) -> None:
     """Run these statements in the engine's replication scope: consecutive
     simple statements of one block share one ``with``; ``said``: the finding
     (a template over ``what`` and ``scope``)."""

@@ -17,7 +17,7 @@ the converted script makes it as likely as it can and then checks:
   class shuffling its samples in ``__init__``), is built after NumPy and
   Python's ``random`` are seeded alike;
 - at run time the first step of each pass over the stream compares the
-  workers' batches (a digest all-reduced by MAX): if they differ the script
+  workers' batches (a digest gathered from every replica): if they differ the script
   stops on every worker, saying why and what to change -- it never trains on
   overlapping shares.
 """
@@ -149,7 +149,7 @@ def draw_feed(ctx, loop, trains) -> Optional[DrawFeed]:
             continue
         for n in walk(s):
             if isinstance(n, cst.Name) and n.value in names and id(n) not in trained_args \
-                    and not dataflow.is_inside(a, n, _tape_of(a, n, tapes)):
+                    and not any(id(p) in tapes for p in a.ancestors(n)):
                 return None
     # the batch is the draw's alone: no other statement before the step reads it, none binds it again
     # (read after the loop, it is this worker's rows there: rules/replica_tape.py)
@@ -164,11 +164,6 @@ def draw_feed(ctx, loop, trains) -> Optional[DrawFeed]:
     elif a.is_name(small.value, {"builtins.next"}) and small.value.args:  # next(it): it built alike
         _built_alike(ctx, small.value.args[0].value, loop)
     return DrawFeed(stmt, small.value, a.line(loop))
-
-
-def _tape_of(a, node, tapes):
-    """The training tape's with-block around ``node``, if any (else the node itself)."""
-    return next((p for p in a.ancestors(node) if id(p) in tapes), node)
 
 
 def split_draws(ctx, loop, feed: DrawFeed) -> None:

@@ -18,7 +18,8 @@ from ..facts.kinds import GRADIENT_TAPE as RULE
 from . import replicas
 
 
-def scope_trained_state(ctx, applies, grad_calls, what: str = "trained models, variables and optimizers", said=None) -> None:
+def scope_trained_state(ctx, applies, grad_calls, what: str = "trained models, variables and optimizers",
+                        said: str = replicas.SCOPE_SAID) -> None:
     """Optimizers (their ``apply_gradients`` calls) and the variables their tapes' gradients train
     (``tape.gradient`` calls), built in the strategy's scope."""
     a = ctx.a
@@ -34,10 +35,7 @@ def scope_trained_state(ctx, applies, grad_calls, what: str = "trained models, v
         for s in _variable_statements(a, sources.value, 0):
             if s not in stmts:
                 stmts.append(s)
-    if said is None:
-        replicas.in_replica_scope(ctx, stmts, what)
-    else:
-        replicas.in_replica_scope(ctx, stmts, what, said=said)
+    replicas.in_replica_scope(ctx, stmts, what, said=said)
 
 
 def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatement]:

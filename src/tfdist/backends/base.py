@@ -33,6 +33,20 @@ def lr_factor(policy: str, size: str) -> str:
     return size if policy == "linear" else f"{size} ** 0.5"
 
 
+
+def digest_lines(indent: str, parts: str) -> str:
+    """Emitted lines adding the parts of a batch (``parts``: an expression of
+    them; ``{tf}`` filled later) to ``digest`` (a hashlib object): arrays by
+    their bytes, other values by their text unless it names a memory address
+    -- what the engines' stream checks compare between processes."""
+    return (
+        f"{indent}for part in {{tf}}.nest.flatten({parts}):\n"
+        f"{indent}    try:\n"
+        f"{indent}        value = numpy.asarray(part)\n"
+        f"{indent}        digest.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())\n"
+        f"{indent}    except Exception:  # not an array: its text, unless that names where it is in memory\n"
+        f"{indent}        digest.update(b\"\" if \" at 0x\" in repr(part) else repr(part).encode())\n")
+
 class Backend(ABC):
     name: str
     #: Keras evaluate()/predict() run collective operations under this engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, scaled_lr
+from .base import Backend, check_lr_policy, check_steps_per_epoch, check_warmup, digest_lines, scaled_lr
 
 # The Horovod module each flavour of user code needs.
 HVD_TF = "horovod.tensorflow"
@@ -256,12 +256,7 @@ class HorovodBackend(Backend):
                 f"    kept, digest = None, hashlib.sha256()\n"
                 f"    for index, element in enumerate(stream):\n"
                 f"        if index < {{hvd}}.size():  # the first round, which every rank must read alike\n"
-                f"            for part in {{tf}}.nest.flatten(element):\n"
-                f"                try:\n"
-                f"                    value = numpy.asarray(part)\n"
-                f"                    digest.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())\n"
-                f"                except Exception:  # not an array: its text, unless that names where it is in memory\n"
-                f"                    digest.update(b\"\" if \" at 0x\" in repr(part) else repr(part).encode())\n"
+                + digest_lines(" " * 12, "element") +
                 f"        if index % {{hvd}}.size() == {{hvd}}.rank():\n"
                 f"            try:\n"
                 f"                kept = copy.deepcopy(element)\n"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Tuple
 
+from .base import digest_lines
+
 
 def _run_step_helper(q) -> Tuple[str, str]:
     """The definition of {run_step}: one training step on every replica, its results gathered."""
@@ -68,12 +70,7 @@ def _split_stream_helper(q) -> Tuple[str, str]:
         f"\n"
         f"    def mark(group):  # a digest of a step's batches, as a number\n"
         f"        digest = hashlib.sha256()\n"
-        f"        for part in {{tf}}.nest.flatten(group):\n"
-        f"            try:\n"
-        f"                value = numpy.asarray(part)\n"
-        f"                digest.update(value.tobytes() if value.dtype != object else repr(value.tolist()).encode())\n"
-        f"            except Exception:  # not an array: its text, unless that names where it is in memory\n"
-        f"                digest.update(b\"\" if \" at 0x\" in repr(part) else repr(part).encode())\n"
+        + digest_lines(" " * 8, "group") +
         f"        return float(int(digest.hexdigest()[:12], 16))\n"
         f"\n"
         f"    drawn = callable(batches) and not hasattr(batches, {q('__iter__')})  # a draw of one batch\n"
