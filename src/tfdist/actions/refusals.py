@@ -8,6 +8,7 @@ import libcst as cst
 from ..engine import analysis as A
 from ..engine.context import Unsupported
 from ..engine.rule import Rule
+from ..facts import gradient_tapes
 
 
 class RefusedPattern(Rule):
@@ -48,3 +49,22 @@ def refuse_keras3(ctx) -> None:
         "there (`from tf_keras import ...` for `from keras import ...`), or `from tensorflow import keras` with "
         "TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported (TensorFlow >= 2.16 with tf-keras installed), "
         "then convert again"))
+
+
+def refuse_tf1_optimizer_tapes(ctx) -> None:
+    """A tape loop whose gradients a TF1 optimizer applies in eager TF2 code
+    (``tf.compat.v1.train.MomentumOptimizer``): refused with the edit, rather
+    than left as a file with no training (neither engine's tape conversion
+    knows a TF1 optimizer's state outside a Session)."""
+    a = ctx.a
+    found = gradient_tapes.tf1_optimizer_tapes(a)
+    if not found:
+        return
+    w, apply = found[0]
+    raise ctx.unsupported(apply, (
+        f"{a.code(apply.func)} (line {a.line(apply)}) applies the gradients of the GradientTape at line "
+        f"{a.line(w)} with a TF1 optimizer (tf.compat.v1.train / tf.train) in eager TF2 code: tfdist converts tape "
+        "loops whose optimizer is a Keras optimizer and does not guess at a TF1 optimizer's slots and steps "
+        "outside a Session: nothing converted. Build the Keras optimizer of the same algorithm where this one is "
+        "made (tf.keras.optimizers.SGD(learning_rate, momentum=m) for MomentumOptimizer, Adam for AdamOptimizer, "
+        "RMSprop for RMSPropOptimizer; drop apply_gradients' global_step argument) and convert again"))

@@ -283,7 +283,10 @@ def detect(a: A.Analysis) -> List[Evidence]:
     return [Evidence(P.TAPE, f"with {a.code(item.item)} as {name}: gradients applied "
                               + ("by hand" if manual_updates(a, calls) and not optimizer_applied(a, calls)
                                  else "by an optimizer"), a.line(w))
-            for w, item, name, calls in training_tapes(a)]
+            for w, item, name, calls in training_tapes(a)] + [
+        Evidence(P.TAPE, f"GradientTape at line {a.line(w)}: gradients applied by a TF1 optimizer "
+                         f"({a.code(receiver(p))}.{method_name(p)}, line {a.line(p)})", a.line(p))
+        for w, p in tf1_optimizer_tapes(a)]
 
 
 @fact
@@ -293,11 +296,35 @@ def optimizer_applied(a: A.Analysis, grad_calls: List[cst.Call]) -> bool:
     these only where a binding holding them reaches it (another function's
     ``grads`` -- a sampler's gradient with respect to its inputs -- is
     another variable)."""
+    return bool(applies_reading(a, tuple(grad_calls), tuple(apply_calls(a))))
+
+
+@fact
+def applies_reading(a: A.Analysis, grad_calls: Tuple[cst.Call, ...], applies: Tuple[cst.Call, ...]) -> List[cst.Call]:
+    """Those of ``applies`` that read these gradients (directly, or through
+    a binding holding them)."""
     # training_tapes asks for every tape, and several rules ask for training_tapes: held once per module
-    held = gradient_bindings(a, tuple(grad_calls))
-    return any(any(g in calls_under(p) for g in grad_calls) or any(
-        isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n))
-        for n in walk(p)) for p in apply_calls(a))
+    held = gradient_bindings(a, grad_calls)
+    return [p for p in applies if any(g in calls_under(p) for g in grad_calls) or any(
+        isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)) for n in walk(p))]
+
+
+@fact
+def tf1_optimizer_tapes(a: A.Analysis) -> List[Tuple[cst.With, cst.Call]]:
+    """Tapes whose gradients only a TF1 optimizer applies
+    (``tf.compat.v1.train.MomentumOptimizer(...).apply_gradients(...)`` in
+    eager TF2 code), with that apply: no TF2 optimizer and no update by hand
+    takes them, so they are no training tape, yet the file trains."""
+    tf1 = tuple(c for c in a.calls if method_name(c) in apis.OPTIMIZER_APPLY_METHODS
+                and a.is_kind(receiver(c), A.TF1_OPTIMIZER))
+    out = []
+    for w, _item, name in tapes(a) if tf1 else ():
+        calls = gradient_calls(a, w, name)
+        if calls and not applied(a, calls):
+            reading = applies_reading(a, tuple(calls), tf1)
+            if reading:
+                out.append((w, reading[0]))
+    return out
 
 
 @fact

@@ -20,6 +20,7 @@ from ..actions.tape_loops import divide_loops, scale, wrap_one_tape
 from ..facts.gradient_tapes import RULE, applied_variables, apply_calls, calls_under, detect, gradient_names, gradients_and_loop_targets, in_keras_train_step, manual_updates, optimizer_applied, training_tapes, update_rate
 from ..facts.syntax import find_arg, mentions, method_name, receiver
 from ..actions import learning_rate
+from ..actions import refusals
 from ..actions import step_division
 from ..facts import learning_rates
 from ..facts import shard_points
@@ -44,6 +45,7 @@ def optimizer_identity(a: A.Analysis, expr) -> object:
 # ------------------------------------------------------------------- rewrite
 def apply(ctx) -> None:
     a = ctx.a
+    refusals.refuse_tf1_optimizer_tapes(ctx)
     found = training_tapes(a)
     by_hand = [t for t in found if not optimizer_applied(a, t[3])]
     plan = _plan_by_hand(ctx, by_hand) if by_hand else None

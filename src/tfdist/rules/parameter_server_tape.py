@@ -182,6 +182,7 @@ def apply(ctx) -> None:
     a = ctx.a
     if refusals.keras3_imports(a):
         refusals.refuse_keras3(ctx)
+    refusals.refuse_tf1_optimizer_tapes(ctx)
     found = gradient_tapes.training_tapes(a)
     by_hand = [t for t in found if not gradient_tapes.optimizer_applied(a, t[3])]
     if by_hand:

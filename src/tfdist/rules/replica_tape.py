@@ -16,6 +16,7 @@ from ..actions.replica_feeds import ArrayFeed, GeneratorFeed, array_feed, assign
 from ..facts.syntax import calls_in, names_a_field, receiver, source
 from ..actions import global_gradients
 from ..actions import loss_shares
+from ..actions import refusals
 from ..actions import replicas
 from ..actions import sharding
 from ..actions import step_division
@@ -41,6 +42,7 @@ detect = gradient_tapes.detect
 
 def apply(ctx) -> None:
     a = ctx.a
+    refusals.refuse_tf1_optimizer_tapes(ctx)
     found = gradient_tapes.training_tapes(a)
     # steps written by hand (no optimizer) that update variables with their gradients; a tape whose
     # gradients nothing applies is no training
