@@ -42,6 +42,26 @@ for epoch in range(20):
     loss = train(model, x, y)
     print(epoch, float(loss))
 '''
+# the tape in a helper returning the gradients, the optimizer step in the loop (TensorFlow's
+# "custom training walkthrough" shape, on the whole data): the step is the helper's call and the apply
+GRADIENT_HELPER = HEAD + '''
+
+def grad(model, inputs, targets):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(inputs) - targets))
+    return loss, tape.gradient(loss, model.trainable_variables)
+
+
+for epoch in range(20):
+    loss, grads = grad(model, x, y)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    print(epoch, float(loss))
+'''
+# the same with the gradients alone returned, read in the apply itself
+GRADIENT_HELPER_INLINE = GRADIENT_HELPER.replace("return loss, tape.gradient(", "return tape.gradient(").replace(
+    "    loss, grads = grad(model, x, y)\n    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    "    print(epoch, float(loss))\n",
+    "    optimizer.apply_gradients(zip(grad(model, x, y), model.trainable_variables))\n")
 IN_MAIN = "def main():\n" + textwrap.indent(INLINE, "    ") + "\n\nmain()\n"
 # the range bound to a name first (TensorFlow's "basic training loops" guide)
 NAMED_RANGE = INLINE.replace("for epoch in range(20):", "epochs = range(20)\nfor epoch in epochs:")
@@ -54,8 +74,9 @@ def _tfd(src):
     return result, result.data.decode()
 
 
-@pytest.mark.parametrize("src", [INLINE, HELPER, IN_MAIN, NAMED_RANGE], ids=["inline", "helper", "in main()",
-                                                                         "named range"])
+@pytest.mark.parametrize("src", [INLINE, HELPER, IN_MAIN, NAMED_RANGE, GRADIENT_HELPER, GRADIENT_HELPER_INLINE],
+                         ids=["inline", "helper", "in main()", "named range", "gradient helper",
+                              "gradient helper in the apply"])
 def test_a_loop_of_whole_data_steps_runs_each_on_every_replica_at_the_scripts_rate(src):
     result, text = _tfd(src)
     assert any(WHOLE in w.message for w in result.warnings)
@@ -64,6 +85,14 @@ def test_a_loop_of_whole_data_steps_runs_each_on_every_replica_at_the_scripts_ra
     assert text.count("/ strategy.num_replicas_in_sync") == 1  # the loss, each replica's share
     assert "range(20)" in text and "experimental_distribute" not in text  # steps and data as they were
     assert "run_on_replicas(" in text
+
+
+def test_a_gradient_helpers_call_is_in_the_step_it_feeds():
+    """The helper's call and the apply make one step run on every replica (the gradients are
+    never computed outside the replicas and handed in)."""
+    result, text = _tfd(GRADIENT_HELPER)
+    assert "def train_step():\n        loss, grads = grad(model, x, y)\n        optimizer.apply_gradients(" in text
+    assert "loss = run_on_replicas(train_step)" in text
 
 
 def test_variables_updated_by_hand_keep_their_rate():

@@ -117,22 +117,25 @@ def test_the_loss_is_divided_once_where_keras_does_not_divide_it(name, tmp_path)
     assert np.abs(wrong - reference).max() > 0.05, (wrong, reference)
 
 
-WHOLE_DATA = Path(__file__).resolve().parent / "whole_data" / "linear_fit_by_hand.py"
+WHOLE_DATA = Path(__file__).resolve().parent / "whole_data"
 
 
 @pytest.mark.timeout(900)
-def test_steps_on_the_whole_data_are_the_single_process_steps(tmp_path):
-    """A loop whose every step trains on all the rows (stop 43; refused before): on 1 process x 2
-    devices each replica runs the step on all of it, differentiating half the loss, at the
-    script's own rate: the weights one process ends with. Can the check fail? The rate
-    scaled by the replicas, as for a divided batch, ends elsewhere."""
+@pytest.mark.parametrize("script", ["linear_fit_by_hand.py", "gradient_helper.py"])
+def test_steps_on_the_whole_data_are_the_single_process_steps(tmp_path, script):
+    """A loop whose every step trains on all the rows (stop 43; refused before), its variables
+    updated by hand, or its gradients returned by a helper holding the tape and applied by an
+    optimizer (refused before): on 1 process x 2 devices each replica runs the step on
+    all of it, differentiating half the loss, at the script's own rate: the weights one process
+    ends with. Can the check fail? The rate scaled by the replicas, as for a divided batch,
+    ends elsewhere."""
     python = str(_venv() / "bin" / "python")
-    result = convert_file(str(WHOLE_DATA), backend="tf-distribute")
+    result = convert_file(str(WHOLE_DATA / script), backend="tf-distribute")
     assert result.status == "converted", result.error
     assert result.full_batch
     converted = result.data.decode()
     assert "RATE = 0.1\n" in converted and converted.count(f"scaled_loss = loss {DIVIDED}\n") == 1, converted
-    reference = _weights(_run([python, str(WHOLE_DATA)], tmp_path))
+    reference = _weights(_run([python, str(WHOLE_DATA / script)], tmp_path))
     runner = _write(tmp_path / "two_devices.py", DEVICES)
     mirrored = _weights(_run([python, str(runner), str(_write(tmp_path / "converted.py", converted))], tmp_path))
     np.testing.assert_allclose(mirrored, reference, atol=1e-5, err_msg="1 process x 2 devices")

@@ -305,8 +305,9 @@ def applies_reading(a: A.Analysis, grad_calls: Tuple[cst.Call, ...], applies: Tu
     a binding holding them)."""
     # training_tapes asks for every tape, and several rules ask for training_tapes: held once per module
     held = gradient_bindings(a, grad_calls)
-    return [p for p in applies if any(g in calls_under(p) for g in grad_calls) or any(
-        isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)) for n in walk(p))]
+    grad_ids = frozenset(id(g) for g in grad_calls)
+    return [p for p in applies if any(g in calls_under(p) for g in grad_calls)
+            or _reads_gradients(a, p, grad_ids, held)]
 
 
 @fact
@@ -335,30 +336,10 @@ def gradient_bindings(a: A.Analysis, grad_calls: Tuple[cst.Call, ...]) -> Set[in
     helper returning one: ``grad = backprop(x, y)``), and a list such a
     value is appended to (``tower_grads.append(grad)``)."""
     held: Set[int] = set()
-    grad_ids = {id(g) for g in grad_calls}
+    grad_ids = frozenset(id(g) for g in grad_calls)
 
-    def unders(node):
-        """node's subtree, without other tapes' gradient calls: a gradient of
-        something made from these gradients (a sampler's output fed to the
-        training loss) is a new gradient, not a value derived from them."""
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, cst.Call) and method_name(n) == "gradient" and id(n) not in grad_ids:
-                continue
-            yield n
-            stack.extend(reversed(list(iter_children(n))))
-
-    def reads(node, depth: int = 0) -> bool:
-        for n in unders(node):
-            if id(n) in grad_ids:
-                return True
-            if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
-                return True
-            if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
-                    reads(r, depth + 1) for f in dataflow.callees(a, n) for r in returned_values(f)):
-                return True  # loss, grads = helper_returning_gradients(...)
-        return False
+    def reads(node) -> bool:
+        return _reads_gradients(a, node, grad_ids, held)
 
     def hold(targets) -> bool:
         new = {id(t) for t in targets} - held
@@ -398,3 +379,32 @@ def _zip_vars(a: A.Analysis, expr) -> Optional[cst.BaseExpression]:
         if len(bound) == 1 and bound[0][1] is not None:
             return _zip_vars(a, bound[0][1])
     return None
+
+
+def _unders(node, grad_ids):
+    """node's subtree, without other tapes' gradient calls: a gradient of
+    something made from these gradients (a sampler's output fed to the
+    training loss) is a new gradient, not a value derived from them."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Call) and method_name(n) == "gradient" and id(n) not in grad_ids:
+            continue
+        yield n
+        stack.extend(reversed(list(iter_children(n))))
+
+
+def _reads_gradients(a: A.Analysis, node, grad_ids, held: Set[int], depth: int = 0) -> bool:
+    """Does evaluating node read the gradient calls ``grad_ids``: itself, a
+    name whose binding is in ``held``, or a local helper returning them
+    (``loss, grads = helper(...)``, ``zip(helper(...), variables)``)?"""
+    for n in _unders(node, grad_ids):
+        if id(n) in grad_ids:
+            return True
+        if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
+            return True
+        if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
+                _reads_gradients(a, r, grad_ids, held, depth + 1) for f in dataflow.callees(a, n)
+                for r in returned_values(f)):
+            return True
+    return False

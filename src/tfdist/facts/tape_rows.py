@@ -10,6 +10,7 @@ from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
+from . import gradient_tapes
 from .gradient_tapes import tapes
 from .syntax import calls_in, method_name
 from . import batch_helpers
@@ -61,6 +62,15 @@ def _reachable(a: A.Analysis, node, found, seen=None) -> bool:
 def runs_optimizer_step(a: A.Analysis, node, applies: Set[int]) -> bool:
     """Does running node run an optimizer step (directly or via local functions)?"""
     return _reachable(a, node, lambda n: any(id(c) in applies for c in calls_in(n)))
+
+
+@fact
+def runs_training_tape(a: A.Analysis, node) -> bool:
+    """Does running node run the block of a tape whose gradients are applied
+    (written in it, or in a local function it calls: ``grads = grad(model,
+    x, y)`` with the tape in ``grad``)?"""
+    withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
+    return _reachable(a, node, lambda n: any(id(m) in withs for m in walk(n)))
 
 
 @fact

@@ -39,14 +39,14 @@ def whole_data_loop(a: A.Analysis, loop, applies: FrozenSet[int]) -> bool:
     if tape_rows.loop_dataset(a, loop.iter)[0] is not None:
         return False
     body = list(loop.body.body)
-    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
-    first = next((i for i, s in enumerate(body) if tape_rows.runs_optimizer_step(a, s, set(applies))
-                  or any(id(n) in tape_withs for n in walk(s))), None)
+
+    def in_step(s) -> bool:  # runs the optimizer step, or a training tape (here or in a function it calls)
+        return tape_rows.runs_optimizer_step(a, s, set(applies)) or tape_rows.runs_training_tape(a, s)
+    first = next((i for i, s in enumerate(body) if in_step(s)), None)
     if first != 0:
         return False  # statements before the step (a batch cut, a draw): not the whole data
     counter = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
-    step = [s for s in body if tape_rows.runs_optimizer_step(a, s, set(applies))
-            or any(id(n) in tape_withs for n in walk(s))]
+    step = [s for s in body if in_step(s)]
     reads = {n.value for s in step for n in walk(s) if isinstance(n, cst.Name)}
     if reads & counter:
         return False  # the step reads the step number (x[i], a rate by step): not the same data each step

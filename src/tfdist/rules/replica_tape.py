@@ -194,8 +194,7 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
 def _inline_step_span(ctx, loop, body, trains, batch, cut, refusal: str):
     """(first, last): the indices in the loop body of the statements making the step."""
     a = ctx.a
-    tape_withs = {id(w) for w, *_ in gradient_tapes.training_tapes(a)}
-    training = [i for i, stmt in enumerate(body) if trains(stmt) or any(id(n) in tape_withs for n in walk(stmt))]
+    training = [i for i, stmt in enumerate(body) if trains(stmt) or tape_rows.runs_training_tape(a, stmt)]
     # From the first statement working on the batch to the last training one.
     marks = training + [i for i, stmt in enumerate(body) if training and i < max(training) and id(stmt) not in cut
                         and any(isinstance(n, cst.Name) and n.value in batch for n in walk(stmt))]
