@@ -121,11 +121,11 @@ WHOLE_DATA = Path(__file__).resolve().parent / "whole_data"
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("script", ["linear_fit_by_hand.py", "gradient_helper.py"])
+@pytest.mark.parametrize("script", ["linear_fit_by_hand.py", "gradient_helper.py", "image_trained.py"])
 def test_steps_on_the_whole_data_are_the_single_process_steps(tmp_path, script):
     """A loop whose every step trains on all the rows (stop 43; refused before), its variables
     updated by hand, or its gradients returned by a helper holding the tape and applied by an
-    optimizer (refused before): on 1 process x 2 devices each replica runs the step on
+    optimizer, or the image itself trained with a count kept before each step (both refused before): on 1 process x 2 devices each replica runs the step on
     all of it, differentiating half the loss, at the script's own rate: the weights one process
     ends with. Can the check fail? The rate scaled by the replicas, as for a divided batch,
     ends elsewhere."""

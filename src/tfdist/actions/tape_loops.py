@@ -20,7 +20,8 @@ from ..engine import dataflow
 from ..engine.scopes import walk
 from ..facts.gradient_tapes import RULE
 from ..facts.keras_models import may_be_built_here, optimizer_constructions
-from ..facts.syntax import calls_in, receiver
+from ..facts.gradient_tapes import one_variable
+from ..facts.syntax import calls_in, find_arg, receiver
 from ..facts.tape_rows import eager_optimizer_sites, loop_dataset, over_a_display, random_index_draws, reaches, rows_drawn_at_random, rows_read, runs_optimizer_step, samplers_feeding, step_spots
 from . import iterator_shards
 from . import learning_rate
@@ -60,6 +61,22 @@ def wrap_one_tape(ctx, w: cst.With, item: cst.WithItem, name: str, calls: List[c
     ctx.plan.insert_before(anchor, ctx.stmts(ctx.backend.wrap_tape(name),
                                              comment=ctx.say("{engine}: average gradients across ranks.")))
     ctx.change(item, RULE, ctx.say("GradientTape {name} wrapped in {tape_wrapper} before its gradient() call", name=name))
+    for call in calls:
+        sources = find_arg(call, "sources", 1)
+        if sources is not None and one_variable(a, sources.value):
+            ctx.plan.replace(call, _listed_source)
+            ctx.change(call, RULE, ctx.say(
+                "{tape_wrapper} takes a list of sources: {source} given as [{source}], its one gradient taken "
+                "back with [0]", source=a.code(sources.value)))
+
+
+def _listed_source(call: cst.Call) -> cst.BaseExpression:
+    """``tape.gradient(loss, [image])[0]`` for ``tape.gradient(loss, image)``."""
+    args = list(call.args)
+    i = next((k for k, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == "sources"), 1)
+    args[i] = args[i].with_changes(value=cst.List([cst.Element(args[i].value)]))
+    return cst.Subscript(value=call.with_changes(args=args),
+                         slice=[cst.SubscriptElement(cst.Index(cst.Integer("0")))])
 
 
 def scale(ctx, opt_expr, applies: Sequence[cst.Call] = ()) -> None:
@@ -122,7 +139,9 @@ def _scale_unseen(ctx, applies: Sequence[cst.Call]) -> bool:
     return True
 
 
-def divide_loops(ctx, applies: Set[int]) -> None:
+def divide_loops(ctx, applies: Set[int], whole: Sequence = ()) -> None:
+    """Shard the datasets the training loops read, or divide their steps; ``whole``: loops of
+    steps each on the whole data, left as they are (every rank runs every step)."""
     a = ctx.a
     training_loops = [f for f in a.for_loops if runs_optimizer_step(a, f.body, applies)]
     dataset_loops = []
@@ -144,7 +163,8 @@ def divide_loops(ctx, applies: Set[int]) -> None:
                   and not any(anc in dataset_loops for anc in a.ancestors(l)) and not over_a_display(l)]
     # Only the innermost loop is the step loop; one around it (directly or
     # through a function it calls) is an epoch loop and keeps its count.
-    step_loops_found = [l for l in candidates if not any(o is not l and reaches(a, l.body, [o]) for o in candidates)]
+    step_loops_found = [l for l in candidates if not any(o is not l and reaches(a, l.body, [o]) for o in candidates)
+                        and not any(l is w for w in whole)]
     for loop in step_loops_found:
         if iterator_classes.iterated_instance(a, loop):
             if iterator_shards.shard_iterated_class(ctx, loop, otherwise=lambda loop=loop: step_division.share_stream(

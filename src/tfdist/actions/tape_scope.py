@@ -62,8 +62,11 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                         if s is not None and s not in out:
                             out.append(s)
                 for origin, value in a.assigned_values(node):
-                    # layers in ``for layers, opt in ((lower_layers, opt_a), ...)``: each pass's element
-                    for value in [value] if value is not None else a.tuple_element_values(origin):
+                    # layers in ``for layers, opt in ((lower_layers, opt_a), ...)``: each pass's element;
+                    # a parameter: what the calls of its function pass (``train_step(image)``)
+                    values = [value] if value is not None else [arg for _, arg in a.argument_values(origin)] \
+                        if isinstance(origin, cst.Param) else a.tuple_element_values(origin)
+                    for value in values:
                         if value is not expr:
                             out += [s for s in _variable_statements(a, value, depth + 1) if s not in out]
     return out

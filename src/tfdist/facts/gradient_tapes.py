@@ -329,6 +329,28 @@ def tf1_optimizer_tapes(a: A.Analysis) -> List[Tuple[cst.With, cst.Call]]:
 
 
 @fact
+def one_variable(a: A.Analysis, expr) -> bool:
+    """Does ``expr`` hold one tf.Variable, not a list of them (``image`` in
+    ``tape.gradient(loss, image)``)? Followed through assignments and the
+    arguments its parameter's calls pass, every value a ``tf.Variable(...)``."""
+    return _one_variable(a, expr, 0)
+
+
+def _one_variable(a: A.Analysis, expr, depth: int) -> bool:
+    if isinstance(expr, cst.Call):
+        return a.is_name(expr, {apis.TF_VARIABLE})
+    if not isinstance(expr, cst.Name) or depth > 4:
+        return False
+    values = []
+    for origin, value in a.assigned_values(expr):
+        passed = [arg for _, arg in a.argument_values(origin)] if value is None and isinstance(origin, cst.Param) else []
+        if value is None and not passed:
+            return False
+        values += [value] if value is not None else passed
+    return bool(values) and all(_one_variable(a, v, depth + 1) for v in values)
+
+
+@fact
 def gradient_bindings(a: A.Analysis, grad_calls: Tuple[cst.Call, ...]) -> Set[int]:
     """The binding nodes (targets) that hold these gradients or values
     derived from them, to a fixed point: names bound to a value reading the

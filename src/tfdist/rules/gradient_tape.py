@@ -9,7 +9,7 @@ datasets that feed the training loop are sharded.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional
 import libcst as cst
 from .. import apis
 from ..engine import analysis as A
@@ -17,12 +17,15 @@ from ..engine import patterns as P
 from ..engine import dataflow
 from ..engine.scopes import walk
 from ..actions.tape_loops import divide_loops, scale, wrap_one_tape
-from ..facts.gradient_tapes import RULE, applied_variables, apply_calls, calls_under, detect, gradient_names, gradients_and_loop_targets, in_keras_train_step, manual_updates, optimizer_applied, training_tapes, update_rate
+from ..facts.gradient_tapes import RULE, applied_variables, apply_calls, calls_under, detect, gradient_names, gradients_and_loop_targets, in_keras_train_step, manual_updates, one_variable, optimizer_applied, training_tapes, update_rate
 from ..facts.syntax import find_arg, mentions, method_name, receiver
 from ..actions import learning_rate
 from ..actions import refusals
 from ..actions import step_division
+from ..actions import updates_by_hand
 from ..facts import learning_rates
+from ..facts import whole_data
+from ..facts.tape_rows import runs_optimizer_step
 from ..facts import shard_points
 from ..engine.rule import Rule, register
 
@@ -59,15 +62,22 @@ def apply(ctx) -> None:
             continue
         per_optimizer.setdefault(optimizer_identity(a, receiver(p)), []).append(p)
     grad_calls = [c for *_, cs in found for c in cs]
+    updates = plan[2] if plan is not None else []
+    stepped = frozenset({id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in updates})
+    whole = whole_data.whole_data_loops(a, stepped, frozenset(updates_by_hand.loops_over_gradients(
+        a, [c for *_, cs in by_hand for c in cs])))
+    in_whole = {i for i in stepped for loop in whole if runs_optimizer_step(a, loop.body, {i})}
     for calls in per_optimizer.values():
         _broadcast(ctx, calls[0], grad_calls)
         if len(calls) > 1:
             _broadcast_at_every_site(ctx, calls, grad_calls)
-        scale(ctx, receiver(calls[0]), calls)
-    updates = plan[2] if plan is not None else []
+        if not all(id(p) in in_whole for p in calls):  # a step on the whole data: the batch is the original's
+            scale(ctx, receiver(calls[0]), calls)
     if plan is not None:
-        _steps_by_hand(ctx, *plan)
-    divide_loops(ctx, {id(p) for cs in per_optimizer.values() for p in cs} | {id(u) for u in updates})
+        _steps_by_hand(ctx, *plan, scaled=not all(id(u) in in_whole for u in updates))
+    for loop in whole:
+        _whole_data_said(ctx, loop)
+    divide_loops(ctx, set(stepped), whole=whole)
     step_division.warn_single_steps(ctx, [p for calls in per_optimizer.values() for p in calls], "this step")
 
 
@@ -106,11 +116,24 @@ def _plan_by_hand(ctx, tapes) -> Optional[tuple]:
     raise ctx.unsupported(where, message)
 
 
-def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], grad_calls: List[cst.Call]) -> None:
+def _whole_data_said(ctx, loop) -> None:
+    """A loop of steps each on the whole data (facts/whole_data.py): every rank runs every step on all
+    of it and the gradients averaged are the single process's, at its rate; said once."""
+    ctx.facts["full_batch"] = True  # for tfdist verify: every process runs every step
+    ctx.warn(loop, whole_data.RULE, ctx.say(
+        "every step of this loop trains on the whole data: each rank runs it on all of it and the gradients "
+        "averaged are the single process's, so the steps and the learning rate stay as they are -- exact, but no "
+        "faster, and only if every process has the same data (loaded, or drawn with a fixed seed). To divide the "
+        "work, batch the data (a tf.data.Dataset) and loop over its batches"))
+
+
+def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], grad_calls: List[cst.Call],
+                   scaled: bool = True) -> None:
     """Variables updated by hand with the tape's gradients: the tape (wrapped
     above) averages the gradients; the variables, made before the training
     loop, are broadcast from rank 0 right before it; the rate each update
-    multiplies the gradient by is scaled."""
+    multiplies the gradient by is scaled (``scaled``: not for steps on the
+    whole data, whose batch is the original's)."""
     a = ctx.a
     stmt = a.statement_of(loop) or loop
     # tf.Variables by name in one list; a tf.Module's ``variables`` added whole
@@ -122,7 +145,7 @@ def _steps_by_hand(ctx, variables: List[str], loop, updates: List[cst.Call], gra
     ctx.change(loop, "broadcast", f"{', '.join(variables)} broadcast from rank 0 before the training loop (updated by "
                                   f"hand, with no optimizer state)")
     gradients = gradients_and_loop_targets(a, grad_calls)
-    for u in updates:
+    for u in updates if scaled else ():
         rate = update_rate(a, u, frozenset(gradients))
         if rate is None:
             ctx.warn(u, learning_rates.RULE, f"cannot tell the learning rate of {a.code(u)}: multiply it by the number "
@@ -268,6 +291,8 @@ def _model_vars(a: A.Analysis, expr) -> List[str]:
         return _model_vars(a, expr.left) + _model_vars(a, expr.right)
     if isinstance(expr, cst.Attribute) and expr.attr.value in ("trainable_variables", "trainable_weights"):
         return [f"{a.code(expr.value)}.variables"]
+    if one_variable(a, expr):  # broadcast_variables takes a list
+        return [f"[{a.code(expr)}]"]
     return [a.code(expr)]
 
 

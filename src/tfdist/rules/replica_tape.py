@@ -56,9 +56,9 @@ def apply(ctx) -> None:
     tape_scope.scope_trained_state(ctx, applies, grad_calls)
     by_hand_loops = updates_by_hand.loops_over_gradients(a, [c for *_, cs in by_hand for c in cs])
     stepped = frozenset({id(p) for p in applies} | {id(u) for u in updates})
-    tape_scope.build_slots_before_traced_loops(ctx, applies, grad_calls, _training_loops(a, stepped, by_hand_loops))
-    whole = [loop for loop in _training_loops(a, stepped, by_hand_loops)
-             if whole_data.whole_data_loop(a, loop, stepped)]
+    tape_scope.build_slots_before_traced_loops(ctx, applies, grad_calls,
+                                               whole_data.training_loops(a, stepped, frozenset(by_hand_loops)))
+    whole = whole_data.whole_data_loops(a, stepped, frozenset(by_hand_loops))
     in_whole = {id(c) for c in [*applies, *updates] for loop in whole
                 if tape_rows.runs_optimizer_step(a, loop.body, {id(c)})}
     for p in applies:
@@ -80,23 +80,12 @@ def apply(ctx) -> None:
 
 # ------------------------------------------------------------ replica scope
 # ------------------------------------------------------------ steps
-def _training_loops(a: A.Analysis, applies: Set[int], within_step: Set[int] = frozenset()) -> List:
-    """The innermost loops running optimizer steps (``applies``: their ids; ``within_step``:
-    ids of loops that are part of a step, over its gradients)."""
-    trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
-    # a loop over a tuple written out applies each of a fixed set within a step
-    loops = [l for l in list(a.for_loops) + list(a.while_loops) if trains(l.body)
-             and not tape_rows.over_a_display(l) and id(l) not in within_step]
-    return [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
-            and not any(o is not l and _inside_called(a, o, l) for o in loops)]
-
-
 def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whole: Set[int] = frozenset()) -> None:
     """``within_step``: ids of loops that are part of a step (over its gradients); ``whole``:
     ids of loops whose steps train on the whole data (facts/whole_data.py)."""
     a = ctx.a
     trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
-    innermost = _training_loops(a, applies, within_step)
+    innermost = whole_data.training_loops(a, frozenset(applies), frozenset(within_step))
     if not innermost:
         ctx.warn(None, RULE, ctx.say("no training loop found around the steps: run each step with {run}",
                                      run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
@@ -480,24 +469,6 @@ def _iterators_read(a: A.Analysis, loop):
                 if all(value is not v for v, _ in out):
                     out.append((value, value.args[0].value))
     return out
-
-
-def _inside_called(a: A.Analysis, node, loop, depth: int = 3) -> bool:
-    """``node`` sits in a function of this module that ``loop`` calls, or
-    that one calls (``for epoch in range(n): train(epoch)`` around the
-    batch loop in ``def train``): the loop is an outer loop, not the step loop."""
-    fdef = a.enclosing_function(node)
-    if fdef is None:
-        return False
-    seen, frontier = set(), [loop.body]
-    for _ in range(depth):
-        called = [f for body in frontier for c in calls_in(body) for f in dataflow.callees(a, c)
-                  if id(f) not in seen]
-        if any(f is fdef or dataflow.is_inside(a, fdef, f) for f in called):
-            return True
-        seen |= {id(f) for f in called}
-        frontier = [f.body for f in called]
-    return False
 
 
 def _reads_dataset(a: A.Analysis, loop) -> bool:
