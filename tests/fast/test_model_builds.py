@@ -233,3 +233,58 @@ def test_both_conversions_are_stable_when_converted_again():
         once = _tfd(src).data
         again = convert_source(once, "again.py", backend="tf-distribute")
         assert again.status in ("unchanged", "already-distributed"), (again.status, again.error)
+
+
+FIRST_CALL = '''import numpy as np
+import tensorflow as tf
+
+x = np.random.RandomState(0).rand(256, 8).astype("float32")
+y = (x.sum(axis=1) > 4).astype("int64")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+{model}
+sample_x, sample_y = next(iter(ds))
+print(model(sample_x).shape)
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+model.fit(ds, epochs=1)
+'''
+SUBCLASS = '''
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.d = tf.keras.layers.Dense(2)
+
+    def call(self, inputs):
+        return self.d(inputs)
+
+
+model = Net()'''
+LAZY_SEQUENTIAL = "model = tf.keras.Sequential([tf.keras.layers.Dense(2)])"
+SHAPED_SEQUENTIAL = "model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(8,))])"
+INPUT_SEQUENTIAL = "model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(2)])"
+FUNCTIONAL = "inputs = tf.keras.Input((8,))\nmodel = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(inputs))"
+GUARDED = "if strategy.extended.should_checkpoint:\n        print(model(sample_x).shape)"
+
+
+@pytest.mark.parametrize("model", [SUBCLASS, LAZY_SEQUENTIAL], ids=["subclass", "sequential without a shape"])
+def test_a_print_of_a_models_first_call_stays_on_every_worker(model):
+    """Its first call makes the model's variables: a collective under MultiWorkerMirroredStrategy,
+    which must not sit under the chief's guard (both workers crashed)."""
+    result = convert_source(FIRST_CALL.format(model=model).encode(), "peek.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert "\n    print(model(sample_x).shape)\n" in text and GUARDED not in text
+
+
+@pytest.mark.parametrize("model", [SHAPED_SEQUENTIAL, INPUT_SEQUENTIAL, FUNCTIONAL],
+                         ids=["sequential given its shape", "sequential with an Input", "functional"])
+def test_a_print_of_a_model_built_when_made_is_the_chiefs(model):
+    result = convert_source(FIRST_CALL.format(model=model).encode(), "peek.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert GUARDED in result.data.decode()
+
+
+def test_horovod_guards_the_print_of_a_first_call():
+    """Horovod's first call makes variables on each rank alone (no collective): the chief prints."""
+    result = convert_source(FIRST_CALL.format(model=SUBCLASS).encode(), "peek.py", backend="horovod")
+    assert "if hvd.rank() == 0:\n    print(model(sample_x).shape)" in result.data.decode()

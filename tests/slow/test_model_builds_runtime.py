@@ -45,3 +45,24 @@ def test_models_keras_3_could_not_build_or_draw_for_train_like_the_original(name
     assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
     assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
     assert data["compare"]["verdict"] == "PASS", data["compare"]
+
+
+@pytest.mark.timeout(900)
+def test_a_models_first_call_in_a_print_runs_on_every_worker(tmp_path):
+    """The chief's print guard around ``print(model(sample_x).shape)`` made only worker 0 build the
+    model: the other's variable collectives went out of step and both workers crashed
+    ("Collective instance ... expected type 1 and data_type 9 but got ... data_type 1"). Left on
+    every worker, 2 TF_CONFIG workers run, and learn like the original."""
+    python = tf_distribute_python()
+    name = "first_call_printed.py"
+    result = convert_file(str(SCRIPTS / name), backend="tf-distribute")
+    converted = result.data.decode()
+    assert result.status == "converted" and "\n    print(model(sample_x).shape)\n" in converted
+    assert "should_checkpoint:\n        print(model(sample_x)" not in converted
+    report = tmp_path / "r.json"
+    res = run_tfdist(python, ["verify", "--backend", "tf-distribute", "-np", "2", "--compare", "--timeout", "300",
+                              "--report", str(report), str(SCRIPTS / name)], tmp_path, timeout=700,
+                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])

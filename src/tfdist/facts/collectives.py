@@ -8,6 +8,7 @@ from .. import apis
 from ..engine.memo import fact
 from ..engine import analysis as A
 from ..engine.scopes import walk
+from . import model_builds
 from .syntax import calls_in, method_name, receiver
 from .tf1_train_ops import names_train_op
 from .writes import TF1_STEP_BUILDERS, TRAINING_METHODS, is_harmless_library_call, is_io_call, is_model_value, object_kind
@@ -39,7 +40,9 @@ def call_collective_free(a: A.Analysis, c: cst.Call, seen: set, inference_collec
     if m in apis.KERAS_VERBOSE_METHODS and a.is_kind(receiver(c), A.MODEL):
         return not inference_collectives
     if a.is_kind(c.func, A.MODEL):
-        return True
+        # a forward pass: no collective, but under tf.distribute the first call of a model built lazily
+        # makes its variables, which MultiWorkerMirroredStrategy agrees on with a collective
+        return not inference_collectives or model_builds.built_when_made(a, c.func)
     if m == "run" and a.is_kind(receiver(c), A.SESSION) and c.args and not c.args[0].keyword \
             and not _fetches_training(a, c.args[0].value, set()):
         return True  # a session run fetching values no training step makes (a test loss, predictions)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import List
 
 import libcst as cst
+from .. import apis
 from ..engine import analysis as A
 from ..engine.dataflow import assigned_by, element_value, names_in
 from ..engine.memo import fact
@@ -104,3 +105,32 @@ def _constructs(a: A.Analysis, call: cst.Call, cls: cst.ClassDef) -> bool:
     found = a.class_of(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
     return found is not None and found.node is cls
 
+
+
+#: keywords of a Keras layer giving the model its input shape when it is made
+SHAPE_KEYWORDS = {"input_shape", "input_dim", "batch_input_shape", "shape"}
+
+
+@fact
+def built_when_made(a: A.Analysis, expr) -> bool:
+    """Is every model ``expr`` may hold built (its variables made) when it is
+    constructed -- a functional ``Model(inputs, outputs)``, a ``Sequential``
+    whose first layer is an ``Input`` or is given its input shape? A
+    subclass, or a Sequential without a shape, makes its variables at its
+    first call (under MultiWorkerMirroredStrategy a collective: the workers
+    agree on their initial values)."""
+    types = [t for t in a.types(expr) if t.kind == A.MODEL]
+    return bool(types) and all(t.call is not None and _built_by(a, t.name, t.call) for t in types)
+
+
+def _built_by(a: A.Analysis, name: str, call: cst.Call) -> bool:
+    if name == "keras.Model":
+        return len(call.args) >= 2 or any(arg.keyword is not None and arg.keyword.value in KERAS_MODEL_INPUTS
+                                          for arg in call.args)
+    if name != "keras.Sequential" or not call.args or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+        return False
+    elements = call.args[0].value.elements
+    first = elements[0].value if elements else None
+    return isinstance(first, cst.Call) and (a.is_name(first, apis.KERAS_SYMBOLIC_INPUTS | {"keras.layers.InputLayer"})
+                                            is not None or any(arg.keyword is not None and arg.keyword.value
+                                                               in SHAPE_KEYWORDS for arg in first.args))
