@@ -183,3 +183,45 @@ def test_the_batch_read_after_the_loop_is_this_workers_rows_there(name):
     assert f"{names} = local_values(X), local_values(y)\n" in result.code, result.code
     assert result.code.index("local_values(X), local_values(y)\n") < result.code.index("print(model(X).shape")
     assert any("read after the loop" in c.message for c in result.changes)
+
+
+NEXT_IN_TAPES = '''import numpy as np
+import tensorflow as tf
+
+a_ds = tf.data.Dataset.from_tensor_slices(np.random.RandomState(0).rand(256, 4).astype("float32")).batch(16).repeat()
+b_ds = tf.data.Dataset.from_tensor_slices(np.random.RandomState(1).rand(256, 4).astype("float32")).batch(16).repeat()
+gen = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(4)])
+disc = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+g_opt = tf.keras.optimizers.Adam(1e-3)
+d_opt = tf.keras.optimizers.Adam(1e-3)
+iterA = iter(a_ds)
+iterB = iter(b_ds)
+for epoch in range(100):
+{reads_before}    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+{reads_inside}        fake = gen(trainA)
+        d_loss = tf.reduce_mean(tf.square(disc(trainB) - 1.0)) + tf.reduce_mean(tf.square(disc(fake)))
+        g_loss = tf.reduce_mean(tf.square(disc(fake) - 1.0))
+    g_opt.apply_gradients(zip(g_tape.gradient(g_loss, gen.trainable_variables), gen.trainable_variables))
+    d_opt.apply_gradients(zip(d_tape.gradient(d_loss, disc.trainable_variables), disc.trainable_variables))
+'''
+READS = "trainA = next(iterA)\n{indent}trainB = next(iterB)\n"
+
+
+def test_next_read_inside_the_tapes_block_is_refused_with_the_edit():
+    """CycleGAN's shape: the batches pulled with next() inside the tapes' with block. Moved into
+    the step function they ran on the replicas, and tf.distribute stopped at the first step
+    ("next(iterator) should be called from outside of replica_fn"); refused with the edit."""
+    source = NEXT_IN_TAPES.format(reads_before="", reads_inside="        " + READS.format(indent="        "))
+    result = convert_source(source.encode(), "cyclegan.py", backend="tf-distribute")
+    assert result.status == "unsupported" and result.error_line == 14, (result.error_line, result.error)
+    assert "move `trainA = next(iterA)` before that block" in result.error
+    assert convert_source(source.encode(), "cyclegan.py", backend="horovod").status == "converted"
+
+
+def test_next_read_before_the_tapes_block_stays_outside_the_step():
+    source = NEXT_IN_TAPES.format(reads_before="    " + READS.format(indent="    "), reads_inside="")
+    result = convert_source(source.encode(), "cyclegan.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    assert "    trainA = next(iterA)\n    trainB = next(iterB)\n" in text
+    assert "def train_step(trainA, trainB):" in text

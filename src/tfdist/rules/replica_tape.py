@@ -153,6 +153,11 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
                       "into a function called from the loop{alternative}", why="{why}")
     first, last = _inline_step_span(ctx, loop, body, trains, batch, cut, refusal)
     span = body[first:last + 1]
+    for read in _nested_next_reads(a, loop, span):  # inside a with block of the step: it would run on the replicas
+        raise ctx.unsupported(read, refusal.replace("{why}", (
+            f"line {a.line(read)} reads the next batch of a distributed iterator inside the block at line "
+            f"{a.line(next(s for s in span if dataflow.is_inside(a, read, s)))}, which must run outside the replicas; "
+            f"move `{a.code(read).strip()}` before that block")))
     params, assigned = _inline_step_params(ctx, loop, body[:first], span, refusal)
     results = _inline_step_results(a, loop, span, assigned)
     name = replica_state.free_local_name(ctx, "train_step")
@@ -310,6 +315,17 @@ def _distributed_batch(a: A.Analysis, loop):
                 if stmt not in reads:
                     reads.append(stmt)
     return names, reads
+
+
+def _nested_next_reads(a: A.Analysis, loop, span) -> List[cst.Assign]:
+    """``batch = next(it)`` of a dataset's iterator nested in a statement of the step span (inside
+    the tapes' ``with`` block): not a statement of the loop body that can stay outside the step."""
+    iterators = {id(call) for call, _ in _iterators_read(a, loop)}
+    return [n for stmt in span for n in walk(stmt)
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name)
+            and n.value.func.value == "next" and n.value.args and isinstance(n.value.args[0].value, cst.Name)
+            and any(id(v) in iterators for _, v in a.assigned_values(n.value.args[0].value))
+            and not (isinstance(stmt, cst.SimpleStatementLine) and n in stmt.body)]
 
 
 def _ordered_names(body, names: Set[str]) -> List[str]:
