@@ -15,7 +15,7 @@ from .. import apis
 from ..engine import analysis as A
 from .keywords import keyword_free
 from ..facts.keras_models import bound_optimizer_construction, lr_done_state, mapping_unpackings, may_be_built_here, new_optimizer, optimizer_constructions, optimizer_of_name, wrapped_optimizers
-from ..facts.syntax import append_arg, find_passed, kwarg, method_name, source
+from ..facts.syntax import append_arg, find_passed, kwarg, method_name, receiver, source
 from . import learning_rate
 from . import warmup_edits
 from ..facts import warmups
@@ -175,3 +175,42 @@ def rank0_verbose(ctx, call: cst.Call, position: int, default: str) -> None:
         new = ctx.expr(f"{{v}} if {chief} else 0", v=source(ctx.module, arg.value))
         ctx.plan.replace(arg.value, lambda old: new)
     ctx.change(call, "rank0-output", f"{method_name(call)}() prints progress on rank 0 only")
+
+
+def refuse_shared_optimizer(ctx, compiles) -> None:
+    """One optimizer object handed to the ``compile()`` of two different
+    models (a Keras 2 GAN: ``discriminator.compile(optimizer=adam)``,
+    ``gan.compile(optimizer=adam)``). Measured (TF 2.21): under a strategy
+    Keras 3 builds the optimizer for the variables of the first model it
+    trains and the other's first step stops ("Unknown variable"), and tf-keras
+    does the same ("The optimizer cannot recognize variable"). Giving each
+    compile() its own optimizer changes what the script trains with (one step
+    count, and a decay or schedule that goes with it, shared by both models):
+    refused with that edit, for the user to make."""
+    a = ctx.a
+    first = {}
+    for call in compiles:
+        arg = find_passed(a, call, "optimizer", 0)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            continue
+        origins = {id(o) for o, _ in a.assigned_values(arg.value) if o is not None}
+        model = receiver(call)
+        models = frozenset(id(t.call) for t in a.types(model) if t.kind == A.MODEL and t.call is not None) or (
+            frozenset(id(o) for o, _ in a.assigned_values(model) if o is not None)
+            if isinstance(model, cst.Name) else frozenset())  # built where tfdist cannot see: the binding
+        if len(origins) != 1 or not models:
+            continue
+        key = next(iter(origins))
+        if key not in first:
+            first[key] = (call, models)
+            continue
+        other, other_models = first[key]
+        if other_models & models:
+            continue  # the same model compiled again
+        raise ctx.unsupported(call, (
+            f"the optimizer {a.code(arg.value)} is handed to the compile() of two models ({a.code(receiver(other))} "
+            f"at line {a.line(other)}, {a.code(receiver(call))} at line {a.line(call)}): under a strategy Keras builds "
+            "it for the variables of the first model it trains, and the other model's first step stops (Keras 3: "
+            "\"Unknown variable\"; tf-keras: \"The optimizer cannot recognize variable\"): nothing converted. Build an "
+            f"optimizer for each compile() (at line {a.line(call)}, a new one made like {a.code(arg.value)}; the two "
+            "models then count their steps apart, which a decay or a schedule reads), and convert again"))

@@ -94,6 +94,7 @@ def apply(ctx) -> None:
     # custom train_step / test_step: each replica's loss its share of the mean
     replica_train_step.apply(ctx)
     compiles = keras_models.model_calls(a, {"compile"})
+    keras_optimizers.refuse_shared_optimizer(ctx, compiles)
     if stepped:
         # the batch train_on_batch is given stays the global batch: its models' learning rates are kept
         train_on_batch.apply_replicated(ctx, stepped, _scope_model)
