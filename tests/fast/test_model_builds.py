@@ -288,3 +288,53 @@ def test_horovod_guards_the_print_of_a_first_call():
     """Horovod's first call makes variables on each rank alone (no collective): the chief prints."""
     result = convert_source(FIRST_CALL.format(model=SUBCLASS).encode(), "peek.py", backend="horovod")
     assert "if hvd.rank() == 0:\n    print(model(sample_x).shape)" in result.data.decode()
+
+
+TWO_FACTORIES = '''import numpy as np
+import tensorflow as tf
+from tensorflow.keras.layers import Dense, Input
+from tensorflow.keras.models import Model
+
+version = {version}
+
+
+def net_v1(width):
+    inputs = Input(shape=(8,))
+    x = Dense(width, activation="relu")(inputs)
+    outputs = Dense(2)(x)
+    model = Model(inputs=inputs, outputs=outputs)
+    return model
+
+
+def net_v2(width):
+    inputs = Input(shape=(8,))
+    x = Dense(width)(inputs)
+    outputs = Dense(2)(x)
+    return Model(inputs=inputs, outputs=outputs)
+
+
+{choice}
+model.compile(optimizer="adam", loss="mse")
+model.fit(np.zeros((64, 8)), np.zeros((64, 2)), batch_size=16)
+'''
+CHOICES = {
+    "if/else": "if version == 2:\n    model = net_v2(16)\nelse:\n    model = net_v1(16)",
+    "else first": "if version == 1:\n    model = net_v1(16)\nelse:\n    model = net_v2(16)",
+    "conditional expression": "model = net_v2(16) if version == 2 else net_v1(16)",
+}
+
+
+@pytest.mark.parametrize("choice", sorted(CHOICES))
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_model_either_factory_builds_is_built_in_the_scope_by_both(choice, version):
+    """Two bindings of ``model`` reach its compile() (Keras's ResNet example: v1 or v2 by a
+    setting): the layers of both factories go in the scope. Before, only one factory's were (the
+    types of a name stand for classes, so the two Model constructions were one), and the run
+    with the other stopped: "Variable ... was not created in the distribution strategy scope"."""
+    source = TWO_FACTORIES.format(version=version, choice=CHOICES[choice])
+    result = convert_source(source.encode(), "resnet.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    text = result.data.decode()
+    for factory in ("net_v1", "net_v2"):
+        body = text.split(f"def {factory}(width):\n", 1)[1].split("\n\n\n", 1)[0]
+        assert "    with strategy.scope():\n        inputs = Input(shape=(8,))" in body, (factory, body)

@@ -181,6 +181,8 @@ def layer_of_a_model(a: A.Analysis, expr) -> bool:
 
 
 def _keras_symbolic_input(a: A.Analysis, value) -> bool:
+    if isinstance(value, (cst.List, cst.Tuple)):  # a model of several inputs: ``generator([z, labels])``
+        return bool(value.elements) and all(_keras_symbolic_input(a, e.value) for e in value.elements)
     if isinstance(value, cst.Name):
         bound = [v for _, v in a.assigned_values(value)]
         return bool(bound) and all(isinstance(v, cst.Call) and a.is_name(v, apis.KERAS_SYMBOLIC_INPUTS) for v in bound)

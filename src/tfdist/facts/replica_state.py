@@ -35,10 +35,18 @@ def construction_statements(a: A.Analysis, expr, kinds, depth: int = 0) -> List[
     every caller's argument for a parameter)."""
     out = []
     if isinstance(expr, cst.Name) and depth < 6:
-        for origin, _ in a.assigned_values(expr):
+        bound = a.assigned_values(expr)
+        for origin, value in bound:
             if isinstance(origin, cst.Param):
                 for _call, arg in a.argument_values(origin):
                     out += [s for s in construction_statements(a, arg, kinds, depth + 1) if s not in out]
+            elif value is not None and (len(bound) > 1 or isinstance(value, cst.IfExp)):
+                # several bindings reach (``if version == 2: model = resnet_v2() else: model = resnet_v1()``):
+                # each one's constructions -- a type stands for its class, not for each construction
+                out += [s for s in construction_statements(a, value, kinds, depth + 1) if s not in out]
+    if isinstance(expr, cst.IfExp) and depth < 6:  # ``net_v2() if version == 2 else net_v1()``: both
+        for branch in (expr.body, expr.orelse):
+            out += [s for s in construction_statements(a, branch, kinds, depth + 1) if s not in out]
     for t in a.types(expr):
         if t.kind in kinds and t.call is not None:
             stmt = a.statement_of(t.call)
