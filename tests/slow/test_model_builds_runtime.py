@@ -66,3 +66,19 @@ def test_a_models_first_call_in_a_print_runs_on_every_worker(tmp_path):
     data = json.loads(report.read_text())
     assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
     assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
+
+
+@pytest.mark.timeout(900)
+def test_a_model_either_factory_builds_trains_on_two_workers(tmp_path):
+    """``if version == 2: model = net_v2() else: model = net_v1()`` with version 1: only net_v2's
+    layers were put in the scope, and 2 workers stopped ("Variable ... was not created in the
+    distribution strategy scope"). Both factories' are now: 2 TF_CONFIG workers PASS."""
+    python = tf_distribute_python()
+    name = "either_factory.py"
+    report = tmp_path / "r.json"
+    res = run_tfdist(python, ["verify", "--backend", "tf-distribute", "-np", "2", "--compare", "--timeout", "300",
+                              "--report", str(report), str(SCRIPTS / name)], tmp_path, timeout=700,
+                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
