@@ -134,7 +134,9 @@ def test_tf_distribute_keeps_learning_rate_and_steps(case):
     tf.distribute (split between the replicas): nothing is scaled or divided."""
     text = (FIXTURES / "keras" / case / "input.py").read_text()
     replicated = _convert(text, TFD)
-    assert "num_replicas_in_sync" not in replicated.data.decode()
+    # (the predict patch's padding to a multiple of the replicas aside: it scales nothing)
+    script = replicated.data.decode().split("if \"TF_CONFIG\" in os.environ:\n    tf.keras.Model.predict", 1)[-1]
+    assert "num_replicas_in_sync" not in script
     # tfdist verify reads this: every worker runs all of the original's steps
     assert replicated.full_batch
     horovod = _convert(text)

@@ -159,6 +159,8 @@ class TfDistributeBackend(Backend):
         out = [_strategy_statement(q)]
         if keras3_guard:
             out.append(self._keras3_multi_worker_reduce(ctx))
+        if ctx.facts.get("keras_predicts"):
+            out.append(self._even_predict(ctx))
         bound = ctx.bound_names()
         out.extend(helper(q) for key, helper in SETUP_HELPERS if key in bound)
         return out
@@ -204,6 +206,34 @@ class TfDistributeBackend(Backend):
             "its shapes), which fails when the replicas' parts differ in size, and scalar metrics along axis 0, which "
             "MultiWorkerMirroredStrategy rejects (keras-team/keras#20585): answer the first with this replica's "
             "part, reduce the others as MirroredStrategy does.",
+        )
+
+    def _even_predict(self, ctx) -> Tuple[str, str]:
+        """Measured (TF 2.21, tf-keras, 2 TF_CONFIG workers): ``predict`` on
+        arrays whose rows do not divide evenly between the workers stops both
+        ("Shape mismatch in the collective instance": 225 rows fail, 224 and
+        226 run; the Generative-DL VAE notebooks' ``decoder.predict(grid)``).
+        Under TF_CONFIG the rows are padded with copies of the last one to a
+        multiple of the replicas, and the padding's outputs dropped: the same
+        predictions, in order (measured, 225 rows: equal to the model's own
+        call). Datasets and generators are passed on as they are."""
+        q = ctx.quoted
+        model = "{keras}.Model" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras.Model"
+        return (
+            f"def {{even_predict}}(predict):\n"
+            f"    def predict_padded(model, x, *args, **kwargs):\n"
+            f"        rows = set(int(a.shape[0]) for a in {{tf}}.nest.flatten(x) if len(getattr(a, {q('shape')}, ())) > 0)\n"
+            f"        pad = (-min(rows)) % {{strategy}}.num_replicas_in_sync if len(rows) == 1 else 0\n"
+            f"        if not pad:\n"
+            f"            return predict(model, x, *args, **kwargs)\n"
+            f"        padded = {{tf}}.nest.map_structure(lambda a: {{tf}}.concat([a, {{tf}}.repeat(a[-1:], pad, axis=0)], 0), x)\n"
+            f"        return {{tf}}.nest.map_structure(lambda o: o[:min(rows)], predict(model, padded, *args, **kwargs))\n"
+            f"    return predict_padded\n"
+            f"if {q('TF_CONFIG')} in {{os}}.environ:\n"
+            f"    {model}.predict = {{even_predict}}({model}.predict)",
+            "tf.distribute: Keras's predict under MultiWorkerMirroredStrategy stops when the rows do not divide evenly "
+            "between the workers: pad them with copies of the last row to a multiple of the replicas, and drop the "
+            "padding's predictions.",
         )
 
     # --- optimisation

@@ -299,7 +299,7 @@ DEFINED_NAMES = {
     "shard_by_data": "shard_by_sample", "keras3_reduce": "reduce_for_keras3", "split_stream": "replica_batches",
     "local_values": "local_values", "sequence_batches": "sequence_dataset",
     "global_gradients": "global_gradients", "replica_part": "replica_part",
-    "update_variable": "update_on_replicas", "clip_summed": "clip_after_summing",
+    "update_variable": "update_on_replicas", "clip_summed": "clip_after_summing", "even_predict": "predict_evenly",
 }
 
 
