@@ -306,8 +306,7 @@ def applies_reading(a: A.Analysis, grad_calls: Tuple[cst.Call, ...], applies: Tu
     # training_tapes asks for every tape, and several rules ask for training_tapes: held once per module
     held = gradient_bindings(a, grad_calls)
     grad_ids = frozenset(id(g) for g in grad_calls)
-    return [p for p in applies if any(g in calls_under(p) for g in grad_calls)
-            or _reads_gradients(a, p, grad_ids, held)]
+    return [p for p in applies if _reads_gradients(a, p, grad_ids, held)]
 
 
 @fact
