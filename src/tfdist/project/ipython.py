@@ -3,7 +3,10 @@
 What is not Python (``%matplotlib inline``, ``!pip install x``, ``files =
 !ls``, ``obj?``, a ``%%time`` first line, a one-line automagic ``pip install
 x``) is masked with a placeholder statement before parsing and restored
-afterwards (only at the start of a logical line, as IPython does). A cell
+afterwards (only at the start of a logical line, as IPython does). The
+statement a ``%time`` line runs (``%time history = model.fit(...)``, which
+IPython runs in the notebook's namespace) is Python and is read as such:
+it gets the prefix back on output while it stays one line. A cell
 whose lines all start with the same indent is dedented for parsing (IPython
 strips that indent) and gets it back on output.
 """
@@ -29,6 +32,10 @@ AUTOMAGIC_NAMES = {
 }
 MAGIC = "__tfdist_magic_{}__"
 _MAGIC_LINE = re.compile(r"^([ \t]*)__tfdist_magic_(\d+)__[ \t]*$", re.M)
+# ``%time STMT`` (also ``% time STMT``): STMT runs, its names bound in the notebook's namespace
+_TIMED = re.compile(r"^([ \t]*)(%[ \t]*time[ \t]+)(\S.*?)([ \t]*)$")
+TIMED_MARK = "  # __tfdist_time_{}__"
+_TIMED_LINE = re.compile(r"^([ \t]*)(.*)  # __tfdist_time_(\d+)__$", re.M)
 _LINE_MAGIC = re.compile(
     r"^[ \t]*(?:[%!?]"  # %magic, !shell, ?help
     r"|[A-Za-z_][\w.]*[ \t]*\?{1,2}[ \t]*$"  # obj? / obj??
@@ -81,7 +88,14 @@ def mask(source: str, magics: List[str]) -> Optional[str]:
     state = _LineState()
     while i < len(lines):
         line = lines[i]
-        if state.at_logical_start() and (_LINE_MAGIC.match(line) or automagic and line.strip()):
+        timed = timed_statement(line) if state.at_logical_start() and not automagic else None
+        if timed is not None:
+            indent, prefix, stmt, trailing = timed
+            end = line[len(line.rstrip("\r\n")):]
+            state.feed(stmt)
+            magics.append(prefix + "\0" + trailing)  # given back as written
+            out.append(f"{indent}{stmt}{TIMED_MARK.format(len(magics) - 1)}{end}")
+        elif state.at_logical_start() and (_LINE_MAGIC.match(line) or automagic and line.strip()):
             group = [line]
             while group[-1].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
                 i += 1
@@ -176,5 +190,26 @@ def reindent(new: str, dedented: str, original: str, prefix: str) -> str:
     return "".join(out)
 
 
+def timed_statement(line: str) -> Optional[Tuple[str, str, str, str]]:
+    """(indent, ``%time `` as written, statement, trailing blanks) of a
+    ``%time STMT`` line whose STMT is one Python statement on that line,
+    else None."""
+    m = _TIMED.match(line.rstrip("\r\n"))
+    if m is None or m.group(3).endswith("\\") or python_error(m.group(3)) is not None:
+        return None
+    return m.group(1), m.group(2), m.group(3), m.group(4)
+
+
 def unmask(text: str, magics: List[str]) -> str:
+    text = _TIMED_LINE.sub(lambda m: _retime(m, magics), text)
     return _MAGIC_LINE.sub(lambda m: m.group(1) + magics[int(m.group(2))], text)
+
+
+def _retime(m, magics: List[str]) -> str:
+    """A timed statement's line gets its ``%time`` back while the statement
+    is still that one line (a conversion may have guarded it: ``if ...:``
+    then the indented line); one the conversion spread over lines runs
+    untimed."""
+    indent, stmt = m.group(1), m.group(2)
+    prefix, _, trailing = magics[int(m.group(3))].partition("\0")
+    return f"{indent}{prefix}{stmt}{trailing}" if python_error(stmt) is None else indent + stmt

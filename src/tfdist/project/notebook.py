@@ -26,7 +26,7 @@ from ..engine.analysis import ProjectContext
 from ..engine.source import looks_like_python2
 from ..assembly import convert_path
 from ..options import Options
-from .ipython import automagic_cell, dedent, mask, python_error, reindent, unmask
+from .ipython import automagic_cell, dedent, mask, python_error, reindent, timed_statement, unmask
 
 MARKER = "__tfdist_cell_{}__"
 _MARKER_LINE = re.compile(r"^__tfdist_cell_(\d+)__[ \t]*\n?", re.M)
@@ -497,6 +497,9 @@ def notebook_script(data: bytes) -> str:
         source = "".join(source) if isinstance(source, list) else source
         if automagic_cell(source):
             source = f"pass  # {source.strip()}"
-        # ``pass`` keeps a block whose body was only a magic (``if IN_COLAB: %pip ...``) valid
-        parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1pass  # \2", source))
+        # ``pass`` keeps a block whose body was only a magic (``if IN_COLAB: %pip ...``) valid;
+        # ``%time STMT`` runs STMT
+        lines = [(timed[0] + timed[2] + timed[3] + line[len(line.rstrip("\r\n")):]) if (timed := timed_statement(line)) else line
+                 for line in source.splitlines(keepends=True)]
+        parts.append(_RUN_ONLY_BY_IPYTHON.sub(r"\1pass  # \2", "".join(lines)))
     return "\n\n".join(parts) + "\n"
