@@ -82,3 +82,30 @@ def test_a_model_either_factory_builds_trains_on_two_workers(tmp_path):
     data = json.loads(report.read_text())
     assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
     assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
+
+
+HELPER_BUILT = SCRIPTS / "helper_built" / "trainer.py"
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("engine", ["tf-distribute", "horovod"])
+def test_a_trainer_of_a_model_another_module_builds_trains_like_the_original(engine, tmp_path, runtime_python):
+    """``_, model = build_regressor(n)`` (a factory of another module), kept
+    as ``self.model`` and fitted in a method: "no training loop found"
+    before, the file left single-process. Converted, it runs on 1 process x
+    2 devices under tf.distribute (the factory's call in the strategy's
+    scope: built outside it, fit stops) and on 2 Horovod ranks, and learns
+    like the original (verify --compare, which a conversion training on the
+    undivided data at the unscaled rate, or not at all, fails)."""
+    python = tf_distribute_python() if engine == "tf-distribute" else runtime_python
+    mode = ["-np", "1", "--local-devices", "2"] if engine == "tf-distribute" else ["-np", "2"]
+    converted = convert_file(str(HELPER_BUILT), backend=engine)
+    assert converted.status == "converted", converted.error
+    report = tmp_path / "r.json"
+    res = run_tfdist(python, ["verify", "--backend", engine, *mode, "--compare", "--timeout", "300",
+                              "--report", str(report), str(HELPER_BUILT)], tmp_path, timeout=700,
+                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
+    assert data["compare"]["verdict"] == "PASS", data["compare"]

@@ -18,7 +18,7 @@ from ..facts.keras_models import bound_optimizer_construction, lr_done_state, ma
 from ..facts.syntax import append_arg, find_passed, kwarg, method_name, receiver, source
 from . import learning_rate
 from . import warmup_edits
-from ..facts import warmups
+from ..facts import model_compiles, warmups
 
 
 # ------------------------------------------------------------------ optimizer
@@ -214,3 +214,30 @@ def refuse_shared_optimizer(ctx, compiles) -> None:
             "\"Unknown variable\"; tf-keras: \"The optimizer cannot recognize variable\"): nothing converted. Build an "
             f"optimizer for each compile() (at line {a.line(call)}, a new one made like {a.code(arg.value)}; the two "
             "models then count their steps apart, which a decay or a schedule reads), and convert again"))
+
+
+def optimizers_made_elsewhere(ctx, averaging_wrapper: bool) -> None:
+    """A fit (or train_on_batch) of a model whose optimizer this file never
+    configures (another module's function compiles it, or a loader restores
+    it). Where the engine averages gradients through a wrapper of that
+    optimizer (Horovod's DistributedOptimizer), the ranks would train apart:
+    refused with the edit. Where the strategy averages them itself, the
+    model trains right once made in its scope; only its learning rate stays
+    unscaled: warned with the edit."""
+    a = ctx.a
+    for found in model_compiles.uncompiled_fits(a):
+        model = a.code(receiver(found.call))
+        if averaging_wrapper:
+            raise ctx.unsupported(found.call, ctx.say(
+                "{fit} (line {line}) trains {model}, made by {where}; no compile() of this file configures its "
+                "optimizer, so the conversion cannot wrap it in {optimizer_wrapper} and the ranks would not average "
+                "their gradients: nothing converted. Compile {model} in this script "
+                "({model}.compile(optimizer=..., loss=...), which tfdist wraps and scales; a loaded model too, after "
+                "loading), or wrap the optimizer where it is made ({optimizer_wrapper}, learning rate x {size}), and "
+                "convert again", fit=a.code(found.call.func), line=str(a.line(found.call)), model=model,
+                where=found.where))
+        ctx.warn(found.call, "lr-scaling", ctx.say(
+            "the optimizer {model} trains with is set by {where}, not by a compile() of this file: its learning "
+            "rate is not scaled by the number of replicas; multiply it by {size} where it is set for the scaled "
+            "rate the rest of the conversion assumes",
+            model=model, where=found.where))

@@ -26,6 +26,7 @@ from .names import canonical
 from .objects import (CALLBACK, CHECKPOINT, CONFIG_PROTO, DATASET, FILE_WRITER, INSTANCE, KERAS_OPTIMIZER, MODEL,
                       MODULE, MONITORED_SESSION, SAVER, SCHEDULE, SEQUENCE, SESSION, TAPE, TF1_FILE_WRITER,
                       TF1_OPTIMIZER, TUTORIAL_DATASETS, ClassFact, Type)
+from .project_modules import ProjectModules
 from .reaching import Reaching
 from .scopes import ModuleScopes
 from .values import BoundValues, returned_values
@@ -65,7 +66,7 @@ class ProjectContext:
         return ".".join([*parts, rest]) if parts else rest
 
 
-class Analysis(ClassHierarchy, BoundValues, TypeInference, Mappings):
+class Analysis(ClassHierarchy, BoundValues, TypeInference, Mappings, ProjectModules):
     def __init__(self, module: cst.Module, project: Optional[ProjectContext] = None):
         self.module = module
         self.project = project or ProjectContext()

@@ -41,6 +41,8 @@ class TypeInference:
                 else:
                     for element in self.tuple_element_values(origin, depth):
                         out |= self.types(element, depth + 1)
+                    if origin is not None and not out:
+                        out |= self.external_element_types(origin)
             return out
         if isinstance(expr, cst.IfExp):
             return self.types(expr.body, depth + 1) | self.types(expr.orelse, depth + 1)
@@ -104,13 +106,12 @@ class TypeInference:
             method = func.attr.value
             if method in apis.DATASET_METHODS and any(t.kind == DATASET for t in self.types(func.value, depth + 1)):
                 return {Type(DATASET, "tensorflow.data.Dataset." + method, call)}
+        out: Set[Type] = set()
         if isinstance(func, cst.Name):
-            out: Set[Type] = set()
             for fdef in self.local_functions(func):
                 for ret in returned_values(fdef):
                     out |= self.types(ret, depth + 1)
-            return out
-        return set()
+        return out or self.external_return_types(call)
 
     def param_types(self, param: cst.Param, depth: int) -> Set[Type]:
         """A parameter's type: the types passed at this module's call sites,

@@ -67,28 +67,7 @@ def _external_definition(a, func, kind):
     """(analysis of its module, the top-level def or class of ``kind``)
     that ``func`` (a name or dotted name) refers to in another module of
     the project, or None."""
-    if not isinstance(func, (cst.Name, cst.Attribute)):
-        return None
-    cache = a.__dict__.setdefault("_external_modules", {})
-    for qual in sorted(a.qualified(func)):
-        found = a.project.functions.get(a.project.absolute(qual))
-        if found is None:
-            continue
-        module_name, source = found
-        if module_name not in cache:
-            try:
-                module = cst.parse_module(source)
-            except (cst.ParserSyntaxError, UnicodeDecodeError, RecursionError):
-                module = None
-            cache[module_name] = Analysis(module, ProjectContext(module_name)) if module is not None else None
-        other = cache[module_name]
-        if other is None:
-            continue
-        name = qual.rpartition(".")[2]
-        for stmt in other.module.body:
-            if isinstance(stmt, kind) and stmt.name.value == name:
-                return other, stmt
-    return None
+    return a.project_definition(func, kind)
 
 
 @fact

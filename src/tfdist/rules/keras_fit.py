@@ -12,7 +12,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine import patterns as P
-from ..actions.keras_optimizers import rank0_verbose, scale_compile_optimizer
+from ..actions.keras_optimizers import optimizers_made_elsewhere, rank0_verbose, scale_compile_optimizer
 from ..actions.keywords import keyword_free
 from ..facts.keras_models import EVAL_VERBOSE_POS, detect, fit_arg, fit_position, is_model, model_calls, override_without_optimizer, prepare, wrapped_optimizers
 from ..facts.syntax import append_arg, find_passed, kwarg, method_name, prepend_elements, receiver, source
@@ -44,6 +44,7 @@ FIT_POS = apis.KERAS_FIT_POSITIONS
 
 def apply(ctx) -> None:
     a = ctx.a
+    optimizers_made_elsewhere(ctx, averaging_wrapper=True)
     # A custom train_step computes its own gradients: the optimizer wrapper
     # would not see them (Horovod averages in compute_gradients), the tape must.
     stepped = batch_steps.calls(a)

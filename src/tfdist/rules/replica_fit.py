@@ -95,6 +95,7 @@ def apply(ctx) -> None:
     replica_train_step.apply(ctx)
     compiles = keras_models.model_calls(a, {"compile"})
     keras_optimizers.refuse_shared_optimizer(ctx, compiles)
+    keras_optimizers.optimizers_made_elsewhere(ctx, averaging_wrapper=False)
     ctx.facts["keras_predicts"] = bool(keras_models.model_calls(a, {"predict"}))  # backend: predict evenly
     if stepped:
         # the batch train_on_batch is given stays the global batch: its models' learning rates are kept
