@@ -125,6 +125,27 @@ def test_a_full_batch_conversion_runs_every_step_on_each_ranks_share():
     assert check(ref, halves, 2)[0], "the steps check must know the conversion is full-batch"
 
 
+def test_partial_batches_make_more_than_half_the_steps_of_a_divided_dataset():
+    """512 rows in batches of 200: 3 steps a pass; each rank's 256, 2 steps a
+    pass (the last batch of a share is partial). The steps are not half,
+    the rows are: the work was divided, and the check says why it passes
+    (a held-out set's tape loops FAILed here). Mutants: the same steps on
+    all the rows of every rank (undivided data), every step of the original
+    on half the rows (the batch not scaled), rows divided twice."""
+    rows = [f"s{i}:l{i % 3}" for i in range(90)]
+    ref = _original(steps=90, rows=rows)
+    divided = _run([_rank(0, steps=60, rows=rows[0::2]), _rank(1, steps=60, rows=rows[1::2])], 2)
+    reasons, checks, _ = check(ref, divided, 2)
+    assert reasons == [], reasons
+    assert any("each rank fed ~1/2 of the original's 90 samples, in more than 1/2 of its 90 optimizer steps" in c
+               for c in checks), checks
+    for ranks in ([_rank(0, steps=60, rows=rows), _rank(1, steps=60, rows=rows)],
+                  [_rank(0, steps=90, rows=rows[0::2]), _rank(1, steps=90, rows=rows[1::2])],
+                  [_rank(0, steps=60, rows=rows[0::4]), _rank(1, steps=60, rows=rows[1::4])]):
+        reasons, _, _ = check(ref, _run(ranks, 2), 2)
+        assert any("optimizer steps per rank are not ~1/2" in r for r in reasons), reasons
+
+
 def test_broken_sample_label_pairs_count_the_mispaired_samples():
     relabelled = [row + "x" for row in ROWS[:10]]
     results = run_checks(_original(rows=ROWS), _run([_rank(0, rows=relabelled), _rank(1, rows=ROWS[10:])], 2), 2)

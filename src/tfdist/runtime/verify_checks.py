@@ -335,6 +335,13 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
         return Check(name, True, measured, wanted,
                      f"each rank took ~1/{share} of the original's {ref_steps} {what} ({per_rank})"
                      + (f"; the {every[2]} steps of all its optimizers too" if every is not None else ""))
+    rows = None if use_planned else _rows_divided(ref, present, share)
+    if rows is not None and all(expected + tol < s < ref_steps for s in off.values()):
+        measured["rows"] = {"original": rows[0], "ranks": by_rank(rows[1])}
+        return Check(name, True, measured, wanted,
+                     f"each rank fed ~1/{share} of the original's {rows[0]} samples, in more than 1/{share} of its "
+                     f"{ref_steps} {what} ({per_rank}): each pass over its share ends in a partial batch, a step "
+                     "of its own")
     hint = ""
     if all(s >= ref_steps - tol for s in off.values()):
         measured["whole_dataset"] = True
@@ -346,6 +353,20 @@ def _steps_check(ref: RankRecord, present: list[RankRecord], np: int, local_devi
     return Check(name, False, measured, wanted,
                  f"{what} per rank are not ~1/{share} of the original's {ref_steps} "
                  f"(expected {expected:g} +/- {tol:g}; {per_rank}){hint}")
+
+
+def _rows_divided(ref: RankRecord, present: list[RankRecord], share: int):
+    """(the original's trained rows, each rank's) when every rank trained on
+    ~1/share of the original's rows (none capped), else None: the work was
+    divided though the steps were not (partial batches: 512 rows in batches
+    of 200 are 3 steps; 256 per rank, 2)."""
+    streams = [r.sample_stream() for r in (ref, *present)]
+    if any(st is None or st.capped for st in streams) or not streams[0].rows:
+        return None
+    ref_rows = len(streams[0].rows)
+    rows = {r.rank: len(st.rows) for r, st in zip(present, streams[1:])}
+    expected, tol = expected_steps(ref_rows, share)
+    return (ref_rows, rows) if all(abs(n - expected) <= tol for n in rows.values()) else None
 
 
 def _all_optimizers_steps(ref: RankRecord, present: list[RankRecord], share: int):
