@@ -13,13 +13,13 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
-from .objects import MODEL, Type
+from .objects import DATASET, MODEL, Type
 from .values import returned_values
 
 # The kinds a call of a function of another module is typed with: a model it
 # builds and returns. Other objects (datasets, optimizers) are followed by the
 # facts that ask about them, which read the function itself.
-EXTERNAL_KINDS = frozenset({MODEL})
+EXTERNAL_KINDS = frozenset({MODEL, DATASET})
 
 
 class ProjectModules:

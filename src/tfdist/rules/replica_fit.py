@@ -355,12 +355,12 @@ def _fit(ctx, call: cst.Call) -> None:
     per_step = {}  # step-count keyword -> names of datasets batched per replica
     if x is None:
         ctx.warn(call, shard_points.RULE, "fit() without input data: give it a tf.data dataset the strategy can split")
+    elif y is None and replica_state.external_helper_site(ctx, x.value) is not None:  # built in another module
+        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, x.value), "training data")
     elif a.is_kind(x.value, A.DATASET) or y is None and dataset_flow.dataset_sources(a, x.value):
         _dataset(ctx, x.value, "training data")
         sharding.divide_steps_taken(ctx, x.value)
         per_step["steps_per_epoch"] = keras_inputs.data_names(a, x.value)
-    elif y is None and replica_state.external_helper_site(ctx, x.value) is not None:
-        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, x.value), "training data")
     elif y is not None or sample_arrays.numpy_array(a, x.value):
         shared_seeds.same_random_split(ctx, [x.value] + ([y.value] if y is not None else []))
         _arrays(ctx, call)
@@ -372,13 +372,13 @@ def _fit(ctx, call: cst.Call) -> None:
             "{engine} splits only tf.data datasets and arrays between workers{note}: turn {what} into a tf.data "
             "dataset (batched by the per-replica batch x {size})", what=a.code(x.value),
             note=keras_inputs.unbound_parameter_note(a, x.value)))
-    if val is not None and (a.is_kind(val.value, A.DATASET) or dataset_flow.dataset_sources(a, val.value)):
+    if val is not None and replica_state.external_helper_site(ctx, val.value) is not None:
+        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, val.value), "validation data")
+    elif val is not None and (a.is_kind(val.value, A.DATASET) or dataset_flow.dataset_sources(a, val.value)):
         _dataset(ctx, val.value, "validation data")
         per_step["validation_steps"] = keras_inputs.data_names(a, val.value)
     elif val is not None and _is_sequence(a, val.value):
         _sequence(ctx, call, val.value, "validation_steps", "validation data")
-    elif val is not None and replica_state.external_helper_site(ctx, val.value) is not None:
-        replicas.external_helper_dataset(ctx, replica_state.external_helper_site(ctx, val.value), "validation data")
     for key in ("steps_per_epoch", "validation_steps"):
         arg = keras_models.fit_arg(call, key)
         if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):

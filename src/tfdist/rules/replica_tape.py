@@ -439,12 +439,7 @@ def _feed_replicas(ctx, loop, feed=None, calls=()) -> None:
     if isinstance(loop, cst.For):
         ds, take = tape_rows.loop_dataset(a, loop.iter)
         if ds is not None:
-            site = replica_state.external_helper_site(ctx, ds)
-            if site is not None:  # made by a helper of another module (not edited)
-                replicas.external_helper_dataset(ctx, site, "training data")
-            else:
-                replicas.dataset_batches_per_replica(ctx, ds, "training data")
-                replicas.split_by_engine(ctx, ds, "training data")
+            _divide_dataset(ctx, ds)
             target = take if take is not None else ds
             _distribute(ctx, target)
             ctx.change(target, shard_points.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
@@ -454,8 +449,7 @@ def _feed_replicas(ctx, loop, feed=None, calls=()) -> None:
     iterators = _iterators_read(a, loop)
     if iterators:
         for it_call, ds in iterators:
-            replicas.dataset_batches_per_replica(ctx, ds, "training data")
-            replicas.split_by_engine(ctx, ds, "training data")
+            _divide_dataset(ctx, ds)
             _distribute(ctx, ds)
             ctx.change(it_call, shard_points.RULE, ctx.say("training data distributed: each replica reads its own part of every global batch"))
         if step_division.divide(ctx, loop, "training steps") == step_counts.UNKNOWN:
@@ -464,6 +458,18 @@ def _feed_replicas(ctx, loop, feed=None, calls=()) -> None:
     raise ctx.unsupported(loop, ctx.say(
         "this training loop does not read a tf.data dataset: {engine} can divide the work only of a dataset it "
         "distributes; build a tf.data.Dataset of the samples{alternative}"))
+
+
+def _divide_dataset(ctx, ds) -> None:
+    """Its batch kept per replica, its data split between workers: where this
+    file builds it, or through the call of the helper of another module that
+    does (that module is not edited)."""
+    site = replica_state.external_helper_site(ctx, ds)
+    if site is not None:
+        replicas.external_helper_dataset(ctx, site, "training data")
+    else:
+        replicas.dataset_batches_per_replica(ctx, ds, "training data")
+        replicas.split_by_engine(ctx, ds, "training data")
 
 
 def _distribute(ctx, dataset) -> None:
