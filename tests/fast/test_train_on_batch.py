@@ -231,7 +231,9 @@ def test_a_model_built_by_a_factory_is_found_compiled_inside_it():
     text = (FIXTURES / "keras" / "train_on_batch_gan_model_factories" / "input.py").read_text()
     for backend in ("horovod", TFD):
         result = _convert(text, backend)
-        assert result.status == "converted" and not result.warnings, (backend, result.error, result.warnings)
+        # only the Keras 2 ``Adam(lr=...)``'s warning: the rate scaled is the default the optimizer trains at
+        assert result.status == "converted" and all(
+            "Keras optimizers ignore lr" in w.message for w in result.warnings), (backend, result.error, result.warnings)
     uncompiled = text.replace("    model.compile(loss='binary_crossentropy', optimizer=opt, metrics=['accuracy'])\n", "")
     assert uncompiled != text
     result = _convert(uncompiled)

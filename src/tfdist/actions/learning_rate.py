@@ -35,7 +35,11 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
     known = class_name in apis.KERAS_OPTIMIZERS or class_name in apis.KERAS_LEGACY_OPTIMIZERS or class_name in apis.TF1_OPTIMIZERS
     own = None if known else own_optimizer_rate(a, call)
     position = 0 if known else own[1] if own is not None else None
-    arg = find_arg(call, apis.LEARNING_RATE_KEYWORDS, position)
+    # the rate the optimizer reads: learning_rate= or the first positional argument, over a second ``lr=``
+    arg = find_arg(call, "learning_rate", position) or find_arg(call, apis.LEARNING_RATE_KEYWORDS, position)
+    if arg is not None and arg.keyword is not None and arg.keyword.value == "lr" and class_name in apis.KERAS_OPTIMIZERS \
+            and find_arg(call, "learning_rate", 0) is None:
+        return _ignored_lr(ctx, call, class_name, arg)
     if arg is None:
         if own is not None and own[2] is not None:
             return _write_out_rate(ctx, call, own[0], own[2])
@@ -57,6 +61,33 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
         ctx.change(call, RULE, f"learning rate (default {lr}) {policy_phrase(ctx)}")
         return True
     return scale_value(ctx, arg.value, call)
+
+
+def _ignored_lr(ctx, call: cst.Call, class_name: str, arg: cst.Arg) -> bool:
+    """``Adam(lr=0.01)``: since TensorFlow 2.11 Keras's optimizers ignore
+    ``lr`` (with a warning; tf-keras too) and train at their default rate,
+    and Keras 3 rejects it (measured: TF 2.15 and tf-keras 2.21 both give
+    0.001). The rate the script trains at is the default: that one is
+    scaled, written out as ``learning_rate=`` (which wins over ``lr``), and
+    the ignored ``lr`` is warned with the edit."""
+    a = ctx.a
+    lr = default_lr(class_name)
+    if lr is None:
+        return False
+    ctx.warn(arg.value, RULE, (
+        f"{a.code(call.func)}(lr={a.code(arg.value)}): Keras optimizers ignore lr since TensorFlow 2.11 (it trains "
+        f"at the default {lr}; Keras 3 rejects lr=), so the default is the rate scaled here; if "
+        f"{a.code(arg.value)} is the rate meant, write learning_rate={a.code(arg.value)} and convert again"))
+    text = ctx.backend.scale_lr(repr(lr))
+    if text is None:
+        ctx.change(call, RULE, f"learning rate (default {lr}, lr= being ignored) {policy_phrase(ctx)}")
+        return True
+    if not keyword_free(ctx, call, "learning_rate", ctx.fill(text), RULE):
+        return False
+    scaled = ctx.expr(text)
+    ctx.plan.replace(call, lambda c: append_arg(c, kwarg("learning_rate", scaled)))
+    ctx.change(call, RULE, f"learning rate (default {lr}, lr= being ignored) {policy_phrase(ctx)}")
+    return True
 
 
 def _write_out_rate(ctx, call: cst.Call, keyword: str, default: cst.BaseExpression) -> bool:
