@@ -371,3 +371,38 @@ def test_no_predict_no_patch_and_horovod_none():
     assert "predict_evenly" not in convert_source(source.encode(), "fit.py", backend="tf-distribute").data.decode()
     predicted = PREDICTS.format(tail="out = model.predict(np.random.rand(225, 2))")
     assert "predict_evenly" not in convert_source(predicted.encode(), "fit.py", backend="horovod").data.decode()
+
+
+RELOADED = '''import numpy as np
+import tensorflow as tf
+x = np.random.random((256, 4)); y = np.random.random((256, 1))
+{indent_head}net = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+{i}net.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+{i}net.fit(x, y, batch_size=32)
+{i}net.save("m.h5")
+{i}{reload}
+{i}{name}.compile(optimizer=tf.keras.optimizers.SGD(0.01), loss="mse")
+{i}{name}.evaluate(x, y)
+{tail}'''
+
+
+@pytest.mark.parametrize("reload, name", [("net = tf.keras.models.load_model('m.h5', compile=False)", "net"),
+                                          ("del net; net = tf.keras.models.load_model('m.h5', compile=False)", "net"),
+                                          ("other = tf.keras.models.load_model('m.h5', compile=False)", "other")])
+@pytest.mark.parametrize("in_main", [False, True])
+def test_a_model_loaded_back_is_not_the_trained_one_whatever_its_name(reload, name, in_main):
+    """The trained model's scope takes its own compile(), not the compile()
+    of a model loaded back later under the same name (told apart by the
+    bindings reaching each name, not their text): in the scope, that
+    compile() of a model made outside it stopped both workers."""
+    i = "    " if in_main else ""
+    source = RELOADED.format(indent_head="def main():\n    " if in_main else "", i=i, reload=reload, name=name,
+                             tail="\n\nmain()\n" if in_main else "")
+    result = convert_source(source.encode(), "reload.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    lines = result.code.splitlines()
+    second = [k for k, line in enumerate(lines) if line.strip().startswith(f"{name}.compile(")][-1]
+    assert lines[second].startswith(i + f"{name}.compile(") and lines[second - 1].strip() != "with strategy.scope():", \
+        result.code
+    first = next(k for k, line in enumerate(lines) if line.strip().startswith("net.compile("))
+    assert lines[first].startswith(i + "    net.compile("), result.code  # the trained model's: in the scope

@@ -109,3 +109,23 @@ def test_a_trainer_of_a_model_another_module_builds_trains_like_the_original(eng
     assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
     assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
     assert data["compare"]["verdict"] == "PASS", data["compare"]
+
+
+@pytest.mark.timeout(900)
+def test_a_model_loaded_back_under_the_trained_ones_name_is_compiled_outside_the_scope(tmp_path):
+    """``network = load_model(...)`` after training the first ``network``:
+    its compile() was put in the strategy's scope as if it were the trained
+    model's (the names matched), and both workers stopped ("Variable ... was
+    not created in the distribution strategy scope"). Told apart by the
+    bindings that reach each name: 2 TF_CONFIG workers PASS."""
+    name = "reloaded_compiled.py"
+    converted = convert_file(str(SCRIPTS / name), backend="tf-distribute")
+    assert converted.status == "converted" and "\nnetwork.compile(optimizer=tf.keras.optimizers.SGD(0.02 * " \
+        "strategy.num_replicas_in_sync), loss=\"mse\", metrics=[\"mae\"])" in converted.code, converted.code
+    report = tmp_path / "r.json"
+    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", "-np", "2", "--compare",
+                                              "--timeout", "300", "--report", str(report), str(SCRIPTS / name)],
+                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])

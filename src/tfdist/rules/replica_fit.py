@@ -244,7 +244,10 @@ def _with_model(expr, model: str) -> str:
 
 
 def _same_model(a: A.Analysis, x, y) -> bool:
-    if isinstance(x, cst.Name) and isinstance(y, cst.Name):
+    if isinstance(x, cst.Name) and isinstance(y, cst.Name):  # one object: a binding reaching both
+        held = keras_models.holders(a, x), keras_models.holders(a, y)
+        if all(held):
+            return bool(held[0] & held[1])
         return x.value == y.value and a.enclosing_function(x) is a.enclosing_function(y)
     return a.code(x) == a.code(y) and a.enclosing_function(x) is a.enclosing_function(y)
 
