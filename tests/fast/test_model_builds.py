@@ -406,3 +406,55 @@ def test_a_model_loaded_back_is_not_the_trained_one_whatever_its_name(reload, na
         result.code
     first = next(k for k, line in enumerate(lines) if line.strip().startswith("net.compile("))
     assert lines[first].startswith(i + "    net.compile("), result.code  # the trained model's: in the scope
+
+
+LAYER_TRAINED = '''import tensorflow as tf
+from tensorflow.keras import layers
+{head}x = tf.random.normal([16, 8])
+{i}{make}
+{i}{build}
+{i}print("built")
+{i}opt = tf.keras.optimizers.SGD(0.1)
+{i}for step in range(5):
+{i}    with tf.GradientTape() as tape:
+{i}        loss = tf.reduce_mean(tf.square(net(x, training=True)))
+{i}    {grads}
+{i}    opt.apply_gradients(zip(grads, net.trainable_variables))
+{tail}'''
+
+
+def _scoped(lines, k):
+    """Whether line k sits in a ``with strategy.scope():`` block."""
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    opener = next((line for line in reversed(lines[:k]) if line.strip()
+                   and len(line) - len(line.lstrip()) < indent), "")
+    return opener.strip() == "with strategy.scope():"
+
+
+@pytest.mark.parametrize("make, build", [
+    ("net = layers.BatchNormalization(axis=-1)", "out = net(x)"),
+    ("net = tf.keras.layers.Dense(4)", "_ = net(x)"),
+    ("net = layers.Dense(4, use_bias=False)", "for _ in range(2):\n{i}    out = net(x)"),
+])
+@pytest.mark.parametrize("grads", ["grads = tape.gradient(loss, net.trainable_variables)",
+                                   "variables = net.trainable_variables\n{i}    grads = tape.gradient(loss, variables)"])
+@pytest.mark.parametrize("in_main", [False, True])
+def test_a_layer_trained_by_itself_is_made_and_first_called_in_the_scope(make, build, grads, in_main):
+    """A Keras layer, no model around it, trained by a tape loop on its
+    trainable_variables: it makes its variables at its first call, so its
+    construction and that call run in the strategy's scope (left out, the
+    first step stopped every worker: "assert isinstance(var,
+    values.DistributedVariable)", a held-out book's example)."""
+    i = "    " if in_main else ""
+    source = LAYER_TRAINED.format(head="def main():\n    " if in_main else "", i=i, make=make,
+                                  build=build.format(i=i), grads=grads.format(i=i),
+                                  tail="\n\nmain()\n" if in_main else "")
+    result = convert_source(source.encode(), "layer.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    lines = result.code.splitlines()
+    first_call = build.split("\n")[0]
+    for text in (make, first_call):
+        k = next(k for k, line in enumerate(lines) if line.strip() == text)
+        assert _scoped(lines, k), (text, result.code)
+    loop = next(k for k, line in enumerate(lines) if line.strip() == "for step in range(5):")
+    assert not _scoped(lines, loop), result.code

@@ -129,3 +129,24 @@ def test_a_model_loaded_back_under_the_trained_ones_name_is_compiled_outside_the
     data = json.loads(report.read_text())
     assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
     assert all(r["exit_code"] == 0 for r in data["distributed"]["ranks"])
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("mode", [pytest.param(["-np", "2"], id="workers"),
+                                  pytest.param(["-np", "1", "--local-devices", "2"], id="devices")])
+def test_layers_trained_by_themselves_are_built_in_the_scope(mode, tmp_path):
+    """``net = layers.BatchNormalization(...)``; ``out = net(x)`` builds it;
+    a tape loop trains ``net.trainable_variables``: the layer was left out
+    of the scope (not a model), and the first step stopped every worker
+    (``assert isinstance(var, values.DistributedVariable)``). Made and first
+    called in the scope: PASS on 2 workers and on 1 x 2 devices."""
+    name = "layer_trained.py"
+    converted = convert_file(str(SCRIPTS / name), backend="tf-distribute")
+    assert "with strategy.scope():\n    net = layers.BatchNormalization(axis=-1)\n    out = net(x)\n" \
+        in converted.code, converted.code
+    report = tmp_path / "r.json"
+    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", *mode, "--compare",
+                                              "--timeout", "300", "--report", str(report), str(SCRIPTS / name)],
+                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]

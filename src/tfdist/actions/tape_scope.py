@@ -12,7 +12,7 @@ import libcst as cst
 from .. import apis
 from ..engine import analysis as A
 from ..engine.scopes import walk
-from ..facts import replica_state
+from ..facts import model_builds, replica_state
 from ..facts.syntax import calls_in, find_arg, receiver
 from ..facts.kinds import GRADIENT_TAPE as RULE
 from . import replicas
@@ -55,6 +55,8 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                 if s not in out:
                     out.append(s)
             if isinstance(node, cst.Name):
+                # a Keras layer trained by itself: made, and built by its first call, in the scope
+                out += [s for s in model_builds.layer_building(a, node) if s not in out]
                 # an instance of a class of this module that makes tf.Variables (a tf.Module)
                 if any(_creates_variables(a, cd) for cd in a.instance_classes(node)):
                     for t in a.types(node):

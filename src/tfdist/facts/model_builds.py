@@ -134,3 +134,31 @@ def _built_by(a: A.Analysis, name: str, call: cst.Call) -> bool:
     return isinstance(first, cst.Call) and (a.is_name(first, apis.KERAS_SYMBOLIC_INPUTS | {"keras.layers.InputLayer"})
                                             is not None or any(arg.keyword is not None and arg.keyword.value
                                                                in SHAPE_KEYWORDS for arg in first.args))
+
+
+@fact
+def layer_building(a: A.Analysis, name) -> List[cst.BaseStatement]:
+    """``net = layers.BatchNormalization(...)``, a Keras layer trained by
+    itself (its ``trainable_variables`` handed to a tape): the statement
+    making it and the first statement after it, in its block, that calls it
+    -- a layer makes its variables at its first call, so both must run in a
+    strategy's scope. [] for anything else, or when that first call is not
+    in the same block (then it is in the training itself)."""
+    bound = a.assigned_values(name) if isinstance(name, cst.Name) else []
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
+        return []
+    origin, value = bound[0]
+    target = origin.targets[0].target if len(origin.targets) == 1 else None
+    if not isinstance(target, cst.Name) or not any(
+            n.startswith(apis.KERAS_LAYER_MODULES) and n.rsplit(".", 1)[1][:1].isupper() for n in a.names(value)):
+        return []
+    stmt = a.statement_of(value)
+    block = a.parent(stmt)
+    body = list(getattr(block, "body", ()))
+    if stmt not in body:
+        return []
+    uses = {id(r) for r in a.scopes.references(target)}
+    for later in body[body.index(stmt) + 1:]:
+        if any(isinstance(n, cst.Call) and id(n.func) in uses for n in calls_in(later)):
+            return [stmt, later]
+    return [stmt]
