@@ -109,4 +109,11 @@ EXTENDED = {
         "test_warmup_runtime.py::test_learning_rate_ramps_to_the_scaled_rate_on_2_ranks[key0-0.2]",
     "test_warmup_runtime.py::test_fit_warms_up_the_script_s_own_schedule_on_2_ranks":
         "test_warmup_runtime.py::test_learning_rate_ramps_to_the_scaled_rate_on_2_ranks[key0-0.2]",
+    # stop 47's shapes: one mode or engine of each stays in the slow tier
+    "test_helper_data_runtime.py::test_a_gan_reading_a_helper_modules_dataset_trains_like_the_original[devices]":
+        "test_helper_data_runtime.py::test_a_gan_reading_a_helper_modules_dataset_trains_like_the_original[workers]",
+    "test_model_builds_runtime.py::test_layers_trained_by_themselves_are_built_in_the_scope[devices]":
+        "test_model_builds_runtime.py::test_layers_trained_by_themselves_are_built_in_the_scope[workers]",
+    "test_ignored_lr_runtime.py::test_the_rate_an_ignored_lr_leaves_is_the_one_scaled[tf-distribute]":
+        "test_ignored_lr_runtime.py::test_the_rate_an_ignored_lr_leaves_is_the_one_scaled[horovod]",
 }
