@@ -37,8 +37,8 @@ def scale_optimizer_lr(ctx, call: cst.Call, class_name: str) -> bool:
     position = 0 if known else own[1] if own is not None else None
     # the rate the optimizer reads: learning_rate= or the first positional argument, over a second ``lr=``
     arg = find_arg(call, "learning_rate", position) or find_arg(call, apis.LEARNING_RATE_KEYWORDS, position)
-    if arg is not None and arg.keyword is not None and arg.keyword.value == "lr" and class_name in apis.KERAS_OPTIMIZERS \
-            and find_arg(call, "learning_rate", 0) is None:
+    if arg is not None and arg.keyword is not None and arg.keyword.value == "lr" \
+            and class_name in apis.KERAS_OPTIMIZERS and find_arg(call, "learning_rate", 0) is None:
         return _ignored_lr(ctx, call, class_name, arg)
     if arg is None:
         if own is not None and own[2] is not None:

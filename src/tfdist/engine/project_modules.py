@@ -16,9 +16,9 @@ import libcst as cst
 from .objects import DATASET, MODEL, Type
 from .values import returned_values
 
-# The kinds a call of a function of another module is typed with: a model it
-# builds and returns. Other objects (datasets, optimizers) are followed by the
-# facts that ask about them, which read the function itself.
+# The kinds a call of a function of another module is typed with: a Keras model
+# or a tf.data dataset it returns. Other objects (optimizers, samplers) are
+# followed by the facts that ask about them, which read the function itself.
 EXTERNAL_KINDS = frozenset({MODEL, DATASET})
 
 
@@ -73,8 +73,9 @@ class ProjectModules:
     def external_return_types(self, call: cst.Call, element: Optional[Tuple[int, int]] = None) -> Set[Type]:
         """Types of what ``call`` returns when it runs a function of another
         module of the project (``build_net(4)``), or, with ``element`` (index,
-        size), of that element of the tuple of that size it returns: each made at ``call`` as far as this module sees
-        (its statement creates the object's variables)."""
+        size), of that element of the tuple of that size it returns: each
+        made at ``call`` as far as this module sees (its statement creates
+        the object's variables)."""
         found = self.project_definition(call.func) if isinstance(call, cst.Call) else None
         if found is None:
             return set()
