@@ -195,7 +195,7 @@ def refuse_shared_optimizer(ctx, compiles) -> None:
             continue
         origins = {id(o) for o, _ in a.assigned_values(arg.value) if o is not None}
         model = receiver(call)
-        models = frozenset(id(t.call) for t in a.types(model) if t.kind == A.MODEL and t.call is not None) or (
+        models = model_compiles.model_origins(a, model) or (
             frozenset(id(o) for o, _ in a.assigned_values(model) if o is not None)
             if isinstance(model, cst.Name) else frozenset())  # built where tfdist cannot see: the binding
         if len(origins) != 1 or not models:

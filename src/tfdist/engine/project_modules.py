@@ -60,15 +60,11 @@ class ProjectModules:
         """Types of the name ``target`` bound as one element of a tuple
         assignment from a call of another module's function (``ssd`` in
         ``anchors, features, ssd = build_ssd(...)``)."""
-        element = self.parent(target)
-        tup = self.parent(element) if isinstance(element, cst.Element) else None
-        assign_target = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
-        assign = self.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
-        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call) \
-                or any(isinstance(e, cst.StarredElement) for e in tup.elements):
+        position = self.unpacked_position(target)
+        if position is None or not isinstance(position[0].value, cst.Call):
             return set()
-        index = next(i for i, e in enumerate(tup.elements) if e is element)
-        return self.external_return_types(assign.value, (index, len(tup.elements)))
+        assign, index, size = position
+        return self.external_return_types(assign.value, (index, size))
 
     def external_return_types(self, call: cst.Call, element: Optional[Tuple[int, int]] = None) -> Set[Type]:
         """Types of what ``call`` returns when it runs a function of another

@@ -235,15 +235,10 @@ class BoundValues:
         over = self.written_out_loop_values(target)
         if over is not None:
             return over
-        element = self.parent(target)
-        tup = self.parent(element) if isinstance(element, cst.Element) else None
-        assign_target = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
-        assign = self.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
-        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or depth > 8:
+        position = self.unpacked_position(target)
+        if position is None or depth > 8:
             return []
-        if any(isinstance(e, cst.StarredElement) for e in tup.elements):
-            return []
-        index = next(i for i, e in enumerate(tup.elements) if e is element)
+        assign, index, size = position
         values: List[cst.BaseExpression] = []
         candidates = [assign.value]
         if isinstance(assign.value, cst.Name):
@@ -264,10 +259,23 @@ class BoundValues:
         for value in [v for v in candidates if isinstance(v, cst.Name)]:  # return models: the tuple bound to it
             candidates += [v for _o, v in self.assigned_values(value) if isinstance(v, (cst.Tuple, cst.List))]
         for value in candidates:
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(tup.elements) \
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == size \
                     and not any(isinstance(e, cst.StarredElement) for e in value.elements):
                 values.append(value.elements[index].value)
         return values
+
+    def unpacked_position(self, target: cst.CSTNode) -> Optional[Tuple[cst.Assign, int, int]]:
+        """(the assignment, the element's index, the tuple's size) when
+        ``target`` is one element of a tuple or list unpacked by a one-target
+        assignment without a starred element (``a, b = make()``); else None."""
+        element = self.parent(target)
+        tup = self.parent(element) if isinstance(element, cst.Element) else None
+        assign_target = self.parent(tup) if isinstance(tup, (cst.Tuple, cst.List)) else None
+        assign = self.parent(assign_target) if isinstance(assign_target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+                or any(isinstance(e, cst.StarredElement) for e in tup.elements):
+            return None
+        return assign, next(i for i, e in enumerate(tup.elements) if e is element), len(tup.elements)
 
     def written_out_loop_values(self, target: cst.CSTNode) -> Optional[List[cst.BaseExpression]]:
         """The values a ``for`` target takes over a tuple or list written out

@@ -23,8 +23,10 @@ class UncompiledFit(NamedTuple):
     where: str  # "build_compiled() of model.py, line 6" / "keras.models.load_model"
 
 
-def _origins(a: A.Analysis, expr) -> set:
-    return {id(t.call) for t in a.types(expr) if t.kind == A.MODEL and t.call is not None}
+@fact
+def model_origins(a: A.Analysis, expr) -> frozenset:
+    """ids of the calls that make the model(s) ``expr`` may be."""
+    return frozenset (id(t.call) for t in a.types(expr) if t.kind == A.MODEL and t.call is not None)
 
 
 @fact
@@ -35,7 +37,7 @@ def uncompiled_fits(a: A.Analysis) -> List[UncompiledFit]:
     cannot tell may be that model's: then none is listed)."""
     compiled: set = set()
     for call in model_calls(a, {"compile"}):
-        origins = _origins(a, receiver(call))
+        origins = model_origins(a, receiver(call))
         if not origins:
             return []
         compiled |= origins
