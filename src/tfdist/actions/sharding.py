@@ -532,20 +532,24 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
     share_seed(ctx, src)
     path = dataset_flow.path_to(a, dataset, src) or []
     point = None
+    unseeded = []
     for call in reversed(path):  # from the source towards the consumer
         if method_name(call) in apis.RECORD_READING_METHODS:
             point = call
             break
         if method_name(call) == "shuffle" and find_arg(call, "seed", 1) is None:
-            ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
+            unseeded.append(call)
+    for call in unseeded if point is not None else ():  # file names shuffled before their records are sharded
+        ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
     if point is None:
-        point = src
+        point = src  # the files are sharded before any shuffle: the order is then the rank's own
     elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and dataset_splits.literal_false(arg.value)
              for arg in point.args):
         ctx.warn(point, RULE, "deterministic=False: records arrive in a different order on every rank, so the record shards may overlap; drop deterministic=False")
-    if point in sharded_state(ctx):
-        return
-    sharded_state(ctx).add(point)
+    if point is not src:  # the source itself: marked as sharded by the caller, not yet sharded
+        if point in sharded_state(ctx):
+            return
+        sharded_state(ctx).add(point)
     if wrap_node(ctx, point, ctx.backend.shard_dataset("{inner}")):
         if point is src:
             ctx.change(src, RULE, f"{what}: files sharded by rank, equal count per rank (each file is one element)")

@@ -30,6 +30,7 @@ from . import sharding
 from . import step_division
 from . import tf1_edits
 from . import warmup_edits
+from ..facts import dataset_iterators
 from ..facts import iterator_classes
 from ..facts import learning_rates
 from ..facts import samplers
@@ -217,9 +218,8 @@ def _slice_rows_read(ctx, loop, applies: Set[int]) -> Optional[step_counts.Slice
 def _shard_iterators(ctx, loop) -> None:
     """``next(it)`` in a step loop, with ``it = iter(dataset)``: shard dataset."""
     a = ctx.a
-    for c in calls_in(loop.body):
-        if isinstance(c.func, cst.Name) and c.func.value == "next" and c.args and isinstance(c.args[0].value, cst.Name):
-            for _, value in a.assigned_values(c.args[0].value):
-                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "iter" \
-                        and value.args and a.is_kind(value.args[0].value, A.DATASET):
-                    sharding.shard_dataset(ctx, value.args[0].value, "training data")
+    done = []
+    for _next, _made, ds in dataset_iterators.next_reads(a, loop.body):
+        if all(ds is not d for d in done):
+            done.append(ds)
+            sharding.shard_dataset(ctx, ds, "training data")

@@ -146,13 +146,24 @@ class BoundValues:
         refs = self.scopes.lookup(expr)
         return bool(refs) and all(isinstance(r.node, (cst.Import, cst.ImportFrom)) or r.imported for r in refs)
 
-    def local_functions(self, name: cst.Name) -> List[cst.FunctionDef]:
-        out = []
-        for origin, _ in self.assigned_values(name):
+    def local_functions(self, name: cst.Name, depth: int = 0) -> List[cst.FunctionDef]:
+        """The functions of this module a name may hold: one it defines, or,
+        for a parameter, those this module's calls pass for it by name
+        (``run_epoch(train_step, ...)`` makes ``step_fn(batch)`` in
+        ``def run_epoch(step_fn, ...)`` a call of ``train_step``), or another
+        name bound to one (``fn = train_step``)."""
+        out: List[cst.FunctionDef] = []
+        for origin, value in self.assigned_values(name):
             if isinstance(origin, cst.FunctionDef):
                 out.append(origin)
             elif isinstance(origin, cst.Name) and isinstance(self.parent(origin), cst.FunctionDef):
                 out.append(self.parent(origin))
+            elif isinstance(value, cst.Name) and depth < 4:  # fn = train_step
+                out += [f for f in self.local_functions(value, depth + 1) if f not in out]
+            elif isinstance(origin, cst.Param) and depth < 4:
+                for arg in self.parameter_values(origin, depth):
+                    if isinstance(arg, cst.Name):
+                        out += [f for f in self.local_functions(arg, depth + 1) if f not in out]
         return out
 
     def parameter_values(self, param: cst.Param, depth: int = 0) -> List[cst.BaseExpression]:

@@ -14,6 +14,7 @@ from . import gradient_tapes
 from .gradient_tapes import tapes
 from .syntax import calls_in, method_name
 from . import batch_helpers
+from . import dataset_iterators
 from . import dataset_flow
 from . import fed_arrays
 from . import sample_arrays
@@ -229,6 +230,8 @@ def _from_dataset_iterator(a: A.Analysis, call: cst.Call) -> bool:
     """``next(it)`` with ``it = iter(dataset)``: divided by sharding the dataset."""
     if not (a.is_name(call, {"builtins.next"}) and call.args and isinstance(call.args[0].value, cst.Name)):
         return False
+    if dataset_iterators.iterator_sources(a, call.args[0].value):  # also one handed in as a parameter
+        return True
     for _, value in a.assigned_values(call.args[0].value):
         if isinstance(value, cst.Call) and a.is_name(value, {"builtins.iter"}) and value.args \
                 and a.is_kind(value.args[0].value, A.DATASET):

@@ -24,6 +24,7 @@ from ..actions import stream_feeds
 from ..actions import tape_loops
 from ..actions import tape_scope
 from ..actions import updates_by_hand
+from ..facts import dataset_iterators
 from ..facts import gradient_tapes
 from ..facts import kinds
 from ..facts import replica_state
@@ -307,9 +308,8 @@ def _distributed_batch(a: A.Analysis, loop):
     iterators = {id(call) for call, _ in _iterators_read(a, loop)}
     for stmt in loop.body.body:
         for n in walk(stmt):
-            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) \
-                    and n.value.func.value == "next" and n.value.args and isinstance(n.value.args[0].value, cst.Name) \
-                    and any(id(v) in iterators for _, v in a.assigned_values(n.value.args[0].value)):
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and dataset_iterators.is_next(n.value) \
+                    and any(id(made) in iterators for made, _ in dataset_iterators.iterator_sources(a, n.value.args[0].value)):
                 for t in n.targets:
                     names |= set(target_names(t.target))
                 if stmt not in reads:
@@ -322,9 +322,8 @@ def _nested_next_reads(a: A.Analysis, loop, span) -> List[cst.Assign]:
     the tapes' ``with`` block): not a statement of the loop body that can stay outside the step."""
     iterators = {id(call) for call, _ in _iterators_read(a, loop)}
     return [n for stmt in span for n in walk(stmt)
-            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name)
-            and n.value.func.value == "next" and n.value.args and isinstance(n.value.args[0].value, cst.Name)
-            and any(id(v) in iterators for _, v in a.assigned_values(n.value.args[0].value))
+            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and dataset_iterators.is_next(n.value)
+            and any(id(made) in iterators for made, _ in dataset_iterators.iterator_sources(a, n.value.args[0].value))
             and not (isinstance(stmt, cst.SimpleStatementLine) and n in stmt.body)]
 
 
@@ -482,14 +481,9 @@ def _distribute(ctx, dataset) -> None:
 def _iterators_read(a: A.Analysis, loop):
     """(iter(...) call, dataset) of ``next(it)`` reads in the loop, with it = iter(dataset)."""
     out = []
-    for c in calls_in(loop.body):
-        if not (isinstance(c.func, cst.Name) and c.func.value == "next" and c.args and isinstance(c.args[0].value, cst.Name)):
-            continue
-        for _, value in a.assigned_values(c.args[0].value):
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "iter" \
-                    and value.args and a.is_kind(value.args[0].value, A.DATASET):
-                if all(value is not v for v, _ in out):
-                    out.append((value, value.args[0].value))
+    for _next, made, ds in dataset_iterators.next_reads(a, loop.body):
+        if all(made is not v for v, _ in out):
+            out.append((made, ds))
     return out
 
 
