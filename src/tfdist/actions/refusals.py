@@ -8,7 +8,9 @@ import libcst as cst
 from ..engine import analysis as A
 from ..engine.context import Unsupported
 from ..engine.rule import Rule
+from ..facts import element_shapes
 from ..facts import gradient_tapes
+from ..facts.syntax import find_passed
 
 
 class RefusedPattern(Rule):
@@ -68,3 +70,26 @@ def refuse_tf1_optimizer_tapes(ctx) -> None:
         "outside a Session: nothing converted. Build the Keras optimizer of the same algorithm where this one is "
         "made (tf.keras.optimizers.SGD(learning_rate, momentum=m) for MomentumOptimizer, Adam for AdamOptimizer, "
         "RMSprop for RMSPropOptimizer; drop apply_gradients' global_step argument) and convert again"))
+
+
+def refuse_unbatched_components(ctx, datasets: List[cst.BaseExpression]) -> None:
+    """A dataset a strategy will distribute whose elements hold a scalar constant beside the batch
+    (facts/element_shapes): tf.distribute splits every component of a global batch between the
+    replicas along its first dimension and stops at the first step on a scalar. No edit is exact (a
+    loss may read the scalar as it is), so the file is refused with the edit to make."""
+    a = ctx.a
+    for ds in datasets:
+        for leaf in element_shapes.unbatched_components(a, ds):
+            raise ctx.unsupported(leaf, ctx.say(
+                "{leaf} (line {line}) is a scalar the dataset's map puts beside each batch (after .batch()): "
+                "{engine} splits every component of a global batch between the replicas along its first "
+                "dimension, and a scalar has none (the converted script would stop at its first step). Give it a "
+                "batch dimension in the map (e.g. tf.zeros_like(<a batch component>[:, :1]) for a dummy target "
+                "whose loss ignores it){alternative}", leaf=a.code(leaf),
+                line=str(a.line(leaf))))
+
+
+def refuse_unbatched_fit_data(ctx, fit: cst.Call) -> None:
+    """:func:`refuse_unbatched_components` for the datasets a fit() trains and validates on."""
+    passed = (find_passed(ctx.a, fit, "x", 0), find_passed(ctx.a, fit, "validation_data"))
+    refuse_unbatched_components(ctx, [p.value for p in passed if p is not None])

@@ -16,6 +16,7 @@ from ..facts.syntax import append_arg, calls_in, find_arg, find_passed, kwarg, p
 from ..actions import keras_optimizers
 from ..actions import learning_rate
 from ..actions import per_rank_draws
+from ..actions import refusals
 from ..actions import replica_train_step
 from ..actions import replicas
 from ..actions import sharding
@@ -115,6 +116,7 @@ def apply(ctx) -> None:
             # model's fit(), over the settings its constructor holds (batch_size=50): nothing is added
             # there; what to do by hand is warned with the wrapper (backend.sklearn_wrapper_warning)
             continue
+        refusals.refuse_unbatched_fit_data(ctx, call)
         _scope_model(ctx, call, compiles)
         _fit(ctx, call)
         _mark_built_without_call(ctx, call)

@@ -474,6 +474,7 @@ def _divide_dataset(ctx, ds) -> None:
 def _distribute(ctx, dataset) -> None:
     """The strategy's distributed version of a dataset expression (built
     from its edited form: the batch kept per replica, the split policy)."""
+    refusals.refuse_unbatched_components(ctx, [dataset])
     template = ctx.backend.distribute_dataset("{inner}")
     ctx.plan.replace(dataset, lambda upd: ctx.expr(template, inner=ctx.module.code_for_node(upd)))
 
