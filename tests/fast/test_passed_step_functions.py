@@ -186,3 +186,70 @@ def test_file_names_shuffled_before_their_records_are_sharded_need_a_seed(tmp_pa
     r = _convert(tmp_path, src, "horovod")
     assert r.status == "converted", r.error
     assert [w.line for w in r.warnings if "shuffle of file names has no seed" in w.message] == [8]
+
+
+TRAINER = """\
+import numpy as np
+import tensorflow as tf
+
+x = np.random.RandomState(0).rand(512, 8).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 4).astype("float32")
+train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(512, seed=1).repeat().batch(32)
+
+
+class Trainer:
+    def __init__(self):
+        self.model = tf.keras.Sequential([tf.keras.layers.Dense(16, activation="relu"), tf.keras.layers.Dense(1)])
+        self.optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)
+        self.loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+
+    @tf.function
+    def train_step(self, batch):
+        features, labels = batch
+        with tf.GradientTape() as tape:
+            loss = self.loss_fn(labels, self.model(features, training=True))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+    def run_epoch(self, step_fn, batches, steps):
+        for _ in range(steps):
+            loss = step_fn(next(batches))
+        return float(loss)
+
+    def fit(self, dataset, epochs, steps):
+        batches = iter(dataset)
+        for epoch in range(epochs):
+            print(epoch, self.run_epoch(self.train_step, batches, steps))
+
+
+Trainer().fit(train_ds, 3, 16)
+"""
+
+
+def test_a_method_passed_as_the_step_is_followed(tmp_path):
+    """``self.run_epoch(self.train_step, batches, steps)``: the parameter holds a method of the
+    instance. Horovod left the data whole (every rank the same batches), tf-distribute warned "no
+    training loop found"."""
+    a = _analysis(TRAINER)
+    call = next(c for c in a.calls if isinstance(c.func, cst.Name) and c.func.value == "step_fn")
+    assert [f.name.value for f in a.local_functions(call.func)] == ["train_step"]
+    r = _convert(tmp_path, TRAINER, "tf-distribute")
+    assert r.status == "converted" and not r.warnings, (r.error, r.warnings)
+    assert "loss = run_on_replicas(step_fn, next(batches))" in r.code
+    assert "batches = iter(strategy.experimental_distribute_dataset(dataset))" in r.code
+    r = _convert(tmp_path, TRAINER, "horovod")
+    assert r.status == "converted", r.error
+    assert "for _ in range(max(1, steps // hvd.size())):" in r.code
+    assert [line.split(" = ")[0] for line in r.code.splitlines() if "shard(hvd.size(), hvd.rank())" in line] == ["train_ds"]
+
+
+def test_a_step_no_loop_runs_is_reported_at_its_line(tmp_path):
+    """One step at module level (a demo): the warning names the step's line (it said line 1)."""
+    src = ("import tensorflow as tf\n\nw = tf.Variable(tf.zeros((4, 1)))\nx = tf.ones((8, 4))\n"
+           "optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)\nwith tf.GradientTape() as tape:\n"
+           "    loss = tf.reduce_mean(tf.square(x @ w - 1.0))\ngrads = tape.gradient(loss, [w])\n"
+           "optimizer.apply_gradients(zip(grads, [w]))\n")
+    r = _convert(tmp_path, src, "tf-distribute")
+    assert r.status == "converted", r.error
+    assert [w.line for w in r.warnings if "no training loop found around this step" in w.message] == [9]

@@ -151,20 +151,29 @@ class BoundValues:
         for a parameter, those this module's calls pass for it by name
         (``run_epoch(train_step, ...)`` makes ``step_fn(batch)`` in
         ``def run_epoch(step_fn, ...)`` a call of ``train_step``), or another
-        name bound to one (``fn = train_step``)."""
+        name bound to one (``fn = train_step``), or a method passed
+        (``self.run_epoch(self.train_step, ...)``)."""
         out: List[cst.FunctionDef] = []
         for origin, value in self.assigned_values(name):
             if isinstance(origin, cst.FunctionDef):
                 out.append(origin)
             elif isinstance(origin, cst.Name) and isinstance(self.parent(origin), cst.FunctionDef):
                 out.append(self.parent(origin))
-            elif isinstance(value, cst.Name) and depth < 4:  # fn = train_step
-                out += [f for f in self.local_functions(value, depth + 1) if f not in out]
+            elif value is not None and depth < 4:  # fn = train_step, step = self.train_step
+                out += [f for f in self._functions_named(value, depth + 1) if f not in out]
             elif isinstance(origin, cst.Param) and depth < 4:
                 for arg in self.parameter_values(origin, depth):
-                    if isinstance(arg, cst.Name):
-                        out += [f for f in self.local_functions(arg, depth + 1) if f not in out]
+                    out += [f for f in self._functions_named(arg, depth + 1) if f not in out]
         return out
+
+    def _functions_named(self, expr: cst.BaseExpression, depth: int) -> List[cst.FunctionDef]:
+        """The functions of this module an expression names: a function (:meth:`local_functions`),
+        or a method of an instance of a user class (``self.train_step``, ``trainer.step``)."""
+        if isinstance(expr, cst.Name):
+            return self.local_functions(expr, depth)
+        if isinstance(expr, cst.Attribute):
+            return [f for cd in self.instance_classes(expr.value) for f in self.class_methods(cd, expr.attr.value)]
+        return []
 
     def parameter_values(self, param: cst.Param, depth: int = 0) -> List[cst.BaseExpression]:
         """What a parameter can be bound to by this module's calls: every

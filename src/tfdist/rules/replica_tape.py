@@ -76,20 +76,23 @@ def apply(ctx) -> None:
         raise ctx.unsupported(r.node, ctx.say(r.reason))
     if updates:
         updates_by_hand.convert(ctx, RULE, [c for *_, cs in by_hand for c in cs], updates, unscaled=in_whole)
-    _run_steps(ctx, set(stepped), by_hand_loops, {id(loop) for loop in whole})
+    _run_steps(ctx, set(stepped), by_hand_loops, {id(loop) for loop in whole}, ([*applies, *updates] or [None])[0])
 
 
 # ------------------------------------------------------------ replica scope
 # ------------------------------------------------------------ steps
-def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whole: Set[int] = frozenset()) -> None:
+def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whole: Set[int] = frozenset(),
+               first=None) -> None:
     """``within_step``: ids of loops that are part of a step (over its gradients); ``whole``:
-    ids of loops whose steps train on the whole data (facts/whole_data.py)."""
+    ids of loops whose steps train on the whole data (facts/whole_data.py); ``first``: the first
+    optimizer step (where a step no loop runs is reported)."""
     a = ctx.a
     trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
     innermost = whole_data.training_loops(a, frozenset(applies), frozenset(within_step))
     if not innermost:
-        ctx.warn(None, RULE, ctx.say("no training loop found around the steps: run each step with {run}",
-                                     run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
+        ctx.warn(first, RULE, ctx.say("no training loop found around this step: as converted it runs outside the "
+                                      "replicas, on the whole batch; run it with {run} on a distributed batch, or train in a "
+                                      "loop of steps", run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
         return
     steps = []
     for loop in innermost:
