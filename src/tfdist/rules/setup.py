@@ -8,6 +8,7 @@ needs) and places the code right after the file's imports.
 from __future__ import annotations
 
 import libcst as cst
+from ..facts import keras_models
 from ..facts import kinds
 from ..engine.rule import Rule, register
 
@@ -19,8 +20,9 @@ def apply(ctx) -> None:
     tf2 = bool(ctx.patterns & {"Keras", "GradientTape"})
     keras3 = "Keras" in ctx.patterns
     early = _before_tensorflow(ctx, keras3)
-    # Fill every name first so the imports they need are scheduled.
-    stmts, pinned = _startup_statements(ctx, tf2, keras3)
+    # Fill every name first so the imports they need are scheduled. A model compiled and evaluated
+    # after a tape loop needs the guard of Keras's own loops too (Keras 3 evaluate() under a strategy).
+    stmts, pinned = _startup_statements(ctx, tf2, keras3 or bool(keras_models.model_calls(ctx.a, {"evaluate"})))
     imports = _requested_imports(ctx)
     anchor = ctx.imports.anchor_for_imports()
     setup_anchor = ctx.imports.anchor_for_setup()
