@@ -165,7 +165,8 @@ class ClassHierarchy:
 
     def attribute_values(self, cd: cst.ClassDef, attr: str) -> List[cst.BaseExpression]:
         """Values assigned to ``self.attr`` in the methods of cd and its bases
-        (``self.opt = Adam()``, ``self.model, self.opt = model, Adam()``)."""
+        (``self.opt = Adam()``, ``self.model, self.opt = model, Adam()``, ``self.g, self.d =
+        self.build()`` with ``build`` returning a tuple)."""
         key = (id(cd), attr)
         cache = self.__dict__.setdefault("_attr_cache", {})
         if key in cache:
@@ -196,4 +197,7 @@ class ClassHierarchy:
             for t, v in zip(target.elements, value.elements):
                 out += self._self_attr_values(t.value, v.value, attr, klass)
             return out
+        if isinstance(target, (cst.Tuple, cst.List)):  # self.a, self.b = self.make(): the element it returns
+            return [v for t in target.elements if self._self_attr_values(t.value, t.value, attr, klass)
+                    for v in self.tuple_element_values(t.value)]
         return []
