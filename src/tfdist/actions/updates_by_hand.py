@@ -40,7 +40,8 @@ def convert(ctx, rule: str, grad_calls: Sequence[cst.Call], updates: Sequence[cs
             "gradients summed over the replicas here: the step updates its variables by hand (line {line}, "
             "{what}), with no optimizer to sum them", line=str(a.line(first)), what=a.code(first.func)))
     gradients = gradients_and_loop_targets(a, list(grad_calls))
-    for u in updates:
+    # an update several tapes reach (a Layer's methods each differentiating for the same variables) once
+    for u in {id(u): u for u in updates}.values():
         rate = update_rate(a, u, frozenset(gradients))
         if id(u) in unscaled:
             pass
