@@ -216,7 +216,11 @@ class TfDistributeBackend(Backend):
         Under TF_CONFIG the rows are padded with copies of the last one to a
         multiple of the replicas, and the padding's outputs dropped: the same
         predictions, in order (measured, 225 rows: equal to the model's own
-        call). Datasets and generators are passed on as they are."""
+        call). Datasets and generators are passed on as they are. It runs
+        traced even where the script makes tf.functions run eagerly (a
+        debugging ``run_functions_eagerly(True)``): its gathering of the
+        workers' rows fails eagerly ("all_gather is not supported in eager
+        mode", tf-keras, 2 workers; a held-out cookbook's VAE)."""
         q = ctx.quoted
         model = "{keras}.Model" if ctx.facts.get("keras_flavor") == "keras" else "{tf}.keras.Model"
         return (
@@ -224,16 +228,21 @@ class TfDistributeBackend(Backend):
             f"    def predict_padded(model, x, *args, **kwargs):\n"
             f"        rows = set(int(a.shape[0]) for a in {{tf}}.nest.flatten(x) if len(getattr(a, {q('shape')}, ())) > 0)\n"
             f"        pad = (-min(rows)) % {{strategy}}.num_replicas_in_sync if len(rows) == 1 else 0\n"
-            f"        if not pad:\n"
-            f"            return predict(model, x, *args, **kwargs)\n"
-            f"        padded = {{tf}}.nest.map_structure(lambda a: {{tf}}.concat([a, {{tf}}.repeat(a[-1:], pad, axis=0)], 0), x)\n"
-            f"        return {{tf}}.nest.map_structure(lambda o: o[:min(rows)], predict(model, padded, *args, **kwargs))\n"
+            f"        if pad:\n"
+            f"            x = {{tf}}.nest.map_structure(lambda a: {{tf}}.concat([a, {{tf}}.repeat(a[-1:], pad, axis=0)], 0), x)\n"
+            f"        eager = {{tf}}.config.functions_run_eagerly()\n"
+            f"        {{tf}}.config.run_functions_eagerly(False)\n"
+            f"        try:\n"
+            f"            out = predict(model, x, *args, **kwargs)\n"
+            f"        finally:\n"
+            f"            {{tf}}.config.run_functions_eagerly(eager)\n"
+            f"        return {{tf}}.nest.map_structure(lambda o: o[:min(rows)], out) if pad else out\n"
             f"    return predict_padded\n"
             f"if {q('TF_CONFIG')} in {{os}}.environ:\n"
             f"    {model}.predict = {{even_predict}}({model}.predict)",
             "tf.distribute: Keras's predict under MultiWorkerMirroredStrategy stops when the rows do not divide evenly "
             "between the workers: pad them with copies of the last row to a multiple of the replicas, and drop the "
-            "padding's predictions.",
+            "padding's predictions; run it traced (it gathers the workers' rows, which eager mode cannot).",
         )
 
     # --- optimisation

@@ -251,11 +251,18 @@ def _layer_statements(a: A.Analysis, node, seen: set, depth: int = 0) -> List[cs
     model used as a layer (a sub-model) with everything that builds it."""
     out: List[cst.BaseStatement] = []
     for n in walk(node):
-        # a model kept in an instance attribute and called as a layer (``img = self.generator(z)``)
-        if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 and self_attribute_class(a, n) is not None \
-                and a.is_kind(n, A.MODEL):
-            seen.add(id(n))
+        cls = self_attribute_class(a, n) if isinstance(n, cst.Attribute) and id(n) not in seen and depth < 6 else None
+        if cls is None:
+            continue
+        seen.add(id(n))
+        if a.is_kind(n, A.MODEL):
+            # a model kept in an instance attribute and called as a layer (``img = self.generator(z)``)
             out += [s for s in construction_statements(a, n, {A.MODEL}, depth + 1) if s not in out]
+        elif ("attribute", id(cls), n.attr.value) not in seen:
+            # a tensor kept in an instance attribute (``self.outputs = Dense(10)(x)``): every value the class gives it
+            seen.add(("attribute", id(cls), n.attr.value))
+            for value in a.attribute_values(cls, n.attr.value):
+                _follow_binding(a, None, value, out, seen, depth)
     for n in _names(node):
         if id(n) in seen:
             continue
