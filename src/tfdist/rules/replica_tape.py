@@ -6,7 +6,7 @@ the user's batch kept per replica, and counted step loops divided.
 """
 from __future__ import annotations
 
-from typing import List, Set
+from typing import List, Optional, Set
 import libcst as cst
 from ..engine import analysis as A
 from ..engine import patterns as P
@@ -162,6 +162,16 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
             f"line {a.line(read)} reads the next batch of a distributed iterator inside the block at line "
             f"{a.line(next(s for s in span if dataflow.is_inside(a, read, s)))}, which must run outside the replicas; "
             f"move `{a.code(read).strip()}` before that block")))
+    single = _single_step_call(a, span, trains)
+    if single is not None:  # one call of a step function: run on the replicas as it is, no function around it
+        _run_on_replicas(ctx, single)
+        later, localise = _batch_read_later(ctx, body, last, batch)
+        if localise:
+            ctx.plan.insert_after(span[-1], localise)
+            ctx.change(span[-1], RULE, ctx.say(
+                "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
+                names=", ".join(later)))
+        return
     params, assigned = _inline_step_params(ctx, loop, body[:first], span, refusal)
     results = _inline_step_results(a, loop, span, assigned)
     name = replica_state.free_local_name(ctx, "train_step")
@@ -187,6 +197,19 @@ def _step_from_inline_code(ctx, loop, trains, feed=None) -> None:
         ctx.change(span[-1], RULE, ctx.say(
             "{names} read after the step: from there on they hold this worker's rows of the distributed batch",
             names=", ".join(later)))
+
+
+def _single_step_call(a: A.Analysis, span, trains) -> Optional[cst.Call]:
+    """The call of a step function of this module when the step is one statement doing nothing else
+    (``loss, acc = train_step(x, y)``): a step function wrapped in another would nest a tf.function
+    step in a plain one, which fails on the replicas ("merge_call called while defining a new graph")."""
+    small = span[0].body[0] if len(span) == 1 and isinstance(span[0], cst.SimpleStatementLine) \
+        and len(span[0].body) == 1 else None
+    value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+    if isinstance(value, cst.Call) and trains(value) and dataflow.callees(a, value) \
+            and (isinstance(small, cst.Expr) or all(isinstance(t.target, (cst.Name, cst.Tuple)) for t in small.targets)):
+        return value
+    return None
 
 
 def _inline_step_span(ctx, loop, body, trains, batch, cut, refusal: str):
