@@ -98,6 +98,12 @@ def build_slots_before_traced_loops(ctx, applies, grad_calls, loops) -> None:
         sources = [find_arg(g, "sources", 1) for g in grad_calls]
         models = [s for arg in sources if arg is not None
                   for s in replica_state.construction_statements(a, _owner(arg.value), {A.MODEL})]
+        if len(opt) == 1 and models and a.parent(models[0]) is not a.parent(opt[0]):
+            # the model made by a factory (``model = make_model(10)``): the statement binding it beside the optimizer
+            binders = {id(b): b for arg in sources if arg is not None and isinstance(_owner(arg.value), cst.Name)
+                       for o, v in a.assigned_values(_owner(arg.value)) if v is not None
+                       for b in [a.statement_of(v)] if b is not None and a.parent(b) is a.parent(opt[0])}
+            models = list(binders.values()) if len(binders) == 1 else models
         names = [_bound_name(s) for s in opt[:1] + models[:1]]
         legacy = any(".legacy." in n for s in opt for c in calls_in(s) for n in a.names(c))
         if len(opt) == 1 and len(models) >= 1 and all(names) and not legacy \
