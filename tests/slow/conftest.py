@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -142,6 +143,20 @@ def run_tfdist(python: str, args: list[str], cwd, timeout: float = 240, env: dic
     proc = subprocess.run([python, "-m", "tfdist.runtime.commands", *args], cwd=cwd, env=env or cli_env(),
                           capture_output=True, text=True, timeout=timeout)
     return Completed(proc, time.monotonic() - start)
+
+
+def verify_passes(python: str, engine: str, mode: list[str], script, tmp_path, compare: bool = True) -> dict:
+    """``tfdist verify --backend ENGINE MODE [--compare] SCRIPT`` with a JSON report: asserts the run
+    exits 0 with PASS (and, comparing, that the converted run learns like the original); the report."""
+    report = tmp_path / "verify-report.json"
+    res = run_tfdist(python, ["verify", "--backend", engine, *mode, *(["--compare"] if compare else []),
+                              "--timeout", "300", "--report", str(report), str(script)], tmp_path, timeout=700,
+                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
+    data = json.loads(report.read_text())
+    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    if compare:
+        assert data["compare"]["verdict"] == "PASS", data["compare"]
+    return data
 
 
 def pid_alive(pid: int) -> bool:

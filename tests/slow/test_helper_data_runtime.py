@@ -12,12 +12,11 @@ batch with the rate doubled (the comparison band), and one that did not
 divide the data fails the work-division check."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -32,12 +31,6 @@ def test_a_gan_reading_a_helper_modules_dataset_trains_like_the_original(mode, t
     converted = convert_file(str(SCRIPT), backend="tf-distribute")
     assert converted.status == "converted", converted.error
     assert "make_dataset(images, 32 * strategy.num_replicas_in_sync)" in converted.code
-    report = tmp_path / "r.json"
-    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", *mode, "--compare",
-                                              "--timeout", "300", "--report", str(report), str(SCRIPT)],
-                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    data = verify_passes(tf_distribute_python(), "tf-distribute", mode, SCRIPT, tmp_path)
     steps = next(c for c in data["check_results"] if c["name"] == "steps-per-rank")
     assert steps["passed"] and set(steps["measured"]["ranks"].values()) == {60}, steps

@@ -8,12 +8,11 @@ rank, and the run learns like the original. Can it fail? The previous
 conversion's rank rate, 0.001, fails the same rate check."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 
 pytestmark = pytest.mark.slow
 
@@ -24,12 +23,7 @@ SCRIPT = Path(__file__).resolve().parent / "lr" / "ignored_lr.py"
 @pytest.mark.parametrize("engine", ["horovod", "tf-distribute"])
 def test_the_rate_an_ignored_lr_leaves_is_the_one_scaled(engine, tmp_path, runtime_python):
     python = tf_distribute_python() if engine == "tf-distribute" else runtime_python
-    report = tmp_path / "r.json"
-    res = run_tfdist(python, ["verify", "--backend", engine, "-np", "2", "--compare", "--timeout", "300",
-                              "--report", str(report), str(SCRIPT)], tmp_path, timeout=700,
-                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
+    data = verify_passes(python, engine, ["-np", "2"], SCRIPT, tmp_path)
     rate = next(c for c in data["check_results"] if c["name"] == "learning-rate-scaled")
     assert rate["passed"], rate
     assert "learning rate 0.002 on every rank (the original's 0.001 x 2)" in rate["detail"], rate

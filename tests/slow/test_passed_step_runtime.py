@@ -12,12 +12,11 @@ previous Horovod one fails the work-division check (the same rows on both
 ranks)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -34,12 +33,6 @@ def test_a_step_passed_to_its_loop_trains_like_the_original(engine, mode, tmp_pa
     converted = convert_file(str(SCRIPT), backend=engine)
     assert converted.status == "converted", converted.error
     python = tf_distribute_python() if engine == "tf-distribute" else runtime_python
-    report = tmp_path / "r.json"
-    res = run_tfdist(python, ["verify", "--backend", engine, *mode, "--compare", "--timeout", "300",
-                              "--report", str(report), str(SCRIPT)], tmp_path, timeout=700,
-                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    data = verify_passes(python, engine, mode, SCRIPT, tmp_path)
     steps = next(c for c in data["check_results"] if c["name"] == "steps-per-rank")
     assert steps["passed"] and set(steps["measured"]["ranks"].values()) == {30}, steps

@@ -9,12 +9,11 @@ rows, the same learning). Can it fail? The previous conversion fails the
 exit check."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -28,10 +27,4 @@ MODES = [pytest.param(["-np", "1", "--local-devices", "2"], id="devices"), pytes
 def test_a_tf_function_step_called_alone_runs_on_the_replicas(mode, tmp_path):
     converted = convert_file(str(SCRIPT), backend="tf-distribute")
     assert "loss_value = run_on_replicas(train_step, features, labels)" in converted.code
-    report = tmp_path / "r.json"
-    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", *mode, "--compare",
-                                              "--timeout", "300", "--report", str(report), str(SCRIPT)],
-                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    verify_passes(tf_distribute_python(), "tf-distribute", mode, SCRIPT, tmp_path)

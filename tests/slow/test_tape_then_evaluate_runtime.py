@@ -7,12 +7,11 @@ gets, every worker exits 0 and the run learns like the original. Can it
 fail? The previous conversion fails verify's exit check on both workers."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +20,4 @@ SCRIPT = Path(__file__).resolve().parent / "evaluate" / "tape_then_evaluate.py"
 
 @pytest.mark.timeout(900)
 def test_a_model_evaluated_after_its_tape_loop_runs_on_two_workers(tmp_path):
-    report = tmp_path / "r.json"
-    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", "-np", "2", "--compare",
-                                              "--timeout", "300", "--report", str(report), str(SCRIPT)],
-                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    verify_passes(tf_distribute_python(), "tf-distribute", ["-np", "2"], SCRIPT, tmp_path)

@@ -8,12 +8,11 @@ fail? The previous code refuses the file ("no training loop found"): verify
 exits non-zero."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 
 pytestmark = pytest.mark.slow
 
@@ -24,10 +23,4 @@ SCRIPT = Path(__file__).resolve().parent / "tuple_models" / "pair.py"
 @pytest.mark.parametrize("engine", ["tf-distribute", "horovod"])
 def test_models_unpacked_into_attributes_train_like_the_original(engine, tmp_path, runtime_python):
     python = tf_distribute_python() if engine == "tf-distribute" else runtime_python
-    report = tmp_path / "r.json"
-    res = run_tfdist(python, ["verify", "--backend", engine, "-np", "2", "--compare", "--timeout", "300",
-                              "--report", str(report), str(SCRIPT)], tmp_path, timeout=700,
-                     env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    verify_passes(python, engine, ["-np", "2"], SCRIPT, tmp_path)

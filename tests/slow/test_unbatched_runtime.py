@@ -9,12 +9,11 @@ asserted on the scalar spelling; the edited script must pass verify's
 checks (exit 0, identical replicas, half the steps, the same learning)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_env, run_tfdist, tf_distribute_python
+from conftest import tf_distribute_python, verify_passes
 from tfdist.api import convert_file
 
 pytestmark = pytest.mark.slow
@@ -30,10 +29,4 @@ def test_the_advised_batch_dimension_trains_where_the_scalar_is_refused(tmp_path
     refused = convert_file(str(scalar), backend="tf-distribute")
     assert refused.status == "unsupported" and "Give it a batch dimension in the map" in refused.error, refused.error
     edited = SCRIPT
-    report = tmp_path / "r.json"
-    res = run_tfdist(tf_distribute_python(), ["verify", "--backend", "tf-distribute", "-np", "2", "--compare",
-                                              "--timeout", "300", "--report", str(report), str(edited)],
-                     tmp_path, timeout=700, env=cli_env({"TF_CPP_MIN_LOG_LEVEL": "2"}))
-    data = json.loads(report.read_text())
-    assert res.returncode == 0 and data["result"] == "PASS", res.stdout[-3000:] + res.stderr[-3000:]
-    assert data["compare"]["verdict"] == "PASS", data["compare"]
+    verify_passes(tf_distribute_python(), "tf-distribute", ["-np", "2"], edited, tmp_path)

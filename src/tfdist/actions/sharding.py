@@ -540,7 +540,8 @@ def _shard_records(ctx, dataset, src: cst.Call, what: str) -> None:
         if method_name(call) == "shuffle" and find_arg(call, "seed", 1) is None:
             unseeded.append(call)
     for call in unseeded if point is not None else ():  # file names shuffled before their records are sharded
-        ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) so the ranks' record shards are disjoint")
+        ctx.warn(call, RULE, "this shuffle of file names has no seed: give it the same seed on every rank (seed=...) "
+                             "so the ranks' record shards are disjoint")
     if point is None:
         point = src  # the files are sharded before any shuffle: the order is then the rank's own
     elif any(arg.keyword is not None and arg.keyword.value == "deterministic" and dataset_splits.literal_false(arg.value)

@@ -27,7 +27,8 @@ def iterated(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 @fact
-def iterator_sources(a: A.Analysis, expr: cst.BaseExpression, depth: int = 0) -> List[Tuple[cst.Call, cst.BaseExpression]]:
+def iterator_sources(a: A.Analysis, expr: cst.BaseExpression,
+                     depth: int = 0) -> List[Tuple[cst.Call, cst.BaseExpression]]:
     """(the call making the iterator, the dataset) for each tf.data iterator ``expr`` may hold."""
     if depth > 5:
         return []

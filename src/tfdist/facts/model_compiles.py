@@ -26,7 +26,7 @@ class UncompiledFit(NamedTuple):
 @fact
 def model_origins(a: A.Analysis, expr) -> frozenset:
     """ids of the calls that make the model(s) ``expr`` may be."""
-    return frozenset (id(t.call) for t in a.types(expr) if t.kind == A.MODEL and t.call is not None)
+    return frozenset(id(t.call) for t in a.types(expr) if t.kind == A.MODEL and t.call is not None)
 
 
 @fact

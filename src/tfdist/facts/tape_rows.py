@@ -230,15 +230,9 @@ def _from_dataset_iterator(a: A.Analysis, call: cst.Call) -> bool:
     """``next(it)`` with ``it = iter(dataset)``: divided by sharding the dataset."""
     if not (a.is_name(call, {"builtins.next"}) and call.args and isinstance(call.args[0].value, cst.Name)):
         return False
-    if dataset_iterators.iterator_sources(a, call.args[0].value):  # also one handed in as a parameter
+    if dataset_iterators.iterator_sources(a, call.args[0].value):  # iter(ds), also one handed in as a parameter
         return True
-    for _, value in a.assigned_values(call.args[0].value):
-        if isinstance(value, cst.Call) and a.is_name(value, {"builtins.iter"}) and value.args \
-                and a.is_kind(value.args[0].value, A.DATASET):
-            return True
-        if value is not None and a.is_kind(value, A.DATASET):
-            return True
-    return False
+    return any(value is not None and a.is_kind(value, A.DATASET) for _, value in a.assigned_values(call.args[0].value))
 
 
 @fact

@@ -90,9 +90,10 @@ def _run_steps(ctx, applies: Set[int], within_step: Set[int] = frozenset(), whol
     trains = lambda node: tape_rows.runs_optimizer_step(a, node, applies)  # noqa: E731
     innermost = whole_data.training_loops(a, frozenset(applies), frozenset(within_step))
     if not innermost:
-        ctx.warn(first, RULE, ctx.say("no training loop found around this step: as converted it runs outside the "
-                                      "replicas, on the whole batch; run it with {run} on a distributed batch, or train in a "
-                                      "loop of steps", run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
+        ctx.warn(first, RULE, ctx.say(
+            "no training loop found around this step: as converted it runs outside the replicas, on the whole "
+            "batch; run it with {run} on a distributed batch, or train in a loop of steps",
+            run=ctx.fill(ctx.backend.run_on_replicas("step", "args"))))
         return
     steps = []
     for loop in innermost:
@@ -206,8 +207,10 @@ def _single_step_call(a: A.Analysis, span, trains) -> Optional[cst.Call]:
     small = span[0].body[0] if len(span) == 1 and isinstance(span[0], cst.SimpleStatementLine) \
         and len(span[0].body) == 1 else None
     value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
-    if isinstance(value, cst.Call) and trains(value) and dataflow.callees(a, value) \
-            and (isinstance(small, cst.Expr) or all(isinstance(t.target, (cst.Name, cst.Tuple)) for t in small.targets)):
+    if not isinstance(value, cst.Call) or isinstance(small, cst.Assign) and not all(
+            isinstance(t.target, (cst.Name, cst.Tuple)) for t in small.targets):
+        return None
+    if trains(value) and dataflow.callees(a, value):
         return value
     return None
 
@@ -331,11 +334,10 @@ def _distributed_batch(a: A.Analysis, loop):
     if isinstance(loop, cst.For) and tape_rows.loop_dataset(a, loop.iter)[0] is not None:
         names |= _batch_names(loop)
     reads = []
-    iterators = {id(call) for call, _ in _iterators_read(a, loop)}
+    nexts = _dataset_next_calls(a, loop)
     for stmt in loop.body.body:
         for n in walk(stmt):
-            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and dataset_iterators.is_next(n.value) \
-                    and any(id(made) in iterators for made, _ in dataset_iterators.iterator_sources(a, n.value.args[0].value)):
+            if isinstance(n, cst.Assign) and id(n.value) in nexts:
                 for t in n.targets:
                     names |= set(target_names(t.target))
                 if stmt not in reads:
@@ -346,11 +348,14 @@ def _distributed_batch(a: A.Analysis, loop):
 def _nested_next_reads(a: A.Analysis, loop, span) -> List[cst.Assign]:
     """``batch = next(it)`` of a dataset's iterator nested in a statement of the step span (inside
     the tapes' ``with`` block): not a statement of the loop body that can stay outside the step."""
-    iterators = {id(call) for call, _ in _iterators_read(a, loop)}
-    return [n for stmt in span for n in walk(stmt)
-            if isinstance(n, cst.Assign) and isinstance(n.value, cst.Call) and dataset_iterators.is_next(n.value)
-            and any(id(made) in iterators for made, _ in dataset_iterators.iterator_sources(a, n.value.args[0].value))
+    nexts = _dataset_next_calls(a, loop)
+    return [n for stmt in span for n in walk(stmt) if isinstance(n, cst.Assign) and id(n.value) in nexts
             and not (isinstance(stmt, cst.SimpleStatementLine) and n in stmt.body)]
+
+
+def _dataset_next_calls(a: A.Analysis, loop) -> Set[int]:
+    """ids of the ``next(it)`` calls in the loop that read a tf.data dataset's iterator."""
+    return {id(c) for c, _made, _ds in dataset_iterators.next_reads(a, loop.body)}
 
 
 def _ordered_names(body, names: Set[str]) -> List[str]:
