@@ -18,6 +18,16 @@ ENVIRON = "os.environ"
 KERAS_TUNERS = {f"{module}.{cls}" for module in ("keras_tuner", "kerastuner", "keras_tuner.tuners",
                                                  "kerastuner.tuners")
                 for cls in ("RandomSearch", "Hyperband", "BayesianOptimization", "GridSearch", "SklearnTuner")}
+# AutoKeras' searches: fit() builds and trains one Keras model per trial
+# itself, with Keras Tuner (its own oracle, trial files under directory=).
+AUTOKERAS_SEARCHES = {f"{module}.{cls}" for module in ("autokeras", "autokeras.tasks")
+                      for cls in ("AutoModel", "ImageClassifier", "ImageRegressor", "TextClassifier",
+                                  "TextRegressor", "StructuredDataClassifier", "StructuredDataRegressor",
+                                  "TimeseriesForecaster")}
+# The methods that train an object of a library class (what the script calls
+# on something tfdist does not know to be a Keras model, when it finds no
+# training loop: said, not guessed).
+TRAINING_METHODS = ("fit", "fit_generator", "train", "search")
 # A tuner's attribute chain ending in a call that returns a Keras model the
 # hypermodel builds (``tuner.hypermodel.build(best_hps)``).
 KERAS_TUNER_MODEL_BUILDS = {("hypermodel", "build")}

@@ -75,7 +75,7 @@ class Pipeline:
                               types=a.describe_types())
         # training there is, but a framework runs it (scikit-learn, Keras Tuner): not "no training loop"
         wrapped = [c for c in a.calls if a.is_name(c, apis.KERAS_SKLEARN_WRAPPERS)]
-        tuners = [c for c in a.calls if a.is_name(c, apis.KERAS_TUNERS)]
+        tuners = [c for c in a.calls if a.is_name(c, apis.KERAS_TUNERS) or a.is_name(c, apis.AUTOKERAS_SEARCHES)]
         done = self._before_rules(a, result, wrapped, tuners)
         if done is not None:
             return done
@@ -136,8 +136,15 @@ class Pipeline:
                 "divide the data or average the gradients: nothing converted. To distribute it, build the model "
                 "and train it with model.fit(...) in the script, and convert that"))
         if tuners and pattern == P.UNKNOWN:
-            return _refuse(result, a.line(tuners[0]), (
-                f"{a.code(tuners[0].func)} (line {a.line(tuners[0])}) trains Keras models inside Keras Tuner (one "
+            tuner = tuners[0]
+            if a.is_name(tuner, apis.AUTOKERAS_SEARCHES):
+                return _refuse(result, a.line(tuner), (
+                    f"{a.code(tuner.func)} (line {a.line(tuner)}) trains Keras models inside AutoKeras (one per "
+                    "trial, searched with Keras Tuner), where tfdist cannot divide the data or average the "
+                    "gradients: nothing converted. To distribute it, train the best model it finds (its "
+                    "export_model()) with model.fit(...) in the script, and convert that"))
+            return _refuse(result, a.line(tuner), (
+                f"{a.code(tuner.func)} (line {a.line(tuner)}) trains Keras models inside Keras Tuner (one "
                 "per trial), where tfdist cannot divide the data or average the gradients: nothing converted. To "
                 "distribute it, train the model its best hyperparameters build with model.fit(...) in the script, "
                 "and convert that"))
@@ -147,7 +154,15 @@ class Pipeline:
                 return result
             # Single-file mode refuses (exit 2, nothing written); in a tree the
             # worker reports such a file as an unchanged helper module and copies it.
-            return _refuse(result, None, NO_TRAINING_MESSAGE)
+            library = _library_fit(a)
+            if library is None:
+                return _refuse(result, None, NO_TRAINING_MESSAGE)
+            call, cls, made = library
+            return _refuse(result, a.line(call), NO_TRAINING_MESSAGE.replace(": nothing converted", (
+                f"; {a.code(call.func)}(...) (line {a.line(call)}) trains an object of {cls} (made on line "
+                f"{made}), a class from outside TensorFlow and Keras that tfdist does not know to be a Keras "
+                "model (if it trains one, distribute it with that library's own option, or train the Keras "
+                "model with model.fit(...) in the script, and convert that): nothing converted")))
         if not P.combinable(found):
             lines = "; ".join(e.human() for e in evidence)
             return _refuse(result, evidence[0].line,
@@ -316,6 +331,28 @@ def _keras_backend_set(a: Analysis):
         if name is not None and name != apis.KERAS_TENSORFLOW_BACKEND:
             return call, name
     return None
+
+
+def _library_fit(a: Analysis) -> Optional[tuple]:
+    """A call that trains an object an imported class from outside
+    TensorFlow and Keras made (``clf = ak.ImageClassifier(...)``, then
+    ``clf.fit(...)``): (the call, the class's name, the line that made the
+    object); None without one."""
+    for call in a.calls:
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in apis.TRAINING_METHODS
+                and isinstance(func.value, cst.Name)):
+            continue
+        for stmt, value in a.assigned_values(func.value):
+            if not (isinstance(value, cst.Call) and a.is_import_binding(value.func)):
+                continue
+            names = sorted(a.names(value))
+            if names and not any(n.split(".")[0] in _TENSORFLOW_ROOTS for n in names):
+                return call, names[0], a.line(stmt)
+    return None
+
+
+_TENSORFLOW_ROOTS = ("tensorflow", "keras", "tf_keras")
 
 
 def _uses_tensorflow(a: Analysis) -> bool:

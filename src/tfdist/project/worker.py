@@ -221,8 +221,10 @@ def _convert_one(task: FileTask) -> FileAnswer:
         result = convert_path(path, options, task.project, data=data)
     if task.tree and result.status == F.UNSUPPORTED and (result.error or "").startswith(NO_LOOP) \
             and not result.evidence:
+        # what tfdist found instead of a training loop, if anything
+        found = result.error.partition("; ")[2].removesuffix(": nothing converted")
         result.status, result.error, result.error_line, result.data = F.UNCHANGED, None, None, data
-        note = HELPER_NOTE
+        note = f"{HELPER_NOTE}; {found}" if found else HELPER_NOTE
     return _answer(task, result, data, note=note, nb=nb, choice=choice)
 
 
