@@ -28,6 +28,18 @@ tests/fast/test_metamorphic.py).
   place in the module tfdist joins the cells into (a marker line between two
   cells, no blank lines at a cell's end).
 
+* ``chains``: a method chain assigned to a name, ``ds = make(...).shuffle(n).batch(b)``, written one
+  call a statement (``ds = make(...)``, ``ds = ds.shuffle(n)``, ``ds = ds.batch(b)``), anywhere, where
+  no call of the chain after its first reads that name (else the meaning would change) and the
+  statement is one line: each line moves down by the statements added before it; a finding on an
+  added line counts as its statement's first line.
+
+* ``inlined``: a name a module-level statement binds to a call and the next statement reads once
+  (and nothing else reads) given that call in its place (``optimizer = Adam(1e-3)`` then
+  ``model.compile(optimizer=optimizer)`` -> ``model.compile(optimizer=Adam(1e-3))``), both one line,
+  the read not inside a function or lambda: the binding line goes, each later line moves up by the
+  bindings gone before it; a finding on a binding counts on the line that now holds its call.
+
 A variant is ``None`` where its transformation does not apply to the script
 (or would change its meaning).
 """
@@ -280,6 +292,131 @@ def cells(src: str) -> Optional[Variant]:
     return Variant("cells", nbformat.writes(nb), line_map, notebook=True)
 
 
+# ---------------------------------------------------------------- chains
+def _links(value: cst.BaseExpression):
+    """[root, call1, call2, ...] of a chain of method calls ``root.m1(...).m2(...)`` (calls outermost
+    last); None unless at least two calls are chained on the root."""
+    calls = []
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        calls.append(value)
+        value = value.func.value
+    if len(calls) < 2 or not isinstance(calls[-1].func.value, (cst.Call, cst.Name, cst.Attribute)):
+        return None
+    return calls[::-1]  # the innermost call (on the root) first
+
+
+class _SplitChains(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self):
+        self.added = []  # (original line, statements added after it)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
+            return updated
+        assign = updated.body[0]
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return updated
+        pos = self.get_metadata(PositionProvider, original)
+        if pos.start.line != pos.end.line:
+            return updated
+        name = assign.targets[0].target.value
+        calls = _links(assign.value)
+        if calls is None:
+            return updated
+        later = [arg for call in calls[1:] for arg in call.args]
+        if any(isinstance(n, cst.Name) and n.value == name for arg in later for n in _walk(arg)):
+            return updated  # a later call reads the name: split, it would read the chain's value so far
+        first = updated.with_changes(body=[assign.with_changes(value=calls[0])], trailing_whitespace=cst.TrailingWhitespace())
+        rest = [cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=call.with_changes(
+            func=call.func.with_changes(value=cst.Name(name))))]) for call in calls[1:]]
+        rest[-1] = rest[-1].with_changes(trailing_whitespace=updated.trailing_whitespace)
+        self.added.append((pos.start.line, len(rest)))
+        return cst.FlattenSentinel([first, *rest])
+
+
+def chains(src: str) -> Optional[Variant]:
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    transform = _SplitChains()
+    text = wrapper.visit(transform).code
+    if not transform.added:
+        return None
+    added = sorted(transform.added)
+
+    def line_map(line):
+        return line + sum(k for start, k in added if start < line)
+
+    firsts = {line_map(start): k for start, k in added}  # a split statement's first line in the variant
+
+    def fold(line):
+        return next((first for first, k in firsts.items() if first <= line <= first + k), line)
+
+    return Variant("chains", text, line_map, fold)
+
+
+# -------------------------------------------------------------- inlined
+_DEFERRED = (cst.Lambda, cst.FunctionDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def inlined(src: str) -> Optional[Variant]:
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    labels = {id(n.attr) for n in _walk(module) if isinstance(n, cst.Attribute)} | \
+        {id(n.keyword) for n in _walk(module) if isinstance(n, cst.Arg) and n.keyword is not None}
+    reads: Dict[str, int] = {}  # every Name that is not an attribute's or a keyword's label
+    for node in _walk(module):
+        if isinstance(node, cst.Name) and id(node) not in labels:
+            reads[node.value] = reads.get(node.value, 0) + 1
+    body = list(module.body)
+    chosen = {}  # index of a binding statement -> (name, its call)
+    for i, (stmt, nxt) in enumerate(zip(body, body[1:])):
+        if i in chosen or i - 1 in chosen or not (
+                isinstance(stmt, cst.SimpleStatementLine) and isinstance(nxt, cst.SimpleStatementLine)
+                and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+            continue
+        assign = stmt.body[0]
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name) \
+                or not isinstance(assign.value, cst.Call):
+            continue
+        name = assign.targets[0].target.value
+        one_line = all(positions[s].start.line == positions[s].end.line for s in (stmt, nxt))
+        uses = [n for n in _walk(nxt) if isinstance(n, cst.Name) and n.value == name and id(n) not in labels]
+        deferred = any(isinstance(n, _DEFERRED) for n in _walk(nxt))
+        if one_line and reads.get(name) == 2 and len(uses) == 1 and not deferred \
+                and not _is_binding(nxt, uses[0]):
+            chosen[i] = (name, assign.value, uses[0])
+    if not chosen:
+        return None
+    out, gone, target = [], [], {}  # gone: original lines of the bindings; target: binding line -> use line
+    for i, stmt in enumerate(body):
+        if i in chosen:
+            gone.append(positions[stmt].start.line)
+            target[positions[stmt].start.line] = positions[body[i + 1]].start.line
+            continue
+        if i - 1 in chosen:
+            _name, call, use = chosen[i - 1]
+            prev = body[i - 1]
+            stmt = stmt.visit(_Replace(use, call)).with_changes(
+                leading_lines=list(prev.leading_lines) + list(stmt.leading_lines))
+        out.append(stmt)
+    text = module.with_changes(body=out).code
+
+    def line_map(line):
+        line = target.get(line, line)
+        return line - sum(1 for g in gone if g < line)
+
+    return Variant("inlined", text, line_map)
+
+
+def _is_binding(stmt, name) -> bool:
+    """The name is bound (assigned, a target) in the statement, not read."""
+    for node in _walk(stmt):
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and node.target is name:
+            return True
+    return False
+
+
 TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {
     "alias": alias, "comments": comments, "main": main, "augmented": augmented, "temporaries": temporaries,
-    "cells": cells}
+    "cells": cells, "chains": chains, "inlined": inlined}

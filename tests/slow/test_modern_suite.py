@@ -30,7 +30,8 @@ Metamorphic runs: for a few items (VARIANT_RUNS) the slow tier runs, in
 that item's strategy, the conversion of a variant of it instead (the same
 program written another way, made by tests/fast/metamorphic.py: an import
 alias, the tail in ``main()``, ``x += y`` for ``x = x + y``, numbers bound
-to temporaries, the script split into notebook cells), against the item's
+to temporaries, the script split into notebook cells, a method chain one
+call a statement, a call read once given in its place), against the item's
 original as written; the item's own conversion runs there in the extended
 tier. The fast tier checks that a variant's conversion makes the same edits
 at the same places; this checks that it trains like the original.
@@ -104,6 +105,8 @@ VARIANT_RUNS = {
     "keras_multi_input_functional.py": "alias",
     "keras_lstm_timeseries_windows.py": "temporaries",
     "tape_raw_variables_linear.py": "comments",
+    "keras_subclassed_model_dataset.py": "chains",
+    "keras_transfer_learning_fine_tune.py": "inlined",
 }
 
 

@@ -353,22 +353,11 @@ def _shard_unresolved(ctx, expr, what: str, seen=None) -> bool:
 
 
 def _dict_of_splits(ctx, expr) -> bool:
-    """expr is the dict tfds.load(split=None) returns."""
-    a = ctx.a
-    if not isinstance(expr, cst.Name):
-        return False
-    for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and dataset_splits.tfds_shape(a, value) == ("dict", False):
-            prepare_source(ctx, value)
-            return True
-        if value is None and isinstance(origin, cst.Name):
-            unpack = dataset_splits.unpacked(a, origin)
-            if unpack is not None:
-                kind, src = dataset_splits.tuple_source_element(a, unpack[0].value, unpack[1])
-                if kind == "dict":
-                    prepare_source(ctx, src)
-                    return True
-    return False
+    """expr is the dict tfds.load(split=None) returns (the call itself, or a name bound to it)."""
+    src = dataset_splits.dict_of_splits_source(ctx.a, expr)
+    if src is not None:
+        prepare_source(ctx, src)
+    return src is not None
 
 
 # --- helpers -----------------------------------------------------------------

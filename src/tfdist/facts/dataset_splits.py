@@ -160,11 +160,14 @@ def split_source(a, expr) -> Optional[cst.Call]:
 
 @fact
 def dict_of_splits_source(a, expr) -> Optional[cst.Call]:
-    """The tfds.load call when expr is the dict of splits it returns (split=None)."""
+    """The tfds.load call when expr is the dict of splits it returns (split=None):
+    the call itself (``tfds.load(...)["train"]``) or a name bound to it."""
+    if isinstance(expr, cst.Call):
+        return expr if a.is_name(expr, apis.TFDS_LOAD) and tfds_shape(a, expr) == ("dict", False) else None
     if not isinstance(expr, cst.Name):
         return None
     for origin, value in a.assigned_values(expr):
-        if isinstance(value, cst.Call) and a.is_name(value, apis.TFDS_LOAD) and tfds_shape(a, value) == ("dict", False):
+        if isinstance(value, cst.Call) and dict_of_splits_source(a, value) is value:
             return value
         if value is None and isinstance(origin, cst.Name):
             unpack = unpacked(a, origin)
