@@ -40,6 +40,11 @@ tests/fast/test_metamorphic.py).
   the read not inside a function or lambda: the binding line goes, each later line moves up by the
   bindings gone before it; a finding on a binding counts on the line that now holds its call.
 
+* ``qualified``: names imported from a module (``from tensorflow.keras import layers``, ``from
+  keras.layers import Dense``) read through the module instead (``import tensorflow.keras as
+  keras_q``, ``keras_q.layers``), every one-line ``from`` import of the module's top level whose
+  names are only read: lines unchanged.
+
 A variant is ``None`` where its transformation does not apply to the script
 (or would change its meaning).
 """
@@ -417,6 +422,84 @@ def _is_binding(stmt, name) -> bool:
     return False
 
 
+# ------------------------------------------------------------ qualified
+class _Qualify(cst.CSTTransformer):
+    """Each read of a name in ``names`` becomes ``<module alias>.<name>``."""
+
+    def __init__(self, names: Dict[str, str], labels: set, imports: Dict[int, str]):
+        self.names, self.labels, self.imports = names, labels, imports
+
+    def leave_SimpleStatementLine(self, original, updated):
+        alias = self.imports.get(id(original))
+        if alias is None:
+            return updated
+        module = cst.parse_expression(_dotted(original.body[0].module))
+        return updated.with_changes(body=[cst.Import(names=[cst.ImportAlias(module, asname=cst.AsName(cst.Name(alias)))])])
+
+    def leave_Name(self, original, updated):
+        alias = self.names.get(original.value)
+        if alias is None or id(original) in self.labels:
+            return updated
+        return cst.Attribute(value=cst.Name(alias), attr=cst.Name(original.value))
+
+
+def _dotted(node) -> str:
+    return node.value if isinstance(node, cst.Name) else f"{_dotted(node.value)}.{node.attr.value}"
+
+
+def qualified(src: str) -> Optional[Variant]:
+    wrapper = MetadataWrapper(cst.parse_module(src))
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    nodes = list(_walk(module))
+    # labels: a Name that is no read of a binding (an attribute's or a keyword's, an import's own)
+    labels = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
+        {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None} | \
+        {id(x) for n in nodes if isinstance(n, (cst.Import, cst.ImportFrom)) for x in _walk(n)}
+    bound = {t.value for n in nodes for t in _bound_names(n)}
+    names, imports = {}, {}
+    for stmt in module.body:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.ImportFrom)):
+            continue
+        imp = stmt.body[0]
+        if imp.relative or imp.module is None or isinstance(imp.names, cst.ImportStar) \
+                or positions[stmt].start.line != positions[stmt].end.line:
+            continue
+        dotted = _dotted(imp.module)
+        if dotted == "__future__":
+            continue
+        taken = [a.asname.name.value if a.asname else a.name.value for a in imp.names]
+        if any(a.asname for a in imp.names) or any(n in bound or n in names for n in taken):
+            continue
+        alias = dotted.split(".")[-1] + "_q"
+        if alias in src:
+            continue
+        imports[id(stmt)] = alias
+        names.update({n: alias for n in taken})
+    if not imports:
+        return None
+    text = module.visit(_Qualify(names, labels, imports)).code
+    return Variant("qualified", text, lambda line: line)
+
+
+def _bound_names(node):
+    """The Names a node binds other than by import (targets, parameters, definitions, global)."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+        return [n for n in _walk(node.target) if isinstance(n, cst.Name)]
+    if isinstance(node, cst.NamedExpr):
+        return [node.target] if isinstance(node.target, cst.Name) else []
+    if isinstance(node, (cst.Param, cst.FunctionDef, cst.ClassDef)):
+        return [node.name]
+    if isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
+        return [node.name]
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [n.name for n in node.names]
+    if isinstance(node, cst.Del):
+        return [n for n in _walk(node.target) if isinstance(n, cst.Name)]
+    return []
+
+
 TRANSFORMS: Dict[str, Callable[[str], Optional[Variant]]] = {
     "alias": alias, "comments": comments, "main": main, "augmented": augmented, "temporaries": temporaries,
-    "cells": cells, "chains": chains, "inlined": inlined}
+    "cells": cells, "chains": chains, "inlined": inlined, "qualified": qualified}

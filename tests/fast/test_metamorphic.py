@@ -7,7 +7,8 @@ a comment before every top-level statement, the script's tail moved into
 ``main()``, ``x = x + y`` and ``x += y`` swapped, a number a call is given
 bound to a temporary first, the script split into notebook cells, a method
 chain written one call a statement, a call bound to a name and read once
-given in its place -- and converted with each engine whose expected output the
+given in its place, names imported from a module read through the module
+-- and converted with each engine whose expected output the
 fixture has. The variant must end as the original does (converted,
 unchanged, or refused at the mapped line) with the same findings: the
 same rule and level at the mapped line, as many times.

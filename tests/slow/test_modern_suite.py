@@ -31,7 +31,8 @@ that item's strategy, the conversion of a variant of it instead (the same
 program written another way, made by tests/fast/metamorphic.py: an import
 alias, the tail in ``main()``, ``x += y`` for ``x = x + y``, numbers bound
 to temporaries, the script split into notebook cells, a method chain one
-call a statement, a call read once given in its place), against the item's
+call a statement, a call read once given in its place, imported names read
+through their module), against the item's
 original as written; the item's own conversion runs there in the extended
 tier. The fast tier checks that a variant's conversion makes the same edits
 at the same places; this checks that it trains like the original.
@@ -107,6 +108,7 @@ VARIANT_RUNS = {
     "tape_raw_variables_linear.py": "comments",
     "keras_subclassed_model_dataset.py": "chains",
     "keras_transfer_learning_fine_tune.py": "inlined",
+    "keras_imagedatagenerator_flow.py": "qualified",
 }
 
 
