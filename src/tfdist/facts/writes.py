@@ -155,3 +155,40 @@ def written_data(a: A.Analysis) -> List[cst.BaseExpression]:
             if (find_arg(c, *path) is not None) if path else bool(c.args):  # to_json() without a path: text
                 out.append(receiver(c))
     return out
+
+
+WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
+
+
+@fact
+def file_write_what(a: A.Analysis, call: cst.Call) -> "str | None":
+    """How the change message calls this write, or None if it writes no file."""
+    for n in sorted(a.names(call)):
+        if n in apis.FILE_WRITE_FUNCTIONS:
+            target = apis.FILE_WRITE_TARGETS.get(n)
+            if target is not None and in_memory(a, find_arg(call, *target)):
+                return None  # plt.savefig(buf) into an io.BytesIO(): no file
+            return apis.FILE_WRITE_FUNCTIONS[n]
+    m = method_name(call)
+    if m is None or m not in WRITING_METHODS:
+        return None
+    kind = object_kind(a, receiver(call))
+    path = apis.WRITER_METHODS_PATH_OPTIONAL.get(kind, {}).get(m)
+    if path is not None and find_arg(call, *path) is None:
+        return None  # no path: it returns the text, writes nothing
+    if call.args and not call.args[0].keyword and in_memory(a, call.args[0]):
+        return None  # fig.savefig(buf), img.save(buf): into memory
+    return apis.WRITER_OBJECT_METHODS.get(kind, {}).get(m) if kind is not None else None
+
+
+@fact
+def in_memory(a: A.Analysis, arg) -> bool:
+    """The file argument of a write is an in-memory file (``io.BytesIO()``,
+    directly or through a name every binding of which makes one)."""
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.Name):
+        bound = a.assigned_values(value)
+        return bool(bound) and all(isinstance(v, cst.Call) and a.names(v) & apis.IN_MEMORY_FILES for _o, v in bound)
+    return isinstance(value, cst.Call) and bool(a.names(value) & apis.IN_MEMORY_FILES)

@@ -30,7 +30,8 @@ from ..facts.collectives import call_collective_free, collective_free
 from ..facts.keras_models import layer_of_a_model
 from ..facts.syntax import calls_in, find_arg, method_name, receiver, source
 from ..facts.tf1_train_ops import tf1_namespace
-from ..facts.writes import RULE, is_model_value, object_kind, open_mode
+from ..facts.helper_writes import helper_write
+from ..facts.writes import RULE, file_write_what, is_model_value, object_kind, open_mode
 from ..actions import replicas
 from ..engine.rule import Rule, register
 
@@ -164,41 +165,6 @@ def _guarded_spans(ctx) -> set:
     return ctx.state("rank0_io.spans")
 
 
-def _write_what(a: A.Analysis, call: cst.Call, names) -> "str | None":
-    """How the change message calls this write, or None if it writes no file."""
-    for n in sorted(names):
-        if n in apis.FILE_WRITE_FUNCTIONS:
-            target = apis.FILE_WRITE_TARGETS.get(n)
-            if target is not None and _in_memory(a, find_arg(call, *target)):
-                return None  # plt.savefig(buf) into an io.BytesIO(): no file
-            return apis.FILE_WRITE_FUNCTIONS[n]
-    m = method_name(call)
-    if m is None or m not in _WRITING_METHODS:
-        return None
-    kind = object_kind(a, receiver(call))
-    path = apis.WRITER_METHODS_PATH_OPTIONAL.get(kind, {}).get(m)
-    if path is not None and find_arg(call, *path) is None:
-        return None  # no path: it returns the text, writes nothing
-    if call.args and not call.args[0].keyword and _in_memory(a, call.args[0]):
-        return None  # fig.savefig(buf), img.save(buf): into memory
-    return apis.WRITER_OBJECT_METHODS.get(kind, {}).get(m) if kind is not None else None
-
-
-def _in_memory(a: A.Analysis, arg) -> bool:
-    """The file argument of a write is an in-memory file (``io.BytesIO()``,
-    directly or through a name every binding of which makes one)."""
-    if arg is None:
-        return False
-    value = arg.value
-    if isinstance(value, cst.Name):
-        bound = a.assigned_values(value)
-        return bool(bound) and all(isinstance(v, cst.Call) and a.names(v) & apis.IN_MEMORY_FILES for _o, v in bound)
-    return isinstance(value, cst.Call) and bool(a.names(value) & apis.IN_MEMORY_FILES)
-
-
-_WRITING_METHODS = {m for methods in apis.WRITER_OBJECT_METHODS.values() for m in methods}
-
-
 def _first_collective(a: A.Analysis, node: cst.CSTNode, inference: bool):
     """The first call in node that may run a collective operation, or None."""
     for c in calls_in(node):
@@ -209,17 +175,18 @@ def _first_collective(a: A.Analysis, node: cst.CSTNode, inference: bool):
 
 def _file_write(ctx, call: cst.Call, names) -> None:
     a = ctx.a
-    what = _write_what(a, call, names)
+    what = file_write_what(a, call)
     if what is not None:
         _guard_write(ctx, call, what)
         return
     if not names & apis.FILE_OPEN_FUNCTIONS.keys():
+        _helper_write(ctx, call)
         return
     mode = open_mode(a, call)
     if mode is False or isinstance(a.parent(call), cst.WithItem) or call in ctx.state("rank0_io.opened_on_chief"):
         return  # not a write; a ``with open(...)`` is handled with its body; opened on rank 0 only already
     stmt = a.statement_of(call)
-    if stmt is not None and any(_write_what(a, c, a.names(c)) for c in calls_in(stmt)):
+    if stmt is not None and any(file_write_what(a, c) for c in calls_in(stmt)):
         return  # open(...) passed to a write: guarded (or warned about) with it
     if mode is None:
         ctx.warn(call, RULE, f"{a.code(call.func)}() with a mode tfdist cannot read: if it writes, "
@@ -235,6 +202,17 @@ def _file_write(ctx, call: cst.Call, names) -> None:
                 f"are: that code {reason}. Open, write and close the file in `if {_chief_text(ctx)}:` and "
                 f"compute the rest on every rank")
     _guard_write(ctx, call, f"file {_file_name(a, call)} write", kept=kept)
+
+
+def _helper_write(ctx, call: cst.Call) -> None:
+    """``save_images(generator, epoch)`` of another module of the project that writes a file and runs no
+    collective: the call, whose result is not kept, on rank 0 only (that module is left as it is)."""
+    a, inference = ctx.a, ctx.backend.inference_runs_collectives
+    stmt = a.statement_of(call)
+    whole = isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+    what = helper_write(a, call, inference) if whole and stmt.body[0].value is call else None
+    if what is not None and pure_arguments(a, call, inference):
+        guard_call(ctx, call, f"{a.code(call.func)}(), which writes {what},")
 
 
 def _guard_write(ctx, call: cst.Call, what: str, kept: "str | None" = None) -> None:
