@@ -184,7 +184,33 @@ class ClassHierarchy:
                     continue
                 for target in assign.targets:
                     out += self._self_attr_values(target.target, assign.value, attr, klass)
+            for star in self._dict_updates(klass):  # self.__dict__.update(kwargs): Class(attr=value)
+                out += [value for _call, value in self.keyword_values(star, attr)]
         cache[key] = out
+        return out
+
+    def _dict_updates(self, klass: cst.ClassDef) -> List[cst.Param]:
+        """The ``**`` parameters of klass's methods that ``self.__dict__.update(kwargs)`` (or
+        ``vars(self).update(kwargs)``) makes attributes of, one per keyword its callers pass."""
+        out = []
+        for call in self.calls:
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "update" and len(call.args) == 1
+                    and isinstance(call.args[0].value, cst.Name) and not call.args[0].star):
+                continue
+            target = func.value
+            if isinstance(target, cst.Call) and isinstance(target.func, cst.Name) and target.func.value == "vars" \
+                    and len(target.args) == 1:
+                target = target.args[0].value
+            elif isinstance(target, cst.Attribute) and target.attr.value == "__dict__":
+                target = target.value
+            else:
+                continue
+            fdef = self.enclosing_function(call)
+            star = fdef.params.star_kwarg if fdef is not None else None
+            if isinstance(target, cst.Name) and self.self_class(target) is klass and isinstance(star, cst.Param) \
+                    and star.name.value == call.args[0].value.value:
+                out.append(star)
         return out
 
     def _self_attr_values(self, target, value, attr: str, klass: cst.ClassDef) -> List[cst.BaseExpression]:

@@ -417,14 +417,14 @@ def _unders(node, grad_ids):
 
 def _reads_gradients(a: A.Analysis, node, grad_ids, held: Set[int], depth: int = 0) -> bool:
     """Does evaluating node read the gradient calls ``grad_ids``: itself, a
-    name whose binding is in ``held``, or a local helper returning them
-    (``loss, grads = helper(...)``, ``zip(helper(...), variables)``)?"""
+    name whose binding is in ``held``, or a local helper or a method returning them
+    (``loss, grads = helper(...)``, ``zip(helper(...), variables)``, ``self.compute_gradients(x)``)?"""
     for n in _unders(node, grad_ids):
         if id(n) in grad_ids:
             return True
         if isinstance(n, cst.Name) and any(id(b.node) in held for b in a.bindings_of(n)):
             return True
-        if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and any(
+        if depth < 3 and isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute)) and any(
                 _reads_gradients(a, r, grad_ids, held, depth + 1) for f in dataflow.callees(a, n)
                 for r in returned_values(f)):
             return True

@@ -191,11 +191,15 @@ def method_name(call: cst.Call) -> Optional[str]:
 @fact
 def is_optimizer_step(a, call: cst.Call) -> bool:
     """``opt.apply_gradients(...)``, or ``opt.apply(grads, vars)`` on what is
-    known to be a Keras optimizer (apis.OPTIMIZER_APPLY_METHODS)."""
+    known to be a Keras optimizer (apis.OPTIMIZER_APPLY_METHODS); not a method
+    of that name of a user class that is no optimizer (a GAN model's own
+    ``apply_gradients`` running its optimizers)."""
     name = method_name(call)
     if name not in apis.OPTIMIZER_APPLY_METHODS:
         return False
-    return name not in apis.GENERIC_APPLY_METHODS or a.is_kind(receiver(call), A.KERAS_OPTIMIZER)
+    if a.is_kind(receiver(call), A.KERAS_OPTIMIZER):
+        return True
+    return name not in apis.GENERIC_APPLY_METHODS and not a.methods_called(call)
 
 
 @fact
