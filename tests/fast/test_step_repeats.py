@@ -20,6 +20,28 @@ def test_a_repetition_inside_the_step_leaves_the_data_loop_the_training_loop(loo
     assert "for batch in strategy.experimental_distribute_dataset(dataset):" in result.code
 
 
+ARRAY = SOURCE.replace("train_dataset = tf.data.Dataset.from_tensor_slices(data).shuffle(512).batch(BATCH_SIZE)",
+                        "train_dataset = data.reshape(-1, BATCH_SIZE, 8)")
+
+
+def test_a_repetition_in_a_step_handed_each_batch_of_an_array_too():
+    """The data loop iterates a NumPy array of batches (a held-out GAN's shape): the same."""
+    result = convert_source(ARRAY, "gan.py", backend="tf-distribute")
+    assert result.status == "converted", result.error
+    assert "run_on_replicas(training_step, generator, discriminator, batch, batch_size=BATCH_SIZE, k=1)" in result.code
+
+
+def test_an_epoch_counter_handed_to_the_function_is_no_data_loop():
+    """``for epoch in range(n): train(epoch)`` hands its counter, not data: a range loop there
+    drawing nothing of its own stays a loop of steps (nothing taken as a repetition)."""
+    source = REPLAY.replace("for i in range(10):\n        rows = memory[np.random.randint(0, len(memory), 32)]",
+                            "for i in range(10):\n        rows = memory[:32]").replace(
+        "def train(q, memory, optimizer):", "def train(q, memory, optimizer, episode):").replace(
+        "train(q, memory, optimizer)\n", "train(q, memory, optimizer, episode)\n")
+    result = convert_source(source, "dqn.py", backend="tf-distribute")
+    assert "for i in range(10):" not in (result.code or "") or result.status != "converted", result.status
+
+
 def test_a_loop_that_reads_its_counter_is_no_repetition():
     """``for i in range(k):`` slicing the batch by ``i``: each pass reads other rows -- not the same
     update repeated, so not taken as part of the step."""

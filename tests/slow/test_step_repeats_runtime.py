@@ -18,7 +18,14 @@ SCRIPT = Path(__file__).resolve().parents[1] / "fast" / "fixtures" / "gradient_t
 
 
 @pytest.mark.timeout(900)
-def test_a_step_repeating_its_updates_trains_on_two_workers(tmp_path):
-    data = verify_passes(tf_distribute_python(), "tf-distribute", ["-np", "2"], SCRIPT, tmp_path)
+@pytest.mark.parametrize("data", ["dataset", "array"])
+def test_a_step_repeating_its_updates_trains_on_two_workers(tmp_path, data):
+    script = SCRIPT
+    if data == "array":  # the loop hands the step each batch of a NumPy array (a held-out GAN's shape)
+        script = tmp_path / "array_batches.py"
+        script.write_text(SCRIPT.read_text().replace(
+            "train_dataset = tf.data.Dataset.from_tensor_slices(data).shuffle(512).batch(BATCH_SIZE)",
+            "train_dataset = data.reshape(-1, BATCH_SIZE, 8)"))
+    data = verify_passes(tf_distribute_python(), "tf-distribute", ["-np", "2"], script, tmp_path)
     steps = next(c for c in data["check_results"] if c["name"] == "steps-per-rank")
     assert steps["passed"], steps
