@@ -55,8 +55,10 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                 if s not in out:
                     out.append(s)
             if isinstance(node, cst.Name):
-                # a Keras layer trained by itself: made, and built by its first call, in the scope
-                out += [s for s in model_builds.layer_building(a, node) if s not in out]
+                # a Keras layer trained by itself, or a model built by its first call: made, and first
+                # called, in the scope
+                out += [s for s in model_builds.layer_building(a, node) + model_builds.lazy_model_building(a, node)
+                        if s not in out]
                 # an instance of a class of this module that makes tf.Variables (a tf.Module)
                 if any(_creates_variables(a, cd) for cd in a.instance_classes(node)):
                     for t in a.types(node):

@@ -152,6 +152,29 @@ def layer_building(a: A.Analysis, name) -> List[cst.BaseStatement]:
     if not isinstance(target, cst.Name) or not any(
             n.startswith(apis.KERAS_LAYER_MODULES) and n.rsplit(".", 1)[1][:1].isupper() for n in a.names(value)):
         return []
+    return _made_and_first_called(a, value, target)
+
+
+@fact
+def lazy_model_building(a: A.Analysis, name) -> List[cst.BaseStatement]:
+    """``generator = Generator()`` of a model that makes its variables at its first call (a
+    subclass; not built when made), then ``fake = generator(noise)`` later in its block: the
+    statement making it and that first call -- run outside the scope, the call would make the
+    variables there. [] for anything else (also a model built when made)."""
+    bound = a.assigned_values(name) if isinstance(name, cst.Name) else []
+    if len(bound) != 1 or not isinstance(bound[0][0], cst.Assign) or not isinstance(bound[0][1], cst.Call):
+        return []
+    origin, value = bound[0]
+    target = origin.targets[0].target if len(origin.targets) == 1 else None
+    if not isinstance(target, cst.Name) or not a.is_kind(name, A.MODEL) or built_when_made(a, name):
+        return []
+    made = _made_and_first_called(a, value, target)
+    # the first call a plain statement (``fake = generator(noise)``), not the training loop, nor a
+    # definition (a step function's body runs when it is called)
+    return made if len(made) == 2 and isinstance(made[1], cst.SimpleStatementLine) else []
+
+
+def _made_and_first_called(a: A.Analysis, value: cst.Call, target: cst.Name) -> List[cst.BaseStatement]:
     stmt = a.statement_of(value)
     block = a.parent(stmt)
     body = list(getattr(block, "body", ()))
@@ -159,6 +182,8 @@ def layer_building(a: A.Analysis, name) -> List[cst.BaseStatement]:
         return []
     uses = {id(r) for r in a.scopes.references(target)}
     for later in body[body.index(stmt) + 1:]:
+        if isinstance(later, (cst.FunctionDef, cst.ClassDef)):
+            continue  # defined, not run
         if any(isinstance(n, cst.Call) and id(n.func) in uses for n in calls_in(later)):
             return [stmt, later]
     return [stmt]
