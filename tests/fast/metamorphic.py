@@ -363,12 +363,17 @@ def chains(src: str) -> Optional[Variant]:
 _DEFERRED = (cst.Lambda, cst.FunctionDef, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
+def _labels(nodes) -> set:
+    """ids of the Names that are no read of a binding: an attribute's and a keyword's."""
+    return {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
+        {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+
+
 def inlined(src: str) -> Optional[Variant]:
     wrapper = MetadataWrapper(cst.parse_module(src))
     positions = wrapper.resolve(PositionProvider)
     module = wrapper.module
-    labels = {id(n.attr) for n in _walk(module) if isinstance(n, cst.Attribute)} | \
-        {id(n.keyword) for n in _walk(module) if isinstance(n, cst.Arg) and n.keyword is not None}
+    labels = _labels(list(_walk(module)))
     reads: Dict[str, int] = {}  # every Name that is not an attribute's or a keyword's label
     for node in _walk(module):
         if isinstance(node, cst.Name) and id(node) not in labels:
@@ -452,10 +457,7 @@ def qualified(src: str) -> Optional[Variant]:
     positions = wrapper.resolve(PositionProvider)
     module = wrapper.module
     nodes = list(_walk(module))
-    # labels: a Name that is no read of a binding (an attribute's or a keyword's, an import's own)
-    labels = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
-        {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None} | \
-        {id(x) for n in nodes if isinstance(n, (cst.Import, cst.ImportFrom)) for x in _walk(n)}
+    labels = _labels(nodes) | {id(x) for n in nodes if isinstance(n, (cst.Import, cst.ImportFrom)) for x in _walk(n)}
     bound = {t.value for n in nodes for t in _bound_names(n)}
     names, imports = {}, {}
     for stmt in module.body:

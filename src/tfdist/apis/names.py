@@ -40,6 +40,8 @@ ALIAS_EXACT.update({
     "keras.optimizers.nadam": "keras.optimizers.Nadam",
 })
 
+# The top-level modules of TensorFlow and Keras: a name under one is the framework's own.
+FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
 # Modules whose functions compute from what they are given and nothing else
 # the script keeps (random draws aside: apis.RANDOM_MODULE_PREFIXES):
 # a value one of them returns is the step's own.

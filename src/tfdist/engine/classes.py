@@ -191,7 +191,14 @@ class ClassHierarchy:
 
     def _dict_updates(self, klass: cst.ClassDef) -> List[cst.Param]:
         """The ``**`` parameters of klass's methods that ``self.__dict__.update(kwargs)`` (or
-        ``vars(self).update(kwargs)``) makes attributes of, one per keyword its callers pass."""
+        ``vars(self).update(kwargs)``) makes attributes of, one per keyword its callers pass
+        (the module's calls read once, for every class)."""
+        found = self.__dict__.get("_dict_update_params")
+        if found is None:
+            found = self.__dict__["_dict_update_params"] = self._find_dict_updates()
+        return [star for owner, star in found if owner is klass]
+
+    def _find_dict_updates(self) -> List[Tuple[cst.ClassDef, cst.Param]]:
         out = []
         for call in self.calls:
             func = call.func
@@ -208,9 +215,9 @@ class ClassHierarchy:
                 continue
             fdef = self.enclosing_function(call)
             star = fdef.params.star_kwarg if fdef is not None else None
-            if isinstance(target, cst.Name) and self.self_class(target) is klass and isinstance(star, cst.Param) \
-                    and star.name.value == call.args[0].value.value:
-                out.append(star)
+            owner = self.self_class(target) if isinstance(target, cst.Name) else None
+            if owner is not None and isinstance(star, cst.Param) and star.name.value == call.args[0].value.value:
+                out.append((owner, star))
         return out
 
     def _self_attr_values(self, target, value, attr: str, klass: cst.ClassDef) -> List[cst.BaseExpression]:

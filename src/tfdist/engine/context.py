@@ -11,6 +11,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from .. import apis
 from . import findings as F
 from .analysis import Analysis
 from .edits import EditPlan
@@ -145,7 +146,7 @@ class ImportScheduler:
         imports' anchor."""
         body = list(self.module.body)
         found = [stmt for mod, stmt in self.import_stmt.items()
-                 if mod.split(".")[0] in ("tensorflow", "keras", "tf_keras") and stmt in body]
+                 if mod.split(".")[0] in apis.FRAMEWORK_ROOTS and stmt in body]
         return min(found, key=body.index) if found else self.anchor_for_imports()
 
     def anchor_for_setup(self) -> Optional[cst.BaseStatement]:

@@ -347,12 +347,9 @@ def _library_fit(a: Analysis) -> Optional[tuple]:
             if not (isinstance(value, cst.Call) and a.is_import_binding(value.func)):
                 continue
             names = sorted(a.names(value))
-            if names and not any(n.split(".")[0] in _TENSORFLOW_ROOTS for n in names):
+            if names and not any(n.split(".")[0] in apis.FRAMEWORK_ROOTS for n in names):
                 return call, names[0], a.line(stmt)
     return None
-
-
-_TENSORFLOW_ROOTS = ("tensorflow", "keras", "tf_keras")
 
 
 def _uses_tensorflow(a: Analysis) -> bool:

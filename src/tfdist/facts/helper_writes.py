@@ -80,7 +80,7 @@ def _handed_model(a, call, other, fdef, expr) -> Optional[cst.BaseExpression]:
 
 def _changes_what_it_is_handed(fdef: cst.FunctionDef) -> bool:
     """An assignment to an attribute or an item of a parameter (``history["images"] = ...``) or a
-    method of one that grows it (``.append``)."""
+    method of one that changes it (``.append``, ``.update``: apis.CONTAINER_MUTATORS)."""
     params = {p.name.value for p in fdef.params.params}
     for node in walk(fdef.body):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
@@ -90,11 +90,9 @@ def _changes_what_it_is_handed(fdef: cst.FunctionDef) -> bool:
                 t = t.value
                 if isinstance(t, cst.Name) and t.value in params:
                     return True
-        if isinstance(node, cst.Call) and method_name(node) in _GROWING_METHODS:
+        if isinstance(node, cst.Call) and method_name(node) in apis.CONTAINER_MUTATORS:
             base = receiver(node)
             if isinstance(base, cst.Name) and base.value in params:
                 return True
     return False
 
-
-_GROWING_METHODS = {"append", "extend", "insert", "update", "add", "pop", "clear", "remove", "setdefault"}

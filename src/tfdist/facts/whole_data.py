@@ -124,7 +124,7 @@ def training_loops(a: A.Analysis, applies: FrozenSet[int], within_step: FrozenSe
     # ``for _ in range(k):`` around the updates of a step function that a loop over data (no
     # range) hands each element: k updates on the step's one batch, part of the step (a GAN's
     # critic iterations)
-    loops = [l for l in loops if not (_repeats_its_body(l) and any(
+    loops = [l for l in loops if not (_repeats_its_body(a, l) and any(
         o is not l and _hands_its_elements(a, o, l) for o in loops))]
     return [l for l in loops if not any(o is not l and dataflow.is_inside(a, o, l.body) for o in loops)
             and not any(o is not l and _inside_called(a, o, l) for o in loops)]
@@ -133,7 +133,7 @@ def training_loops(a: A.Analysis, applies: FrozenSet[int], within_step: FrozenSe
 def _hands_its_elements(a: A.Analysis, outer, inner) -> bool:
     """``for batch in data: step(..., batch)``: outer iterates something other than a range and
     passes what it binds to a call of the function holding ``inner``."""
-    if not isinstance(outer, cst.For) or _is_range(outer.iter):
+    if not isinstance(outer, cst.For) or step_counts.is_range(a, outer.iter):
         return False
     fdef = a.enclosing_function(inner)
     bound = {n.value for n in walk(outer.target) if isinstance(n, cst.Name)}
@@ -143,14 +143,10 @@ def _hands_its_elements(a: A.Analysis, outer, inner) -> bool:
         for c in calls_in(outer.body))
 
 
-def _is_range(it) -> bool:
-    return isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"
-
-
-def _repeats_its_body(loop) -> bool:
+def _repeats_its_body(a: A.Analysis, loop) -> bool:
     """``for _ in range(k):`` whose body never reads what it counts nor draws a batch (``next()``):
     each pass works on what the function was given."""
-    if not (isinstance(loop, cst.For) and _is_range(loop.iter)):
+    if not (isinstance(loop, cst.For) and step_counts.is_range(a, loop.iter)):
         return False
     counted = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
     return not any(isinstance(n, cst.Name) and n.value in counted for n in walk(loop.body)) and not any(

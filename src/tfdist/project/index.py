@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from .. import apis
 from ..engine.analysis import ClassFact, ProjectContext
 from ..engine.objects import ROOT_KINDS
 from ..engine.names import canonical
@@ -323,7 +324,7 @@ class ProjectIndex:
             ctx = ProjectContext(name, is_pkg)
             for key, b in s.bindings.items():
                 target = ctx.absolute(b.target)
-                if target.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+                if target.split(".")[0] in apis.FRAMEWORK_ROOTS:
                     continue  # the engine knows the framework's own classes
                 mod = None if not b.is_module and self._package_binds(target, roots) else self.find(target, roots)
                 if mod is not None:  # ``import nets`` / ``from pkg import nets``
