@@ -189,7 +189,8 @@ def _seed_generators(text: str) -> None:
     imported (importing it here would come before the script's own set-up)."""
     if not text.isdigit():
         return
-    STATE.seed = int(text) + rank_and_size()[0]
+    STATE.seed_base = int(text)
+    STATE.seed = STATE.seed_base + rank_and_size()[0]
     import random
 
     random.seed(STATE.seed)    # Keras 3 draws its initializers' seeds from here

@@ -11,6 +11,7 @@ from .keras3 import install_keras3_model, install_keras3_trainer
 from .patch import install_patch
 from .record import install_server_join_record
 from .samples import install_iterator_hook
+from .seeds import install_seed_pairing
 from .state import STATE, note_error
 from .tables import FILE_WRITE_HOOKS, POST_IMPORT_HOOKS
 from .tape import install_keras_losses, install_tape_hooks
@@ -22,6 +23,7 @@ def _install_tensorflow(module, group):
     if STATE.seed is not None:
         try:
             module.random.set_seed(STATE.seed)
+            install_seed_pairing(STATE.seed_base)
         except Exception as exc:  # noqa: BLE001
             note_error("seed", exc)
     try:

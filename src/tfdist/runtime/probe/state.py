@@ -92,6 +92,8 @@ class _State:
         self.tape_batches = 0
         self.record_losses = False
         self.seed = None
+        self.seed_base = None              # SEED_ENV's value: the seed every rank shares
+        self.script_seeded = False         # the script set TensorFlow's global seed itself
         self.local_devices = 1        # TFDIST_PROBE_LOCAL_DEVICES, once applied
         self.loss_steps: list = []         # [seq, value]: tape.gradient targets / TF1 losses, in order
         self.loss_stride = 1               # keep every loss_stride-th value (thinned when long)

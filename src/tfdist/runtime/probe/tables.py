@@ -18,6 +18,11 @@ TF_CONFIG_RANKED_TASKS = ("chief", "worker", "ps")
 #: cluster in it until it is killed (its record is written as it starts).
 TF_SERVER_JOIN = ("tensorflow.python.training.server_lib", "Server.join")
 
+#: TensorFlow's seed functions: (module, get_seed, set_random_seed).  The
+#: v2 ``tf.random.set_seed`` and Keras's ``set_random_seed`` call the v1
+#: function through this module; random ops and tf.data ask ``get_seed``.
+TF_RANDOM_SEED = ("tensorflow.python.framework.random_seed", "get_seed", "set_random_seed")
+
 #: Modules whose import triggers installing observers ("hook groups").
 POST_IMPORT_HOOKS = {
     "tensorflow": "tensorflow",
