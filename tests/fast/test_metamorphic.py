@@ -58,16 +58,6 @@ KNOWN: dict = {
     # block that guards them in the script cannot span cells; warned with the edit to make
     ("keras/rank0_open_write_close", "horovod", "cells"): "rank-0 block split by cells: warned",
     ("keras/rank0_open_write_close", "tf-distribute", "cells"): "rank-0 block split by cells: warned",
-    # print(model.fit(...).history[...]) (predict on tf.distribute): every rank must train, so the
-    # print cannot be guarded as the print of a name is: it prints on every rank, as
-    # print("test", model.evaluate(...)) does on tf.distribute (no finding)
-    ("keras/keras3_functional_dataset_validation", "horovod", "inlined"): "fit inside a print: not guarded",
-    ("keras/keras3_functional_dataset_validation", "tf-distribute", "inlined"): "fit inside a print: not guarded",
-    ("keras/keras3_pydataset_fit", "horovod", "inlined"): "fit inside a print: not guarded",
-    ("keras/keras3_pydataset_fit", "tf-distribute", "inlined"): "fit inside a print: not guarded",
-    ("keras/sequence_validation_reshuffled", "horovod", "inlined"): "fit inside a print: not guarded",
-    ("keras/sequence_validation_reshuffled", "tf-distribute", "inlined"): "fit inside a print: not guarded",
-    ("keras/source_window_helper_also_predicts", "tf-distribute", "inlined"): "predict inside a print: not guarded",
     # the models built in the arguments of the function that compiles and fits them: the calls are
     # put in strategy.scope() whole (one block, one finding), where the function's compile was
     ("keras/source_tfds_split_list_through_parameter", "tf-distribute", "inlined"): "models built in the call",

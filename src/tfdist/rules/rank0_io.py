@@ -4,7 +4,9 @@ Model saves, checkpoint saves, TF1 ``Saver.save`` and ``print`` statements go
 under ``if hvd.rank() == 0:``; summary writers are no-op writers on other
 ranks. Only statements that cannot run a collective operation are guarded
 (a guarded collective deadlocks): a print whose arguments call anything
-but pure built-ins, for instance, is left alone.
+but pure built-ins, for instance, is left alone -- unless that call is a
+Keras model's fit / evaluate / predict, which then runs on every rank first,
+bound to a new name, and the print of that name on rank 0 only.
 
 Every other file a training run writes is written by rank 0 only too: the
 module functions of ``apis.FILE_WRITE_FUNCTIONS`` (NumPy, pickle, JSON,
@@ -25,7 +27,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine import dataflow
 from ..engine.scopes import walk
-from ..actions.guards import guard_call
+from ..actions.guards import guard_call, hoist_and_guard
 from ..facts.collectives import call_collective_free, collective_free
 from ..facts.keras_models import layer_of_a_model
 from ..facts.syntax import calls_in, find_arg, method_name, receiver, source
@@ -66,6 +68,8 @@ def apply(ctx) -> None:
         if names & apis.CONSOLE_WRITE_FUNCTIONS:
             if pure_arguments(a, call, ctx.backend.inference_runs_collectives):
                 guard_call(ctx, call, "console output")
+            else:
+                hoist_and_guard(ctx, call, "console output")
             continue
         if m in apis.KERAS_PRINT_METHODS and recv is not None and is_model_value(a, recv):
             guard_call(ctx, call, f"{a.code(call.func)}()")

@@ -32,7 +32,9 @@ y = (x @ np.array([1.0, -2.0, 3.0, 0.5], "float32"))[:, None]
 with strategy.scope():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, kernel_initializer="zeros")])
     model.compile(optimizer=keras.optimizers.SGD(0.01 * strategy.num_replicas_in_sync), loss=mean_abs_loss)
-print("loss before training (evaluate):", model.evaluate(x, y, batch_size=16, verbose=0))
+evaluate_result = model.evaluate(x, y, batch_size=16, verbose=0)
+if strategy.extended.should_checkpoint:
+    print("loss before training (evaluate):", evaluate_result)
 history = model.fit(x, y, batch_size=16 * strategy.num_replicas_in_sync, epochs=1, verbose=0, shuffle=False)
 if strategy.extended.should_checkpoint:
     print("loss logged by fit:", history.history["loss"][0])

@@ -51,4 +51,6 @@ path = "classifier.keras"
 model.save(worker_path(path))
 
 restored = keras.models.load_model(worker_path(path, reading=True))
-print(restored.evaluate(x, y, verbose=0))
+evaluate_result = restored.evaluate(x, y, verbose=0)
+if strategy.extended.should_checkpoint:
+    print(evaluate_result)
