@@ -49,6 +49,7 @@ class ImportScheduler:
         self.a = analysis
         self.module = analysis.module
         self.bound: Dict[str, str] = {}  # local name -> module it binds
+        self.bound_stmt: Dict[str, cst.BaseStatement] = {}  # local name -> the import statement binding it first
         self.import_stmt: Dict[str, cst.BaseStatement] = {}  # module -> its statement
         # modules of the file's own imports the inserted code reads: it goes after them
         self.read_by_setup: set = set()
@@ -79,6 +80,7 @@ class ImportScheduler:
                             mod = self.a.code(alias.name)
                             local = alias.asname.name.value if alias.asname else mod.split(".")[0]
                             self.bound.setdefault(local, mod if alias.asname else mod.split(".")[0])
+                            self.bound_stmt.setdefault(local, stmt)
                             self.import_stmt.setdefault(mod, stmt)
                     elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
                         mod = self.a.code(small.module)
@@ -88,6 +90,7 @@ class ImportScheduler:
                                 full = f"{mod}.{self.a.code(alias.name)}"
                                 local = alias.asname.name.value if alias.asname else self.a.code(alias.name)
                                 self.bound.setdefault(local, full)
+                                self.bound_stmt.setdefault(local, stmt)
                 if leading:
                     self.leading_end = stmt
             elif not is_doc and not _is_future_or_trivial(stmt):
@@ -104,6 +107,8 @@ class ImportScheduler:
         for mod in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
             n = self.name_for(mod)
             if n:
+                if (mod, n) not in self.reused:
+                    self.reused.append((mod, n))  # imported again with the setup if the script imports it later
                 return n
         return self.require("tensorflow", "tf")
 

@@ -95,7 +95,7 @@ def _imported_too_late(ctx, setup_anchor) -> list:
     body = list(ctx.module.body)
     out = []
     for module, local in ctx.imports.reused:
-        stmt = ctx.imports.import_stmt.get(module)
+        stmt = ctx.imports.bound_stmt.get(local)  # the statement binding the name (not a `from` import of the module)
         if stmt is None or stmt not in body or setup_anchor not in body or body.index(stmt) <= body.index(setup_anchor):
             continue
         if ctx.imports.bound.get(local) != module:
@@ -182,6 +182,7 @@ def _before_tensorflow(ctx, keras_fit: bool) -> list:
         stmts += ctx.stmts("import os")
         ctx.imports.bound.setdefault("os", "os")
         ctx.imports.import_stmt["os"] = anchor
+        ctx.imports.bound_stmt["os"] = anchor  # imported right before it now
     for template, comment in items:
         stmts += ctx.stmts(template, comment=comment)
     return stmts
