@@ -46,7 +46,7 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
         return []
     out: List[cst.BaseStatement] = []
     for node in walk(expr):
-        if isinstance(node, cst.Call) and a.is_name(node, {apis.TF_VARIABLE}):
+        if isinstance(node, cst.Call) and a.is_name(node, apis.VARIABLE_CONSTRUCTORS):
             s = a.statement_of(node)
             if s is not None and s not in out:
                 out.append(s)
@@ -65,6 +65,18 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
                         s = a.statement_of(t.call) if t.call is not None else None
                         if s is not None and s not in out:
                             out.append(s)
+                # a wrapper holding variable-making objects made for it (``Seq([NaiveDense(...), ...])``, a
+                # plain class whose own __init__ makes none): built in the scope with them, and the objects
+                # it is handed by name too
+                for t in a.types(node):
+                    if t.call is None or not t.call.args or not a.instance_classes(t.call):
+                        continue  # the construction of an instance of a class of this module only
+                    if any(_makes_variables_in(a, arg.value) for arg in t.call.args):
+                        s = a.statement_of(t.call)
+                        if s is not None and s not in out:
+                            out.append(s)
+                    for arg in t.call.args:
+                        out += [s for s in _variable_statements(a, arg.value, depth + 1) if s not in out]
                 for origin, value in a.assigned_values(node):
                     # layers in ``for layers, opt in ((lower_layers, opt_a), ...)``: each pass's element;
                     # a parameter: what the calls of its function pass (``train_step(image)``)
@@ -76,9 +88,16 @@ def _variable_statements(a: A.Analysis, expr, depth: int) -> List[cst.BaseStatem
     return out
 
 
+def _makes_variables_in(a: A.Analysis, expr) -> bool:
+    """Does the expression make a tf.Variable, or an instance of a class of this module that makes some?"""
+    return any(isinstance(n, cst.Call) and (a.is_name(n, apis.VARIABLE_CONSTRUCTORS)
+                                            or any(_creates_variables(a, cd) for cd in a.instance_classes(n)))
+               for n in walk(expr))
+
+
 def _creates_variables(a: A.Analysis, cd: cst.ClassDef) -> bool:
     """Does the class (or a base class of this module) create tf.Variables?"""
-    return any(isinstance(n, cst.Call) and a.is_name(n, {apis.TF_VARIABLE})
+    return any(isinstance(n, cst.Call) and a.is_name(n, apis.VARIABLE_CONSTRUCTORS)
                for klass in a.lineage(cd) for n in walk(klass))
 
 

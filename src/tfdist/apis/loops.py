@@ -5,6 +5,9 @@ from __future__ import annotations
 GRADIENT_TAPE = "tensorflow.GradientTape"
 TF_FUNCTION = "tensorflow.function"
 TF_VARIABLE = "tensorflow.Variable"
+# Calls that make a trainable variable: TensorFlow's, and Keras 3's (a tf.Variable inside on the
+# TensorFlow backend, mirrored when made in a strategy's scope).
+VARIABLE_CONSTRUCTORS = {TF_VARIABLE, "keras.Variable", "keras.src.backend.Variable", "tensorflow.keras.Variable"}
 TF2_FILE_WRITER = "tensorflow.summary.create_file_writer"
 TF2_CHECKPOINT = "tensorflow.train.Checkpoint"
 TF2_CHECKPOINT_MANAGER = "tensorflow.train.CheckpointManager"
