@@ -221,12 +221,23 @@ def override_without_optimizer(a: A.Analysis, call: cst.Call) -> bool:
 
 @fact
 def flavor(a: A.Analysis) -> str:
-    """'keras' when the file uses standalone Keras 2, else 'tf.keras'."""
+    """'keras' when the file uses standalone Keras (2, or 3: the module TF_USE_LEGACY_KERAS does
+    not switch), else 'tf.keras'. A file calling no Keras of its own takes the Keras of the
+    project modules whose classes and functions it calls (a model made by another module's
+    factory is that module's Keras)."""
+    if _calls_standalone_keras(a):
+        return "keras"
+    if _calls_standalone_keras(a, "tensorflow.keras"):
+        return "tf.keras"
     for call in a.calls:
-        for q in a.qualified(call.func):
-            if q == "keras" or q.startswith("keras."):
-                return "keras"
+        found = a.project_definition(call.func, cst.ClassDef) or a.project_definition(call.func)
+        if found is not None and _calls_standalone_keras(found[0]):
+            return "keras"
     return "tf.keras"
+
+
+def _calls_standalone_keras(a: A.Analysis, root: str = "keras") -> bool:
+    return any(q == root or q.startswith(root + ".") for call in a.calls for q in a.qualified(call.func))
 
 
 def wrapped_optimizers(ctx) -> set:

@@ -27,7 +27,9 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.dataflow import assigned_by, element_value, names_in
 from ..engine.memo import fact
-from .syntax import calls_in
+from ..engine.scopes import walk
+from . import external_functions
+from .syntax import calls_in, receiver
 
 KERAS_MODEL_INPUTS = ("inputs", "outputs")
 
@@ -187,3 +189,66 @@ def _made_and_first_called(a: A.Analysis, value: cst.Call, target: cst.Name) -> 
         if any(isinstance(n, cst.Call) and id(n.func) in uses for n in calls_in(later)):
             return [stmt, later]
     return [stmt]
+
+
+@fact
+def fitted_class_without_call(a: A.Analysis, call: cst.Call):
+    """(model name, analysis of the class's module, class) for ``model.fit(...)`` on an instance
+    of a keras.Model subclass with a ``train_step`` and no ``call()`` whose ``__init__`` hands
+    keras.Model no inputs and outputs (not a functional subclass): a class of this module, or of
+    another module of the project (``Net()`` of ``from nets import Net``, or what a function
+    there returns: ``ddim.create_model(...)``), read in its own module. Only when the whole
+    lineage is readable there, on keras.Model (a base tfdist cannot read may define call()).
+    None otherwise."""
+    model = receiver(call)
+    if not isinstance(model, cst.Name):
+        return None
+    classes = a.instance_classes(model)
+    owner, cls = (a, classes[0]) if len(classes) == 1 else _imported_class(a, model)
+    if cls is None:
+        return None
+    lineage = owner.lineage(cls)
+    for klass in lineage:
+        for base in klass.bases:
+            if base.keyword is not None:
+                continue
+            known = owner.class_of(base.value)
+            if not (known is not None and known.node in lineage or owner.is_name(base.value, apis.KERAS_MODEL_CLASSES)):
+                return None
+    if owner.class_methods(cls, "call") or not owner.class_methods(cls, "train_step"):
+        return None
+    if not hands_keras_no_inputs(owner, cls):
+        return None
+    return model, owner, cls
+
+
+#: What a custom train_step reads of the loss compile() configured (Keras's compiled loss), as
+#: opposed to the loss object itself (``self.loss(y, y_pred)``).
+COMPILED_LOSS_READS = {"compute_loss", "compiled_loss", "_compile_loss"}
+
+
+@fact
+def reads_compiled_loss(a: A.Analysis, cls: cst.ClassDef) -> bool:
+    """Does the class (or a base class of its module) read Keras's compiled loss (``self.compute_loss``,
+    ``self.compiled_loss``)? A step that does not never builds it, so it may be marked built."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value in COMPILED_LOSS_READS
+               for klass in a.lineage(cls) for n in walk(klass))
+
+
+def _imported_class(a: A.Analysis, model: cst.Name):
+    """(analysis of its module, class) when the model's one binding makes an instance of a class
+    another module of the project defines, directly or returned by a function there; else (a, None)."""
+    bound = a.assigned_values(model)
+    if len(bound) != 1 or not isinstance(bound[0][1], cst.Call):
+        return a, None
+    made = bound[0][1]
+    found = a.project_definition(made.func, cst.ClassDef)
+    if found is not None:
+        return found
+    found = external_functions.external_function_of(a, made)
+    if found is None:
+        return a, None
+    other, fdef = found
+    returned = [n.value for n in walk(fdef.body) if isinstance(n, cst.Return) and n.value is not None]
+    classes = {id(c): c for value in returned for c in other.instance_classes(value)}
+    return (other, next(iter(classes.values()))) if len(returned) == 1 and len(classes) == 1 else (a, None)

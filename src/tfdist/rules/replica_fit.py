@@ -14,6 +14,7 @@ from ..engine.scopes import walk
 from ..actions.keywords import keyword_free
 from ..facts.syntax import append_arg, calls_in, find_arg, find_passed, kwarg, prepend_elements, receiver, source
 from ..actions import keras_optimizers
+from ..actions import built_marks
 from ..actions import learning_rate
 from ..actions import per_rank_draws
 from ..actions import refusals
@@ -30,7 +31,6 @@ from ..facts import gradient_changes
 from ..facts import gradient_tapes
 from ..facts import keras_inputs
 from ..facts import keras_models
-from ..facts import model_builds
 from ..facts import kinds
 from ..facts import replica_state
 from ..facts import sample_arrays
@@ -119,7 +119,7 @@ def apply(ctx) -> None:
         refusals.refuse_unbatched_fit_data(ctx, call)
         _scope_model(ctx, call, compiles)
         _fit(ctx, call)
-        _mark_built_without_call(ctx, call)
+        built_marks.mark_built_without_call(ctx, call)
         _build_step_optimizers(ctx, call)
     if fits:  # every worker writes its own copy of the data files it then reads: drawn alike
         shared_seeds.same_written_data(ctx, fits)
@@ -137,49 +137,6 @@ def apply(ctx) -> None:
     _csv_loggers(ctx)
     if ctx.facts.get("keras_flavor") == "keras":
         _keras3_writer_callbacks(ctx)
-
-
-def _mark_built_without_call(ctx, call: cst.Call) -> None:
-    """A Keras 3 model whose class has no call() -- its train_step does the
-    work on sub-models (the GAN of the Keras guides) -- trains as written on
-    one process, but under a strategy Keras 3's fit first builds the model
-    by calling it on a batch, which fails ("Unable to automatically build
-    the model"). Its variables are its sub-models': it is marked built
-    before fit() (tf-keras, which a tf.keras script uses on several workers,
-    takes it as well). Only for classes whose whole lineage is in this
-    module, on keras.Model (facts/model_builds)."""
-    a = ctx.a
-    model, cls = _fitted_class(a, call)
-    if cls is None:
-        return
-    classes = [cls]
-    lineage = a.lineage(cls)
-    for klass in lineage:
-        for base in klass.bases:
-            if base.keyword is not None:
-                continue
-            fact = a.class_of(base.value)
-            if not (fact is not None and fact.node in lineage or a.is_name(base.value, apis.KERAS_MODEL_CLASSES)):
-                return  # a base tfdist cannot read may define call()
-    if a.class_methods(classes[0], "call") or not a.class_methods(classes[0], "train_step"):
-        return
-    # keras.Model(inputs, outputs) in a subclass is a functional model, with a call() of its own:
-    # only a class whose __init__ hands keras.Model no inputs and outputs is one without
-    if not model_builds.hands_keras_no_inputs(a, classes[0]):
-        return
-    key = ("built", model.value, id(a.statement_of(call)))
-    done = ctx.state("replica_fit.built")
-    if key in done:
-        return
-    done.add(key)
-    ctx.plan.insert_before(a.statement_of(call), ctx.stmts(
-        f"{model.value}.built = True",
-        comment=ctx.say("{engine}: Keras 3's fit() builds a model by calling it on a batch when a strategy runs it; "
-                        "{cls} has no call() (its train_step trains its sub-models, which hold the variables): "
-                        "it is marked built.", cls=classes[0].name.value)))
-    ctx.change(call, replica_state.RULE, ctx.say(
-        "{model} marked built before fit(): {cls} has no call() for Keras 3 to build it with under {engine}",
-        model=model.value, cls=classes[0].name.value))
 
 
 def _build_step_optimizers(ctx, call: cst.Call) -> None:
