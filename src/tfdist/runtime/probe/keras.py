@@ -351,6 +351,11 @@ def install_fit(module, cls_name: str = KERAS_MODEL_CLASS, callbacks_module: str
                         before = _rates_before_fit()
                 except Exception as exc:  # noqa: BLE001
                     note_error("fit_rate", exc)
+            if STATE.keras_fit_depth == 0:
+                try:  # where fit's own steps begin: an eager batch fetched before it is not trained by them
+                    STATE.fit_starts.append((STATE.fetch_seq, step_counter()))
+                except Exception as exc:  # noqa: BLE001
+                    note_error("fit_start", exc)
             STATE.keras_fit_depth += 1
             try:
                 result = orig(*args, **kwargs)

@@ -263,6 +263,12 @@ def _finish_iterator_batches(final_counter: int) -> None:
     batches = [b for b in STATE.sample_batches if b.get("source") == "iterator"]
     for cur, nxt in zip(batches, batches[1:] + [None]):
         after = nxt["steps_before"] if nxt is not None else final_counter
+        if not cur.get("in_fit"):
+            # a fit() begun after this fetch takes its steps on its own batches (a batch drawn to show
+            # or to build the model before fit is not trained by them)
+            starts = [steps for seq, steps in STATE.fit_starts if seq >= cur.get("seq", 0)]
+            if starts:
+                after = min(after, starts[0])
         cur["trained"] = after > cur["steps_before"]
     noted = [b for b in STATE.sample_batches if b.get("steps_before") is not None]
     for cur, nxt in zip(noted, noted[1:] + [None]):

@@ -87,6 +87,7 @@ class _State:
         self.fit_samples_calls = 0
         self.fetch_seq = 0
         self.keras_fit_depth = 0
+        self.fit_starts: list = []         # (fetch_seq, step counter) as each outermost fit() begins
         self.peeking = 0                   # inside a Keras 3 method that peeks at a batch
         self.iterator_step_mark = None     # step counter when the last eager iterator batch was fetched
         self.tape_batches = 0
