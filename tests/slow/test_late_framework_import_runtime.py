@@ -27,5 +27,8 @@ def test_the_converted_script_starts_and_trains(tmp_path, backend, runtime_pytho
     converted.write_text(result.code)
     res = run_tfdist(python, ["run", "--backend", backend, "-np", "2", str(converted)], tmp_path, timeout=500)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    losses = [float(line.split("LOSS", 1)[1].split()[0]) for line in res.stdout.splitlines() if "LOSS" in line]
-    assert len(losses) == 1 and losses[0] < 0.69, res.stdout[-2000:]  # printed once; below chance level
+    losses = [[float(v) for v in line.split("LOSS", 1)[1].split()[:2]] for line in res.stdout.splitlines()
+              if "LOSS" in line]
+    assert len(losses) == 1, res.stdout[-2000:]  # printed once, by the chief
+    (first, last), = losses
+    assert last < first, losses  # it trained: the loss of the last epoch below the first's

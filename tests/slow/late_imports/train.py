@@ -10,5 +10,5 @@ import tensorflow as tf
 
 model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1, activation="sigmoid")])
 model.compile(optimizer=keras.optimizers.SGD(0.1), loss="binary_crossentropy")
-history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
-print("LOSS", history.history["loss"][-1], tf.__version__)
+history = model.fit(x, y, epochs=5, batch_size=16, verbose=0)
+print("LOSS", history.history["loss"][0], history.history["loss"][-1], tf.__version__)
