@@ -27,6 +27,7 @@ from .. import apis
 from ..engine import analysis as A
 from ..engine.dataflow import assigned_by, element_value, names_in
 from ..engine.memo import fact
+from ..engine.values import returned_values
 from ..engine.scopes import walk
 from . import external_functions
 from .syntax import calls_in, receiver
@@ -249,6 +250,6 @@ def _imported_class(a: A.Analysis, model: cst.Name):
     if found is None:
         return a, None
     other, fdef = found
-    returned = [n.value for n in walk(fdef.body) if isinstance(n, cst.Return) and n.value is not None]
+    returned = returned_values(fdef)
     classes = {id(c): c for value in returned for c in other.instance_classes(value)}
     return (other, next(iter(classes.values()))) if len(returned) == 1 and len(classes) == 1 else (a, None)
